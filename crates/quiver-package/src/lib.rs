@@ -1,1 +1,18 @@
+//! Quiver's package model: every file of the package format parsed into typed values, with
+//! diagnostics (severity, stable code, file, line, help) for everything that is wrong.
+//!
+//! The main entry point is [`load_package`], which reads one package folder and returns the
+//! [`Package`] together with its diagnostics. Nothing here panics on input: a bad file becomes a
+//! diagnostic and the rest of the package still loads.
 
+pub mod common;
+pub mod diagnostic;
+pub mod frontmatter;
+pub mod names;
+pub mod rules;
+pub mod schema;
+pub mod source;
+pub mod tool;
+pub mod yaml;
+
+pub use diagnostic::{Diagnostic, Severity};
