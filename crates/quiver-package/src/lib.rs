@@ -5,14 +5,19 @@
 //! [`Package`] together with its diagnostics. Nothing here panics on input: a bad file becomes a
 //! diagnostic and the rest of the package still loads.
 
+pub mod agent;
 pub mod common;
 pub mod diagnostic;
 pub mod frontmatter;
+pub mod manifest;
 pub mod names;
+pub mod prompt;
 pub mod rules;
 pub mod schema;
+pub mod skill;
 pub mod source;
 pub mod tool;
+pub mod workflow;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
