@@ -120,7 +120,7 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     let secs = number * factor;
-    (secs.is_finite() && secs >= 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+    (0.0..1e9).contains(&secs).then(|| Duration::from_secs_f64(secs))
 }
 
 /// A duration read from YAML by [`parse_duration`].

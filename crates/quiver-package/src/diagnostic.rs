@@ -39,9 +39,9 @@ pub struct Diagnostic {
     /// The file it concerns.
     pub file: PathBuf,
     /// 1-based line, when known.
-    pub line: Option<u64>,
+    pub line: Option<u32>,
     /// 1-based column, when known.
-    pub column: Option<u64>,
+    pub column: Option<u32>,
     /// How to fix it, when there is something to say.
     pub help: Option<String>,
 }
@@ -82,15 +82,15 @@ impl Diagnostic {
     /// Sets the 1-based line and column.
     #[must_use]
     pub fn at(mut self, line: u64, column: u64) -> Self {
-        self.line = Some(line);
-        self.column = Some(column);
+        self.line = Some(clamp(line));
+        self.column = Some(clamp(column));
         self
     }
 
     /// Sets the 1-based line only.
     #[must_use]
     pub fn at_line(mut self, line: Option<u64>) -> Self {
-        self.line = line;
+        self.line = line.map(clamp);
         self.column = line.map(|_| 1);
         self
     }
@@ -113,6 +113,10 @@ impl Diagnostic {
             self.file = rel.to_path_buf();
         }
     }
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl fmt::Display for Diagnostic {

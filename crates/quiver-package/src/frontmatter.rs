@@ -99,9 +99,11 @@ impl<'a> Iterator for LineIter<'a> {
 mod tests {
     use super::*;
 
+    type Expected = Result<(&'static str, &'static str, u64), SplitError>;
+
     #[test]
     fn cases() {
-        let cases: &[(&str, Result<(&str, &str, u64), SplitError>)] = &[
+        let cases: &[(&str, Expected)] = &[
             ("---\nname: a\n---\nbody\n", Ok(("name: a\n", "body\n", 4))),
             ("\u{feff}---\nname: a\n---\nbody", Ok(("name: a\n", "body", 4))),
             ("---\r\nname: a\r\nx: 1\r\n---\r\nbody\r\n", Ok(("name: a\nx: 1\n", "body\r\n", 5))),

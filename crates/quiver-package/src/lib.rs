@@ -11,6 +11,7 @@ pub mod diagnostic;
 pub mod frontmatter;
 pub mod manifest;
 pub mod names;
+pub mod package;
 pub mod prompt;
 pub mod rules;
 pub mod schema;
@@ -21,3 +22,4 @@ pub mod workflow;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
+pub use package::{Loaded, Package, is_package_dir, load_package};

@@ -1,0 +1,565 @@
+//! One package folder read into a [`Package`], with every diagnostic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::agent::{self, Agent, AgentPrompt};
+use crate::diagnostic::Diagnostic;
+use crate::manifest::{self, Manifest};
+use crate::names::{ItemName, PackageId, RESERVED_SKILL_NAMES};
+use crate::prompt::{self, PromptSection};
+use crate::skill::{self, Skill};
+use crate::tool::{self, Tool, ToolScope};
+use crate::workflow::{self, Workflow};
+use crate::source;
+
+/// Most files listed under a skill's `references/`, `assets/` and `scripts/`.
+const MAX_SKILL_FILES: usize = 1000;
+/// Deepest folder level listed under a skill.
+const MAX_SKILL_FILE_DEPTH: usize = 6;
+
+/// A loaded package.
+#[derive(Debug, Clone, Serialize)]
+pub struct Package {
+    /// Its id.
+    pub id: PackageId,
+    /// Display name (the manifest's `name`, the skill's name, or the id).
+    pub name: String,
+    /// Version, when declared.
+    pub version: Option<semver::Version>,
+    /// One line for the catalog.
+    pub description: String,
+    /// Its folder.
+    pub root: PathBuf,
+    /// `quiver.yaml` (defaults when the folder has none).
+    pub manifest: Manifest,
+    /// Whether the folder has a `quiver.yaml`.
+    pub has_manifest: bool,
+    /// The package's own skill (`SKILL.md` or `skill/SKILL.md`).
+    pub skill: Option<Skill>,
+    /// Further skills (`skills/<skill>/SKILL.md`).
+    pub skills: Vec<Skill>,
+    /// Every tool: root, skill-scoped and agent-scoped.
+    pub tools: Vec<Tool>,
+    /// Agents.
+    pub agents: Vec<Agent>,
+    /// Workflows.
+    pub workflows: Vec<Workflow>,
+    /// Prompt sections.
+    pub prompts: Vec<PromptSection>,
+    /// `AGENTS.md`: rules for all of the package's agents.
+    pub agents_md: Option<String>,
+    /// `requirements.txt` entries.
+    pub requirements: Vec<String>,
+    /// The `pages/` folder, when present.
+    pub pages: Option<PathBuf>,
+    /// `docs/README.md`, the package page, when present.
+    pub readme: Option<PathBuf>,
+}
+
+impl Package {
+    /// Every skill: the package's own first, then the further ones.
+    pub fn all_skills(&self) -> impl Iterator<Item = &Skill> {
+        self.skill.iter().chain(&self.skills)
+    }
+
+    /// The tool with local name `name`.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name.as_str() == name)
+    }
+}
+
+/// The result of loading one folder.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The package, unless an error in its manifest stopped it.
+    pub package: Option<Package>,
+    /// Everything found wrong, in file order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Whether `dir` looks like a package (a `quiver.yaml`, `SKILL.md` or `skill/SKILL.md`).
+pub fn is_package_dir(dir: &Path) -> bool {
+    dir.join("quiver.yaml").is_file() || dir.join("SKILL.md").is_file() || dir.join("skill/SKILL.md").is_file()
+}
+
+/// Loads the package in `dir`. Item-level errors drop that item; the rest still loads.
+pub fn load_package(dir: &Path) -> Loaded {
+    let mut diags = Vec::new();
+    let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+
+    let manifest_file = dir.join("quiver.yaml");
+    let has_manifest = manifest_file.is_file();
+    let manifest = if has_manifest {
+        let parsed = source::read_text(&manifest_file).map(|text| manifest::parse_manifest(&text, &manifest_file));
+        match parsed {
+            Ok((Some(m), d)) => {
+                diags.extend(d);
+                m
+            }
+            Ok((None, d)) => {
+                diags.extend(d);
+                return Loaded { package: None, diagnostics: diags };
+            }
+            Err(d) => return Loaded { package: None, diagnostics: vec![d] },
+        }
+    } else {
+        Manifest::default()
+    };
+
+    // The package's own skill.
+    let (skill_file, skill_dir) = if dir.join("SKILL.md").is_file() {
+        if dir.join("skill/SKILL.md").is_file() {
+            diags.push(Diagnostic::warning(
+                "package-two-skills",
+                dir.join("skill/SKILL.md"),
+                "both `SKILL.md` and `skill/SKILL.md` exist; `skill/SKILL.md` is ignored",
+            ));
+        }
+        (dir.join("SKILL.md"), dir.to_path_buf())
+    } else {
+        (dir.join("skill/SKILL.md"), dir.join("skill"))
+    };
+    let own_skill = if skill_file.is_file() {
+        read_skill(&skill_file, &skill_dir, Some(&dir_name), &mut diags)
+    } else {
+        None
+    };
+
+    let id = match (&manifest.id, &own_skill) {
+        (Some(id), _) => id.clone(),
+        (None, Some(parsed)) if !has_manifest => PackageId::derive(&parsed.name),
+        _ => PackageId::derive(&dir_name),
+    };
+    let name = manifest
+        .name
+        .clone()
+        .or_else(|| own_skill.as_ref().map(|s| s.name.clone()))
+        .unwrap_or_else(|| id.to_string());
+    let skill = own_skill.map(|parsed| finish_skill(parsed, id.to_string(), skill_file.clone(), skill_dir.clone()));
+
+    let mut tools = Vec::new();
+    load_tools(&dir.join("tools"), ToolScope::Package, &mut tools, &mut diags);
+
+    let mut skills = Vec::new();
+    for sub in subdirs(&dir.join("skills")) {
+        let file = sub.join("SKILL.md");
+        if !file.is_file() {
+            continue;
+        }
+        let sub_name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let Some(parsed) = read_skill(&file, &sub, Some(&sub_name), &mut diags) else {
+            continue;
+        };
+        if RESERVED_SKILL_NAMES.contains(&sub_name.as_str()) {
+            diags.push(Diagnostic::error(
+                "skill-name-reserved",
+                &file,
+                format!("`skills/{sub_name}` uses a folder name of the package format as a skill name"),
+            ));
+            continue;
+        }
+        let local = ItemName::derive(&parsed.name);
+        let skill = finish_skill(parsed, format!("{id}/{local}"), file, sub.clone());
+        load_tools(&sub.join("tools"), ToolScope::Skill(skill.id.clone()), &mut tools, &mut diags);
+        skills.push(skill);
+    }
+    dedupe(&mut skills, |s| s.id.clone(), |s| s.file.clone(), "skill-duplicate", &mut diags);
+
+    let mut agents = Vec::new();
+    for entry in entries(&dir.join("agents")) {
+        if let Some(agent) = load_agent(&entry, &id, &mut tools, &mut diags) {
+            agents.push(agent);
+        }
+    }
+
+    let mut local_items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    local_items.extend(agents.iter().map(|a| a.name.to_string()));
+    let mut workflows = load_workflows(&dir.join("workflows"), &local_items, &mut diags);
+    for agent in &mut agents {
+        let agent_dir = dir.join("agents").join(agent.name.as_str());
+        agent.own_workflows = load_workflows(&agent_dir.join("workflows"), &local_items, &mut diags);
+    }
+
+    let mut prompts = Vec::new();
+    for file in files_with_ext(&dir.join("prompts"), "md") {
+        let Some(name) = item_name_of(&file, &mut diags) else { continue };
+        match source::read_text(&file) {
+            Ok(text) => {
+                let (section, d) = prompt::parse_prompt(&text, &file, name);
+                diags.extend(d);
+                prompts.extend(section);
+            }
+            Err(d) => diags.push(d),
+        }
+    }
+
+    // Tools, agents and workflows share one namespace: `<package>.<item>`.
+    check_item_names(&mut tools, &mut agents, &mut workflows, &mut diags);
+    tools.retain(|t| {
+        let excess = t.permission.excess_over(&manifest.permissions);
+        if excess.is_empty() {
+            return true;
+        }
+        diags.push(
+            Diagnostic::error(
+                "tool-permission-exceeds-package",
+                &t.file,
+                format!("the tool asks for {} beyond the package's `permissions`", excess.join(", ")),
+            )
+            .with_help("add the entries to `permissions` in quiver.yaml, or remove them from the tool"),
+        );
+        false
+    });
+    let tool_names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for s in skill.iter().chain(&skills) {
+        for t in &s.meta.tools {
+            if !t.contains('.') && !tool_names.contains(t.as_str()) {
+                diags.push(Diagnostic::warning(
+                    "skill-unknown-tool",
+                    &s.file,
+                    format!("`tools` names `{t}`, which this package does not define"),
+                ));
+            }
+        }
+    }
+
+    let agents_md = optional_text(&dir.join("AGENTS.md"), &mut diags);
+    let requirements = optional_text(&dir.join("requirements.txt"), &mut diags)
+        .map(|text| parse_requirements(&text, &dir.join("requirements.txt"), &mut diags))
+        .unwrap_or_default();
+    let pages = Some(dir.join("pages")).filter(|p| p.is_dir());
+    let readme = Some(dir.join("docs/README.md")).filter(|p| p.is_file());
+
+    let description = manifest
+        .description
+        .clone()
+        .or_else(|| skill.as_ref().map(|s| tool::first_sentence(&s.description)))
+        .unwrap_or_default();
+    let exposes = tools.iter().any(|t| t.expose && !t.hidden)
+        || agents.iter().any(|a| a.expose)
+        || workflows.iter().any(|w| w.expose);
+    if !exposes && skill.is_none() && skills.is_empty() {
+        diags.push(
+            Diagnostic::warning("package-exposes-nothing", if has_manifest { manifest_file } else { dir.to_path_buf() }, "the package has no skill and exposes no tool, agent or workflow, so it never appears in the catalog")
+                .with_help("add `expose: true` to the tools the model should use"),
+        );
+    }
+
+    let package = Package {
+        id,
+        name,
+        version: manifest.version.clone(),
+        description,
+        root: dir.to_path_buf(),
+        manifest,
+        has_manifest,
+        skill,
+        skills,
+        tools,
+        agents,
+        workflows,
+        prompts,
+        agents_md,
+        requirements,
+        pages,
+        readme,
+    };
+    Loaded { package: Some(package), diagnostics: diags }
+}
+
+fn read_skill(file: &Path, _dir: &Path, dir_name: Option<&str>, diags: &mut Vec<Diagnostic>) -> Option<skill::ParsedSkill> {
+    match source::read_text(file) {
+        Ok(text) => {
+            let (parsed, d) = skill::parse_skill(&text, file, dir_name);
+            diags.extend(d);
+            parsed
+        }
+        Err(d) => {
+            diags.push(d);
+            None
+        }
+    }
+}
+
+fn finish_skill(parsed: skill::ParsedSkill, id: String, file: PathBuf, dir: PathBuf) -> Skill {
+    let files = list_skill_files(&dir);
+    Skill {
+        id,
+        name: parsed.name,
+        description: parsed.description,
+        file,
+        dir,
+        frontmatter: parsed.frontmatter,
+        body_line: parsed.body_line,
+        meta: parsed.meta,
+        files,
+    }
+}
+
+/// Files under `references/`, `assets/` and `scripts/` of a skill folder, relative to it.
+/// Symbolic links are not followed, so nothing outside the folder is ever listed.
+fn list_skill_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for sub in ["references", "assets", "scripts"] {
+        walk_files(&dir.join(sub), sub, 0, &mut out);
+    }
+    out.sort();
+    out
+}
+
+fn walk_files(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
+    if depth > MAX_SKILL_FILE_DEPTH || out.len() >= MAX_SKILL_FILES {
+        return;
+    }
+    let Ok(read) = fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = read.flatten().collect();
+    entries.sort_by_key(fs::DirEntry::file_name);
+    for entry in entries {
+        let Ok(kind) = entry.file_type() else { continue };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let rel = format!("{rel}/{name}");
+        if kind.is_dir() {
+            walk_files(&entry.path(), &rel, depth + 1, out);
+        } else if kind.is_file() && out.len() < MAX_SKILL_FILES {
+            out.push(rel);
+        }
+    }
+}
+
+fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut Vec<Diagnostic>) {
+    for sub in subdirs(dir) {
+        let file = sub.join("tool.yaml");
+        if !file.is_file() {
+            diags.push(Diagnostic::warning(
+                "tool-missing-file",
+                &sub,
+                "this tool folder has no `tool.yaml` and is skipped",
+            ));
+            continue;
+        }
+        let dir_name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match source::read_text(&file) {
+            Ok(text) => {
+                let (tool, d) = tool::parse_tool(&text, &file, &dir_name, scope.clone());
+                diags.extend(d);
+                tools.extend(tool);
+            }
+            Err(d) => diags.push(d),
+        }
+    }
+}
+
+fn load_agent(entry: &Path, package: &PackageId, tools: &mut Vec<Tool>, diags: &mut Vec<Diagnostic>) -> Option<Agent> {
+    let is_dir = entry.is_dir();
+    if !is_dir && entry.extension().is_none_or(|e| e != "md") {
+        return None;
+    }
+    let name = item_name_of(entry, diags)?;
+    let (file, meta, prompt) = if is_dir {
+        let file = entry.join("agent.yaml");
+        let text = match source::read_text(&file) {
+            Ok(text) => text,
+            Err(d) => {
+                diags.push(d);
+                return None;
+            }
+        };
+        let (meta, d) = agent::parse_agent_yaml(&text, &file);
+        diags.extend(d);
+        let meta = meta?;
+        let system = optional_text(&entry.join("system.md"), diags).unwrap_or_default();
+        if system.trim().is_empty() {
+            diags.push(Diagnostic::warning("agent-empty-prompt", entry.join("system.md"), "the agent has no `system.md`"));
+        }
+        let prompt = AgentPrompt {
+            system: system.trim().to_owned(),
+            boundaries: optional_text(&entry.join("boundaries.md"), diags).map(|t| t.trim().to_owned()),
+            conventions: optional_text(&entry.join("conventions.md"), diags).map(|t| t.trim().to_owned()),
+        };
+        (file, meta, prompt)
+    } else {
+        let text = match source::read_text(entry) {
+            Ok(text) => text,
+            Err(d) => {
+                diags.push(d);
+                return None;
+            }
+        };
+        let (parsed, d) = agent::parse_agent_file(&text, entry);
+        diags.extend(d);
+        let (meta, prompt) = parsed?;
+        (entry.to_path_buf(), meta, prompt)
+    };
+    let mut own_skills = Vec::new();
+    if is_dir {
+        load_tools(&entry.join("tools"), ToolScope::Agent(name.to_string()), tools, diags);
+        for sub in subdirs(&entry.join("skills")) {
+            let skill_file = sub.join("SKILL.md");
+            if !skill_file.is_file() {
+                continue;
+            }
+            let sub_name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if let Some(parsed) = read_skill(&skill_file, &sub, Some(&sub_name), diags) {
+                let local = ItemName::derive(&parsed.name);
+                let skill = finish_skill(parsed, format!("{package}/{name}/{local}"), skill_file, sub.clone());
+                load_tools(&sub.join("tools"), ToolScope::Agent(name.to_string()), tools, diags);
+                own_skills.push(skill);
+            }
+        }
+    }
+    let list = |sub: &str| {
+        let mut out = Vec::new();
+        if is_dir {
+            walk_files(&entry.join(sub), sub, 0, &mut out);
+        }
+        out
+    };
+    Some(Agent {
+        name,
+        file,
+        description: meta.description,
+        model: meta.model,
+        tools: meta.tools.0,
+        skills: meta.skills.0,
+        expose: meta.expose,
+        max_turns: meta.max_turns,
+        platforms: meta.platforms,
+        prompt,
+        own_skills,
+        own_workflows: Vec::new(),
+        hooks: list("hooks"),
+        knowledge: list("knowledge"),
+    })
+}
+
+fn load_workflows(dir: &Path, local_items: &BTreeSet<String>, diags: &mut Vec<Diagnostic>) -> Vec<Workflow> {
+    let mut out = Vec::new();
+    for file in files_with_ext(dir, "yaml").into_iter().chain(files_with_ext(dir, "yml")) {
+        let Some(name) = item_name_of(&file, diags) else { continue };
+        match source::read_text(&file) {
+            Ok(text) => {
+                let (w, d) = workflow::parse_workflow(&text, &file, name, local_items);
+                diags.extend(d);
+                out.extend(w);
+            }
+            Err(d) => diags.push(d),
+        }
+    }
+    out
+}
+
+/// Drops every item whose name an earlier item (tool, then agent, then workflow) already took.
+fn check_item_names(tools: &mut Vec<Tool>, agents: &mut Vec<Agent>, workflows: &mut Vec<Workflow>, diags: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut keep = |name: &ItemName, file: &Path, diags: &mut Vec<Diagnostic>| match seen.get(name.as_str()) {
+        Some(first) => {
+            diags.push(
+                Diagnostic::error(
+                    "item-duplicate-name",
+                    file,
+                    format!("`{name}` is already defined by {}", first.display()),
+                )
+                .with_help("tools, agents and workflows of one package share one namespace; rename one"),
+            );
+            false
+        }
+        None => {
+            seen.insert(name.to_string(), file.to_path_buf());
+            true
+        }
+    };
+    tools.retain(|t| keep(&t.name, &t.file, diags));
+    agents.retain(|a| keep(&a.name, &a.file, diags));
+    workflows.retain(|w| keep(&w.name, &w.file, diags));
+}
+
+fn dedupe<T>(items: &mut Vec<T>, key: impl Fn(&T) -> String, file: impl Fn(&T) -> PathBuf, code: &'static str, diags: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    items.retain(|item| match seen.get(&key(item)) {
+        Some(first) => {
+            diags.push(Diagnostic::error(code, file(item), format!("`{}` is already defined by {}", key(item), Path::display(first))));
+            false
+        }
+        None => {
+            seen.insert(key(item), file(item));
+            true
+        }
+    });
+}
+
+/// The item name of a file or folder (its stem), or a diagnostic.
+fn item_name_of(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<ItemName> {
+    let stem = path.file_stem()?.to_string_lossy();
+    match stem.parse::<ItemName>() {
+        Ok(name) => Some(name),
+        Err(err) => {
+            diags.push(Diagnostic::error("item-invalid-name", path, err.to_string()).with_help("item names match `[a-z0-9][a-z0-9_-]{0,63}`"));
+            None
+        }
+    }
+}
+
+fn optional_text(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    if !path.is_file() {
+        return None;
+    }
+    match source::read_text(path) {
+        Ok(text) => Some(text),
+        Err(d) => {
+            diags.push(d);
+            None
+        }
+    }
+}
+
+fn parse_requirements(text: &str, file: &Path, diags: &mut Vec<Diagnostic>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let name_ok = line.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+        if !name_ok || line.starts_with("-e") || line.contains("://") {
+            diags.push(
+                Diagnostic::error("requirements-unsupported", file, format!("`{line}` is not a plain requirement from the package index"))
+                    .at(i as u64 + 1, 1)
+                    .with_help("list packages as `name==version`; URLs and editable installs are not allowed"),
+            );
+            continue;
+        }
+        out.push(line.to_owned());
+    }
+    out
+}
+
+/// Sub-folders of `dir`, sorted, skipping dot-folders.
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    entries(dir).into_iter().filter(|p| p.is_dir()).collect()
+}
+
+/// Entries of `dir`, sorted, skipping dot-entries.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<PathBuf> = read
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    entries(dir)
+        .into_iter()
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
+        .collect()
+}
