@@ -1,9 +1,14 @@
 //! The `quiver` command line: argument parsing and the commands behind it.
 //!
-//! Data goes to stdout, everything else (diagnostics, progress) to stderr.
+//! Data goes to stdout, everything else (diagnostics, progress, summaries) to stderr. Exit
+//! codes: 0 success, 1 the command's check failed (lint errors, test misses), 2 usage or
+//! runtime error.
 
 mod cmd;
+mod diagnostics;
+mod roots;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -12,12 +17,26 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "quiver", version, about)]
 struct Cli {
+    #[command(flatten)]
+    roots: roots::RootArgs,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check packages and report every problem with file and line.
+    Lint(cmd::lint::LintArgs),
+    /// List the packages of the catalog and what they expose.
+    List(cmd::catalog::ListArgs),
+    /// Show one package, item or skill in full.
+    Show(cmd::catalog::ShowArgs),
+    /// Search the catalog as `tool_search` does.
+    Search(cmd::catalog::SearchArgs),
+    /// Check that each tool's examples find it and its negative examples do not.
+    Test(cmd::test::TestArgs),
+    /// Create a skill, tool or package that passes `quiver lint`.
+    New(cmd::new::NewArgs),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
@@ -30,17 +49,33 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Lint(args) => cmd::lint::run(args),
+        Command::List(args) => cmd::catalog::list(&cli.roots, args),
+        Command::Show(args) => cmd::catalog::show(&cli.roots, args),
+        Command::Search(args) => cmd::catalog::search(&cli.roots, args),
+        Command::Test(args) => cmd::test::run(args),
+        Command::New(args) => cmd::new::run(args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };
     match result {
         Ok(code) => code,
         Err(report) => {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("{report:?}");
-            }
+            err(&format!("{report:?}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// Writes a line of data to stdout; a closed pipe ends the process quietly.
+pub(crate) fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if writeln!(stdout, "{text}").is_err() {
+        std::process::exit(0);
+    }
+}
+
+/// Writes a line to stderr.
+pub(crate) fn err(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }

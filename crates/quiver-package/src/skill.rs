@@ -13,7 +13,7 @@ use crate::names::RESERVED_SKILL_NAMES;
 use crate::{frontmatter, source, yaml};
 
 /// Frontmatter keys this loader understands; anything else is a warning.
-pub const KNOWN_KEYS: [&str; 18] = [
+pub const KNOWN_KEYS: [&str; 20] = [
     "name",
     "description",
     "license",
@@ -32,6 +32,8 @@ pub const KNOWN_KEYS: [&str; 18] = [
     "scopes",
     "permissions",
     "argument-hint",
+    "examples",
+    "negative_examples",
 ];
 
 /// A loaded skill (frontmatter only).
@@ -92,6 +94,10 @@ pub struct SkillMeta {
     pub permissions: Vec<String>,
     /// Hint for the arguments of the `/name` command.
     pub argument_hint: Option<String>,
+    /// Requests that must find the skill (checked by `quiver test`).
+    pub examples: Vec<String>,
+    /// Requests that must not put it first.
+    pub negative_examples: Vec<String>,
 }
 
 impl Skill {
@@ -194,6 +200,8 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
         scopes: fields.restriction("scopes"),
         permissions: fields.word_list("permissions"),
         argument_hint: fields.optional_string("argument-hint"),
+        examples: fields.string_list("examples"),
+        negative_examples: fields.string_list("negative_examples"),
     };
     for rule in &meta.permissions {
         if let Err(message) = crate::rules::check_rule(rule) {
@@ -345,6 +353,21 @@ impl Fields<'_, '_> {
             None | Some(Value::Null) => Vec::new(),
             Some(_) => {
                 self.wrong_type(key, "a string or a list of strings", Severity::Warning);
+                Vec::new()
+            }
+        }
+    }
+
+    /// A YAML list of strings (a single string is one entry).
+    fn string_list(&mut self, key: &str) -> Vec<String> {
+        match self.map.get(key) {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
+                items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+            }
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => {
+                self.wrong_type(key, "a list of strings", Severity::Warning);
                 Vec::new()
             }
         }

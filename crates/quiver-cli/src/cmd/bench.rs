@@ -1,12 +1,102 @@
 //! `quiver bench`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use miette::{IntoDiagnostic, miette};
+use quiver_catalog::bench::{RetrievalReport, run_retrieval};
 
 /// Subcommands of `quiver bench`.
 #[derive(Debug, clap::Subcommand)]
-pub enum BenchCommand {}
+pub enum BenchCommand {
+    /// Tool retrieval: rank a corpus's tools for each query and score the rankings.
+    Retrieval(RetrievalArgs),
+}
+
+/// Arguments of `quiver bench retrieval`.
+#[derive(Debug, clap::Args)]
+pub struct RetrievalArgs {
+    /// A corpus folder holding `tools.jsonl` and `queries.jsonl`.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tools", "queries"])]
+    corpus: Option<PathBuf>,
+    /// The tools file (JSON Lines: id, name, description, parameters).
+    #[arg(long, value_name = "PATH", requires = "queries")]
+    tools: Option<PathBuf>,
+    /// The queries file (JSON Lines: id, query, gold).
+    #[arg(long, value_name = "PATH", requires = "tools")]
+    queries: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
 
 /// Runs `quiver bench`.
 pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
-    match command {}
+    match command {
+        BenchCommand::Retrieval(args) => retrieval(args),
+    }
+}
+
+fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
+    let (tools, queries) = match (args.corpus, args.tools, args.queries) {
+        (Some(dir), _, _) => (dir.join("tools.jsonl"), dir.join("queries.jsonl")),
+        (None, Some(tools), Some(queries)) => (tools, queries),
+        _ => return Err(miette!("give --corpus DIR, or both --tools PATH and --queries PATH")),
+    };
+    let report = run_retrieval(&tools, &queries).map_err(|e| miette!("{e}"))?;
+    let text = if args.json {
+        serde_json::to_string(&report).into_diagnostic()?
+    } else {
+        table(&report)
+    };
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report as a small aligned table.
+fn table(r: &RetrievalReport) -> String {
+    let rows = [
+        ("queries", r.queries.to_string()),
+        ("Recall@1", format!("{:.3}", r.recall_at_1)),
+        ("Recall@5", format!("{:.3}", r.recall_at_5)),
+        ("MRR@10", format!("{:.3}", r.mrr_at_10)),
+        ("nDCG@10", format!("{:.3}", r.ndcg_at_10)),
+        ("latency mean", format!("{:.3} ms", r.latency_ms_mean)),
+        ("latency p50", format!("{:.3} ms", r.latency_ms_p50)),
+        ("latency p99", format!("{:.3} ms", r.latency_ms_p99)),
+        ("index build", format!("{:.1} ms", r.build_ms)),
+    ];
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let value_width = rows.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(k, v)| format!("{k:<width$}  {v:>value_width$}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_aligned() {
+        let r = RetrievalReport {
+            recall_at_1: 0.5,
+            recall_at_5: 0.9,
+            mrr_at_10: 0.6,
+            ndcg_at_10: 0.7,
+            latency_ms_mean: 0.1,
+            latency_ms_p50: 0.1,
+            latency_ms_p99: 1.25,
+            build_ms: 12.0,
+            queries: 200,
+        };
+        let t = table(&r);
+        let widths: Vec<usize> = t.lines().map(|l| l.chars().count()).collect();
+        assert!(widths.windows(2).all(|w| w[0] == w[1]), "{t}");
+        assert!(t.contains("Recall@5"));
+    }
 }

@@ -1,4 +1,8 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod catalog;
+pub mod lint;
+pub mod new;
 pub mod skill;
+pub mod test;

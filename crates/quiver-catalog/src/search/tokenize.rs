@@ -1,0 +1,359 @@
+//! The analyzer: English words with light stemming, identifiers split into their parts, and
+//! Chinese text as jieba words plus CJK character unigrams and bigrams.
+
+use std::sync::LazyLock;
+
+use jieba_rs::Jieba;
+
+use super::stem::stem;
+
+/// The jieba segmenter with its embedded default dictionary, built once (it takes a while).
+pub(crate) static JIEBA: LazyLock<Jieba> = LazyLock::new(Jieba::new);
+
+/// Longest text analyzed, in bytes; the rest of a longer text is ignored.
+pub(crate) const MAX_TEXT_BYTES: usize = 256 * 1024;
+
+/// What kind of token a term is; the index weighs kinds differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    /// A Latin (or other alphabetic or numeric) word, stemmed.
+    Word,
+    /// A whole identifier made of several parts (`get_weather`, `requests.get`, `getWeather`).
+    Compound,
+    /// A jieba word of two characters or more.
+    CjkWord,
+    /// One CJK character.
+    CjkUnigram,
+    /// Two adjacent CJK characters.
+    CjkBigram,
+    /// The first characters of a long word, so that `conversion` meets `convert`.
+    Prefix,
+}
+
+impl Kind {
+    /// The prefix that keeps a kind's terms apart from same-looking terms of other kinds.
+    pub(crate) fn tag(self) -> &'static str {
+        match self {
+            Kind::Word | Kind::Compound | Kind::CjkWord => "",
+            Kind::CjkUnigram => "\u{1}",
+            Kind::CjkBigram => "\u{2}",
+            Kind::Prefix => "\u{3}",
+        }
+    }
+}
+
+/// Splits `text` into the terms the search index uses, in text order. The same analyzer runs over
+/// documents and queries: lowercased, full-width ASCII folded, English stopwords dropped and
+/// words lightly stemmed, identifiers (`get_current_weather`, `getWeather`, `requests.get`) given
+/// as their parts plus the whole, and CJK text given as jieba words plus every character and
+/// every pair of adjacent characters.
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    analyze(text, &mut |term, _kind| out.push(term.to_owned()));
+    out
+}
+
+/// Calls `emit` with each term of `text` (without its kind tag) and its kind.
+pub(crate) fn analyze(text: &str, emit: &mut dyn FnMut(&str, Kind)) {
+    let text = clip(text, MAX_TEXT_BYTES);
+    let chars: Vec<char> = text.chars().map(fold).collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if is_cjk(c) {
+            let start = i;
+            while i < chars.len() && is_cjk(chars[i]) {
+                i += 1;
+            }
+            analyze_cjk(&chars[start..i], emit);
+        } else if is_alnum(c) {
+            let start = i;
+            i += 1;
+            while i < chars.len() {
+                if is_alnum(chars[i]) {
+                    i += 1;
+                } else if is_connector(chars[i]) && i + 1 < chars.len() && is_alnum(chars[i + 1]) {
+                    i += 2;
+                } else {
+                    break;
+                }
+            }
+            analyze_identifier(&chars[start..i], emit);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Analyzes a name: its parts as in [`analyze`], plus the whole name lowercased as one term.
+pub(crate) fn analyze_name(name: &str, emit: &mut dyn FnMut(&str, Kind)) {
+    analyze(name, emit);
+    let whole: String = clip(name, MAX_TEXT_BYTES)
+        .chars()
+        .map(fold)
+        .flat_map(char::to_lowercase)
+        .collect();
+    let whole = whole.trim();
+    if !whole.is_empty() && !whole.chars().any(is_cjk) && whole.chars().any(is_alnum) {
+        emit(whole, Kind::Compound);
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+pub(crate) fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Folds full-width ASCII and the ideographic space to their ASCII forms.
+fn fold(c: char) -> char {
+    match c {
+        '\u{3000}' => ' ',
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+        _ => c,
+    }
+}
+
+/// Whether `c` is a CJK ideograph, kana or Hangul syllable.
+pub(crate) fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{AC00}'..='\u{D7AF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{2FA1F}')
+}
+
+fn is_alnum(c: char) -> bool {
+    c.is_alphanumeric() && !is_cjk(c)
+}
+
+fn is_connector(c: char) -> bool {
+    matches!(c, '_' | '.' | '-' | '/' | ':')
+}
+
+/// Jieba words (search mode) of two or more characters, every character and every pair.
+fn analyze_cjk(run: &[char], emit: &mut dyn FnMut(&str, Kind)) {
+    let mut buf = [0u8; 8];
+    for &c in run {
+        if !is_cjk_stop(c) {
+            emit(c.encode_utf8(&mut buf), Kind::CjkUnigram);
+        }
+    }
+    let mut pair = String::with_capacity(8);
+    for w in run.windows(2) {
+        pair.clear();
+        pair.push(w[0]);
+        pair.push(w[1]);
+        emit(&pair, Kind::CjkBigram);
+    }
+    if run.len() >= 2 && run.iter().any(|&c| is_han(c)) {
+        let s: String = run.iter().collect();
+        for token in JIEBA.cut_for_search(&s, true) {
+            if token.word.chars().count() >= 2 {
+                emit(token.word, Kind::CjkWord);
+            }
+        }
+    }
+}
+
+fn is_han(c: char) -> bool {
+    matches!(c,
+        '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{2FA1F}')
+}
+
+/// Function characters that carry no topic on their own (as unigrams only).
+fn is_cjk_stop(c: char) -> bool {
+    matches!(
+        c,
+        '的' | '了' | '吗' | '呢' | '吧' | '啊' | '呀' | '么' | '嘛' | '哦' | '是' | '我' | '你'
+            | '他' | '她' | '它' | '们' | '在' | '和' | '与' | '及' | '或' | '这' | '那' | '就'
+            | '也' | '都' | '还' | '个' | '一' | '把' | '被' | '给' | '让' | '着' | '之' | '其'
+    )
+}
+
+/// An identifier-like run: alphanumerics joined by `_ . - / :`.
+fn analyze_identifier(run: &[char], emit: &mut dyn FnMut(&str, Kind)) {
+    let mut parts: Vec<String> = Vec::new();
+    for segment in run.split(|&c| is_connector(c)) {
+        split_case(segment, &mut parts);
+    }
+    let mut buf = String::new();
+    let nonum = std::env::var("NONUM").is_ok();
+    let nosingle = std::env::var("NOSINGLE").is_ok();
+    for part in &parts {
+        if is_stopword(part) {
+            continue;
+        }
+        if nonum && part.chars().all(|c| c.is_numeric()) { continue; }
+        if nosingle && part.chars().count() == 1 { continue; }
+        buf.clear();
+        stem(part, &mut buf);
+        if !buf.is_empty() {
+            emit(&buf, Kind::Word);
+        }
+        let plen: usize = std::env::var("PLEN").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+        if part.len() > plen && part.bytes().all(|b| b.is_ascii_lowercase()) {
+            emit(&part[..plen], Kind::Prefix);
+        }
+    }
+    if parts.len() > 1 {
+        let whole: String = run.iter().flat_map(|c| c.to_lowercase()).collect();
+        emit(&whole, Kind::Compound);
+    }
+}
+
+/// Splits a run of alphanumerics at camelCase humps and letter/digit boundaries, lowercased.
+fn split_case(segment: &[char], parts: &mut Vec<String>) {
+    let mut start = 0;
+    for i in 1..segment.len() {
+        let (p, c) = (segment[i - 1], segment[i]);
+        let next_lower = segment.get(i + 1).is_some_and(|n| n.is_lowercase());
+        let boundary = (p.is_lowercase() && c.is_uppercase())
+            || (p.is_uppercase() && c.is_uppercase() && next_lower)
+            || (p.is_alphabetic() && c.is_numeric())
+            || (p.is_numeric() && c.is_alphabetic());
+        if boundary {
+            parts.push(lower(&segment[start..i]));
+            start = i;
+        }
+    }
+    if start < segment.len() {
+        parts.push(lower(&segment[start..]));
+    }
+}
+
+fn lower(chars: &[char]) -> String {
+    chars.iter().flat_map(|c| c.to_lowercase()).collect()
+}
+
+/// A short English stopword list: words that say nothing about what a tool does.
+fn is_stopword(word: &str) -> bool {
+    matches!(
+        word,
+        "a" | "an"
+            | "the"
+            | "and"
+            | "or"
+            | "of"
+            | "to"
+            | "in"
+            | "on"
+            | "at"
+            | "by"
+            | "for"
+            | "with"
+            | "from"
+            | "as"
+            | "is"
+            | "are"
+            | "was"
+            | "were"
+            | "be"
+            | "been"
+            | "being"
+            | "it"
+            | "its"
+            | "this"
+            | "that"
+            | "these"
+            | "those"
+            | "i"
+            | "me"
+            | "my"
+            | "we"
+            | "our"
+            | "you"
+            | "your"
+            | "he"
+            | "she"
+            | "his"
+            | "her"
+            | "they"
+            | "them"
+            | "their"
+            | "can"
+            | "could"
+            | "would"
+            | "should"
+            | "will"
+            | "shall"
+            | "may"
+            | "might"
+            | "must"
+            | "do"
+            | "does"
+            | "did"
+            | "have"
+            | "has"
+            | "had"
+            | "please"
+            | "s"
+            | "t"
+            | "if"
+            | "then"
+            | "so"
+            | "but"
+            | "not"
+            | "no"
+            | "into"
+            | "about"
+            | "some"
+            | "any"
+            | "which"
+            | "what"
+            | "who"
+            | "whom"
+            | "how"
+            | "when"
+            | "where"
+            | "there"
+            | "here"
+            | "also"
+            | "than"
+            | "too"
+            | "very"
+            | "just"
+            | "am"
+            | "us"
+            | "him"
+            | "e"
+            | "g"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_identifiers() {
+        let t = tokenize("getCurrentWeather");
+        assert!(t.contains(&"weather".to_owned()), "{t:?}");
+        assert!(t.contains(&"getcurrentweather".to_owned()), "{t:?}");
+        let t = tokenize("HTTPServer requests.get");
+        assert!(t.contains(&"http".to_owned()), "{t:?}");
+        assert!(t.contains(&"server".to_owned()), "{t:?}");
+        assert!(t.contains(&"requests.get".to_owned()), "{t:?}");
+    }
+
+    #[test]
+    fn chinese_words_and_ngrams() {
+        let t = tokenize("查询天气预报");
+        assert!(t.contains(&"天气".to_owned()), "{t:?}");
+        assert!(t.contains(&"气预".to_owned()), "{t:?}");
+        assert!(t.contains(&"天".to_owned()), "{t:?}");
+    }
+
+    #[test]
+    fn full_width_is_folded() {
+        assert_eq!(tokenize("ＪＳＯＮ"), tokenize("json"));
+    }
+}

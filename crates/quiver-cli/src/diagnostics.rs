@@ -1,0 +1,78 @@
+//! Rendering package diagnostics: miette reports with a source snippet for people, JSON for
+//! scripts. Data goes to stdout, diagnostics to stderr.
+
+use std::path::Path;
+
+use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report};
+use quiver_package::{Diagnostic, Severity};
+
+/// Renders one diagnostic as a miette report (with the offending line when the file is readable).
+pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
+    let shown = diag.file.strip_prefix(base).unwrap_or(&diag.file).display().to_string();
+    let severity = match diag.severity {
+        Severity::Error => miette::Severity::Error,
+        Severity::Warning => miette::Severity::Warning,
+        Severity::Info => miette::Severity::Advice,
+    };
+    let mut m = MietteDiagnostic::new(diag.message.clone())
+        .with_code(diag.code)
+        .with_severity(severity);
+    if let Some(help) = &diag.help {
+        m = m.with_help(help.clone());
+    }
+    let source = diag.line.and_then(|_| std::fs::read_to_string(&diag.file).ok());
+    match (source, diag.line) {
+        (Some(text), Some(line)) => {
+            let offset = offset_of(&text, line, diag.column.unwrap_or(1));
+            let len = text[offset..].find('\n').unwrap_or(text.len() - offset).max(1).min(text.len() - offset);
+            m = m.with_label(LabeledSpan::at(offset..offset + len, "here"));
+            Report::new(m).with_source_code(NamedSource::new(shown, text))
+        }
+        _ => Report::new(m.with_url(shown)),
+    }
+}
+
+/// Byte offset of 1-based `line`, `column` (in characters) in `text`, clamped to its end.
+fn offset_of(text: &str, line: u32, column: u32) -> usize {
+    let mut offset = 0;
+    for _ in 1..line {
+        match text[offset..].find('\n') {
+            Some(i) => offset += i + 1,
+            None => return text.len(),
+        }
+    }
+    let rest = &text[offset..];
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let col = rest[..line_end]
+        .char_indices()
+        .nth(column.saturating_sub(1) as usize)
+        .map_or(line_end, |(i, _)| i);
+    offset + col
+}
+
+/// Prints diagnostics to stderr (human) or a JSON array to stdout.
+pub fn emit(diags: &[Diagnostic], json: bool, base: &Path) {
+    if json {
+        let value = serde_json::to_string_pretty(diags).unwrap_or_else(|_| "[]".into());
+        crate::out(&value);
+        return;
+    }
+    for d in diags {
+        crate::err(&format!("{:?}", to_report(d, base)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets() {
+        let text = "a: 1\nbé: 2\nc";
+        assert_eq!(offset_of(text, 1, 1), 0);
+        assert_eq!(offset_of(text, 2, 1), 5);
+        assert_eq!(offset_of(text, 2, 3), 8);
+        assert_eq!(offset_of(text, 3, 9), text.len());
+        assert_eq!(offset_of(text, 9, 1), text.len());
+    }
+}

@@ -1,0 +1,106 @@
+//! Where packages are looked for: `--root`, `QUIVER_PATH`, the config file, and the standard
+//! skill folders of the project and the home directory.
+
+use std::path::{Path, PathBuf};
+
+use quiver_catalog::{CatalogOptions, Root, Scope};
+use serde::Deserialize;
+
+/// Arguments shared by every command that reads a catalog.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RootArgs {
+    /// A folder of packages (repeatable). When given, only these roots are read.
+    #[arg(long = "root", value_name = "PATH", global = true)]
+    pub roots: Vec<PathBuf>,
+}
+
+/// The config file (`$QUIVER_CONFIG`, else `~/.config/quiver/config.yaml`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    roots: Vec<ConfigRoot>,
+    precedence: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigRoot {
+    path: String,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+fn parse_scope(text: &str) -> miette::Result<Scope> {
+    match text {
+        "project" => Ok(Scope::Project),
+        "user" => Ok(Scope::User),
+        "installed" => Ok(Scope::Installed),
+        other => Err(miette::miette!("unknown scope `{other}`; use `project`, `user` or `installed`")),
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+fn expand(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), home()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The roots and catalog options for this invocation.
+pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
+    let mut options = CatalogOptions::default();
+    if !args.roots.is_empty() {
+        let roots = args.roots.iter().map(|p| Root { path: p.clone(), scope: Scope::Project }).collect();
+        return Ok((roots, options));
+    }
+    let mut roots = Vec::new();
+    if let Some(paths) = std::env::var_os("QUIVER_PATH") {
+        roots.extend(std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()).map(|path| Root { path, scope: Scope::Project }));
+    }
+    let config_path = std::env::var_os("QUIVER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")));
+    if let Some(path) = config_path.filter(|p| p.is_file()) {
+        let config = read_config(&path)?;
+        for root in config.roots {
+            let scope = root.scope.as_deref().map(parse_scope).transpose()?.unwrap_or(Scope::User);
+            roots.push(Root { path: expand(&root.path), scope });
+        }
+        if let Some(order) = config.precedence {
+            options.precedence = order.iter().map(|s| parse_scope(s)).collect::<miette::Result<_>>()?;
+        }
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    for dir in [".agents/skills", ".claude/skills", ".codex/skills", ".quiver/packages"] {
+        roots.push(Root { path: cwd.join(dir), scope: Scope::Project });
+    }
+    if let Some(home) = home() {
+        for dir in [".agents/skills", ".claude/skills", ".codex/skills"] {
+            roots.push(Root { path: home.join(dir), scope: Scope::User });
+        }
+        roots.push(Root { path: state_dir(&home).join("packages"), scope: Scope::Installed });
+    }
+    roots.retain(|r| r.path.exists());
+    Ok((roots, options))
+}
+
+/// Quiver's state folder: `$QUIVER_HOME`, else `$XDG_DATA_HOME/quiver`, else `~/.local/share/quiver`.
+pub fn state_dir(home: &Path) -> PathBuf {
+    if let Some(dir) = std::env::var_os("QUIVER_HOME") {
+        return PathBuf::from(dir);
+    }
+    match std::env::var_os("XDG_DATA_HOME") {
+        Some(xdg) => PathBuf::from(xdg).join("quiver"),
+        None => home.join(".local/share/quiver"),
+    }
+}
+
+fn read_config(path: &Path) -> miette::Result<ConfigFile> {
+    let text = quiver_package::source::read_text(path).map_err(|d| miette::miette!("{d}"))?;
+    quiver_package::yaml::parse(&text, path, 1).map_err(|d| miette::miette!("{d}"))
+}
