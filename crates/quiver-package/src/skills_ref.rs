@@ -864,27 +864,31 @@ mod strictyaml {
     }
 
     #[derive(Debug)]
+    struct Marked {
+        context: Option<String>,
+        context_mark: Option<Mark>,
+        problem: String,
+        problem_mark: Option<Mark>,
+        note: Option<String>,
+    }
+
+    /// ruamel's `MarkedYAMLError`, or a Python exception that is not a YAML error.
+    #[derive(Debug)]
     enum YamlError {
-        Marked {
-            context: Option<String>,
-            context_mark: Option<Mark>,
-            problem: String,
-            problem_mark: Option<Mark>,
-            note: Option<String>,
-        },
+        Marked(Box<Marked>),
         Crash(String),
     }
 
     type YResult<T> = Result<T, YamlError>;
 
     fn err(context: Option<&str>, context_mark: Option<Mark>, problem: String, problem_mark: Mark) -> YamlError {
-        YamlError::Marked {
+        YamlError::Marked(Box::new(Marked {
             context: context.map(str::to_owned),
             context_mark,
             problem,
             problem_mark: Some(problem_mark),
             note: None,
-        }
+        }))
     }
 
     fn crash(what: &str) -> YamlError {
@@ -935,7 +939,8 @@ mod strictyaml {
     fn render_error(error: &YamlError, buf: &[char]) -> String {
         match error {
             YamlError::Crash(what) => what.clone(),
-            YamlError::Marked { context, context_mark, problem, problem_mark, note } => {
+            YamlError::Marked(marked) => {
+                let Marked { context, context_mark, problem, problem_mark, note } = marked.as_ref();
                 let mut lines = Vec::new();
                 if let Some(context) = context {
                     lines.push(context.clone());
@@ -1192,27 +1197,27 @@ mod strictyaml {
                 return Ok(false);
             }
             match head.kind {
-                K::Tag => Err(YamlError::Marked {
+                K::Tag => Err(YamlError::Marked(Box::new(Marked {
                     context: Some("While scanning".into()),
                     context_mark: Some(head.end),
                     problem: "Found disallowed tag tokens (do not specify types in markup)".into(),
                     problem_mark: Some(head.start),
                     note: None,
-                }),
-                K::FlowMappingStart | K::FlowSequenceStart => Err(YamlError::Marked {
+                }))),
+                K::FlowMappingStart | K::FlowSequenceStart => Err(YamlError::Marked(Box::new(Marked {
                     context: Some("While scanning".into()),
                     context_mark: Some(head.start),
                     problem: "Found ugly disallowed JSONesque flow mapping (surround with ' and ' to make text appear literally)".into(),
                     problem_mark: Some(head.end),
                     note: None,
-                }),
-                K::Anchor => Err(YamlError::Marked {
+                }))),
+                K::Anchor => Err(YamlError::Marked(Box::new(Marked {
                     context: Some("While scanning".into()),
                     context_mark: Some(head.start),
                     problem: "Found confusing disallowed anchor token (surround with ' and ' to make text appear literally)".into(),
                     problem_mark: Some(head.end),
                     note: None,
-                }),
+                }))),
                 _ => Ok(true),
             }
         }
@@ -2315,13 +2320,13 @@ mod strictyaml {
                 }
                 if flow && ch == ':' && !is_in(self.peek(length + 1), "\0 \t\r\n\u{85}\u{2028}\u{2029},[]{}") {
                     self.forward(length);
-                    return Err(YamlError::Marked {
+                    return Err(YamlError::Marked(Box::new(Marked {
                         context: Some("while scanning a plain scalar".into()),
                         context_mark: Some(start),
                         problem: "found unexpected ':'".into(),
                         problem_mark: Some(self.mark()),
                         note: Some("Please check http://pyyaml.org/wiki/YAMLColonInFlowContext for details.".into()),
-                    });
+                    })));
                 }
                 if length == 0 {
                     break;

@@ -78,7 +78,14 @@ fn classify(err: &serde_saphyr::Error) -> Kind {
         | E::SerdeUnknownField { .. }
         | E::SerdeMissingField { .. }
         | E::SerdeVariantId { .. } => Kind::WrongType,
-        _ => Kind::Syntax,
+        other => {
+            let text = other.to_string();
+            if text.contains("recursion limit") || text.contains("nesting") || text.contains("depth") {
+                Kind::TooComplex
+            } else {
+                Kind::Syntax
+            }
+        }
     }
 }
 
