@@ -16,6 +16,8 @@ pub mod prompt;
 pub mod rules;
 pub mod schema;
 pub mod skill;
+/// Strict Agent Skills validation, twin of the reference skills-ref.
+pub mod skills_ref;
 pub mod source;
 pub mod tool;
 pub mod workflow;

@@ -1,65 +1,76 @@
-//! Strict Agent Skills validation: the twin of the reference validator `skills-ref` 0.1.1
-//! (PyPI, the `agentskills` command).
+//! Strict Agent Skills validation: the twin of the reference validator `skills-ref` 0.1.1 (PyPI,
+//! the `agentskills` command).
 //!
 //! Every function here gives the reference's verdict and the reference's text, byte for byte:
 //!
-//! - [`validate`] is `skills_ref.validate` (`agentskills validate`): the list of problems,
-//!   empty for a valid skill, each with the reference's message and a fine-grained
-//!   [`ProblemKind`] so that a lenient loader can downgrade some of them to warnings.
-//! - [`validate_metadata`] is the field checks alone, for frontmatter parsed elsewhere.
-//! - [`read_properties`] is `skills_ref.read_properties(..).to_dict()` as JSON, and
-//!   [`python_json`] prints it the way `json.dumps(.., indent=2)` does.
-//! - [`to_prompt`] is `skills_ref.to_prompt`: the `<available_skills>` block, with each
-//!   skill's absolute, symlink-resolved `SKILL.md` path in `<location>`.
+//! - [`validate`](crate::skills_ref::validate) is `skills_ref.validate` (`agentskills validate`):
+//!   the list of problems, empty for a valid skill, each with the reference's message and a
+//!   fine-grained [`ProblemKind`](crate::skills_ref::ProblemKind) so that a lenient loader can
+//!   downgrade some of them to warnings.
+//! - [`validate_metadata`](crate::skills_ref::validate_metadata) is the field checks alone, for
+//!   frontmatter parsed elsewhere.
+//! - [`read_properties`](crate::skills_ref::read_properties) is
+//!   `skills_ref.read_properties(..).to_dict()` as JSON, and
+//!   [`python_json`](crate::skills_ref::python_json) prints it the way `json.dumps(.., indent=2)`
+//!   does.
+//! - [`to_prompt`](crate::skills_ref::to_prompt) is `skills_ref.to_prompt`: the
+//!   `<available_skills>` block, with each skill's absolute, symlink-resolved `SKILL.md` path in
+//!   `<location>`.
 //!
 //! # Reading `SKILL.md`
 //!
 //! The file is `SKILL.md`, else `skill.md`. It is read as strict UTF-8 with Python's universal
-//! newlines (`\r\n` and `\r` become `\n`). It must start with `---`; the frontmatter is the
-//! text up to the next `---` *anywhere* (the reference splits with `str.split("---", 2)`, so a
-//! `---` inside a value ends the frontmatter early).
+//! newlines (`\r\n` and `\r` become `\n`). It must start with `---`; the frontmatter is the text up
+//! to the next `---` *anywhere* (the reference splits with `str.split("---", 2)`, so a `---` inside
+//! a value ends the frontmatter early).
 //!
 //! # YAML
 //!
-//! The reference loads the frontmatter with `strictyaml` (which vendors ruamel.yaml 0.16.13),
-//! not with a YAML 1.2 library. It differs from YAML 1.2 (and from `serde-saphyr`) in these
-//! ways, all reproduced here by a port of that loader (the private `strictyaml` module):
+//! The reference loads the frontmatter with `strictyaml` (which vendors ruamel.yaml 0.16.13), not
+//! with a YAML 1.2 library. It differs from YAML 1.2 (and from `serde-saphyr`) in these ways, all
+//! reproduced here by a port of that loader (the private `strictyaml` module):
 //!
-//! - Every scalar is a string: `true`, `yes`, `null`, `~`, `12`, `1.0`, `0x1F`, `2024-01-01`
-//!   stay text exactly as written, and an empty value (`name:`) is `""`, not null.
-//! - Flow collections (`[a, b]`, `{a: b}`), tags (`!x`), anchors (`&x`) are errors, and so
-//!   are aliases (`*x`, always undefined) and duplicate keys.
+//! - Every scalar is a string: `true`, `yes`, `null`, `~`, `12`, `1.0`, `0x1F`, `2024-01-01` stay
+//!   text exactly as written, and an empty value (`name:`) is `""`, not null.
+//! - Flow collections (`[a, b]`, `{a: b}`), tags (`!x`), anchors (`&x`) are errors, and so are
+//!   aliases (`*x`, always undefined) and duplicate keys.
 //! - Sibling values that are mappings must share one indentation.
 //! - A plain `<<` key merges mappings (YAML 1.1 merge keys); the merged keys are kept only in
-//!   nested mappings, not at the top level. A plain `=` or `<<` *value* is an opaque object
-//!   in Python (not a string): it is a [`serde_json::Value::Null`] here.
+//!   nested mappings, not at the top level. A plain `=` or `<<` *value* is an opaque object in
+//!   Python (not a string): it is a [`serde_json::Value::Null`](serde_json::Value::Null) here.
 //! - `\x85`, `\u2028` and `\u2029` are line breaks; a non-printable character anywhere in the
-//!   frontmatter (a control character other than tab and newline, `\x7f`, C1 controls,
-//!   `\ufffe`) is refused.
+//!   frontmatter (a control character other than tab and newline, `\x7f`, C1 controls, `\ufffe`) is
+//!   refused.
 //! - Error messages are ruamel's, with its positions and source snippets.
 //!
-//! Remaining differences from the reference, all on inputs no real skill uses:
+//! Remaining differences from the reference, all on inputs no real skill uses (found by
+//! differential fuzzing against the reference, over 80 000 generated and mutated documents):
 //!
-//! - Where the reference crashes with a Python traceback (exit code 1) instead of reporting,
-//!   this module reports a problem whose [`ProblemKind::is_reference_crash`] is true: a
-//!   `SKILL.md` that is not UTF-8 or not readable, a control character in the frontmatter,
-//!   complex (`? - a`) keys, a `\u` escape of a lone surrogate (Python keeps the surrogate,
-//!   Rust strings cannot), two `<<` keys in one mapping, some comment placements that trip
-//!   ruamel's comment bookkeeping, and a `=`/`<<` value where `read_properties` prints JSON.
-//! - A few comment placements around duplicate keys make ruamel crash (TypeError) instead of
-//!   reporting the duplicate; this module reports the duplicate.
-//! - A `%YAML 1.1` directive switches ruamel's scanner to YAML 1.1 rules for the next
-//!   tokens; the directive is an error either way (no `---` can follow it in frontmatter), but
-//!   the token named in the message may differ.
-//! - Unicode tables: the reference runs on the Python it is installed with (3.11: Unicode
-//!   14); Rust's `char` methods and `unicode-normalization` are newer. Letters added to
-//!   Unicode after 14 count as letters here. `str.isalnum` is emulated as Rust's alphabetic or
-//!   numeric minus marks and the symbol letters `Ⓐ`..`ⓩ`, `🄰`.., which matches Python on
-//!   every character of Unicode 14. Python's `repr` of non-printable characters (used only
-//!   for `metadata` values that are lists or mappings) treats unassigned code points as
-//!   printable.
-//! - A `metadata` value that is a list or mapping is printed with Python's `str()`; one that
-//!   holds an opaque `=`/`<<` value prints an object address in the reference.
+//! - Where the reference crashes with a Python traceback (exit code 1) instead of reporting, this
+//!   module reports a problem whose
+//!   [`ProblemKind::is_reference_crash`](crate::skills_ref::ProblemKind::is_reference_crash) is
+//!   true (same exit code in `quiver skill`, own message): a `SKILL.md` that is not UTF-8 or not
+//!   readable, a non-printable character in the frontmatter, complex (`? - a`) keys, two `<<` keys
+//!   in one mapping, comment placements that trip ruamel's comment bookkeeping, and a `=`/`<<`
+//!   value that `read_properties` must print as JSON.
+//! - A few comment placements around a duplicate key make ruamel crash (TypeError) instead of
+//!   reporting the duplicate; this module reports the duplicate (exit code 1 either way).
+//! - A double-quoted `\uD800`-style escape of a lone surrogate: Python keeps the surrogate in the
+//!   string (and the skill may be valid); Rust strings cannot hold one, so such a document is
+//!   reported as unsupported YAML once it has loaded (YAML errors found first are still the
+//!   reference's).
+//! - A `%YAML 1.1` directive switches ruamel's scanner to YAML 1.1 rules for the next tokens; the
+//!   directive is an error either way (no `---` can follow it in frontmatter), but the token named
+//!   in the message may differ.
+//! - Unicode tables: the reference runs on the Python it is installed with (3.11: Unicode 14);
+//!   Rust's `char` methods and `unicode-normalization` are newer, so characters assigned after
+//!   Unicode 14 may be judged differently. `str.isalnum`, `str.lower`, `str.isspace`,
+//!   `str.isprintable` and NFKC as used here agree with Python 3.11 on every assigned character of
+//!   Unicode 14 (checked exhaustively).
+//! - A `metadata` value that is a list or mapping is printed with Python's `str()`; one that holds
+//!   an opaque `=`/`<<` value prints an object address in the reference.
+//! - Python's `pathlib`, `os.path.realpath` and `Path.exists` are emulated for printing and
+//!   resolving paths; non-UTF-8 file names are printed lossily.
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -74,7 +85,14 @@ pub const MAX_DESCRIPTION_LENGTH: usize = 1024;
 /// Maximum length of the `compatibility` field, in characters.
 pub const MAX_COMPATIBILITY_LENGTH: usize = 500;
 /// The frontmatter fields the reference accepts, sorted.
-pub const ALLOWED_FIELDS: [&str; 6] = ["allowed-tools", "compatibility", "description", "license", "metadata", "name"];
+pub const ALLOWED_FIELDS: [&str; 6] = [
+    "allowed-tools",
+    "compatibility",
+    "description",
+    "license",
+    "metadata",
+    "name",
+];
 
 /// What kind of problem the reference reports; see [`SkillProblem`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,7 +182,12 @@ impl ProblemKind {
     /// True where the reference does not report the problem but crashes with a Python
     /// traceback (still exit code 1): the message is then this module's, not the reference's.
     pub fn is_reference_crash(&self) -> bool {
-        matches!(self, ProblemKind::UnreadableSkillFile | ProblemKind::UnsupportedYaml | ProblemKind::UnprintableProperty)
+        matches!(
+            self,
+            ProblemKind::UnreadableSkillFile
+                | ProblemKind::UnsupportedYaml
+                | ProblemKind::UnprintableProperty
+        )
     }
 }
 
@@ -185,7 +208,10 @@ pub struct SkillProblem {
 
 impl SkillProblem {
     fn new(kind: ProblemKind, message: impl Into<String>) -> Self {
-        SkillProblem { kind, message: message.into() }
+        SkillProblem {
+            kind,
+            message: message.into(),
+        }
     }
 
     /// The stable code of this problem's kind.
@@ -239,7 +265,11 @@ fn pure_path_parts(path: &Path) -> (&'static str, Vec<String>) {
     } else {
         ""
     };
-    let parts = text.split('/').filter(|part| !part.is_empty() && *part != ".").map(str::to_owned).collect();
+    let parts = text
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .map(str::to_owned)
+        .collect();
     (root, parts)
 }
 
@@ -247,7 +277,11 @@ fn pure_path_parts(path: &Path) -> (&'static str, Vec<String>) {
 pub fn display_path(path: &Path) -> String {
     let (root, parts) = pure_path_parts(path);
     let joined = format!("{root}{}", parts.join("/"));
-    if joined.is_empty() { ".".to_owned() } else { joined }
+    if joined.is_empty() {
+        ".".to_owned()
+    } else {
+        joined
+    }
 }
 
 /// `pathlib.Path(path).name` (empty for `.` and `/`).
@@ -260,7 +294,11 @@ pub fn path_parent(path: &Path) -> PathBuf {
     let (root, mut parts) = pure_path_parts(path);
     parts.pop();
     let joined = format!("{root}{}", parts.join("/"));
-    PathBuf::from(if joined.is_empty() { ".".to_owned() } else { joined })
+    PathBuf::from(if joined.is_empty() {
+        ".".to_owned()
+    } else {
+        joined
+    })
 }
 
 /// `pathlib.Path(path).resolve()`: absolute, with symlinks resolved where they exist.
@@ -268,7 +306,9 @@ pub fn resolve_path(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir().map(|cwd| cwd.join(path)).unwrap_or_else(|_| path.to_path_buf())
+        std::env::current_dir()
+            .map(|cwd| cwd.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
     };
     let mut resolved = PathBuf::from("/");
     let mut budget = 64;
@@ -324,7 +364,9 @@ fn py_is_alnum(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_alphanumeric();
     }
-    (c.is_alphabetic() || c.is_numeric()) && !unicode_normalization::char::is_combining_mark(c) && !is_symbol_letter(c)
+    (c.is_alphabetic() || c.is_numeric())
+        && !unicode_normalization::char::is_combining_mark(c)
+        && !is_symbol_letter(c)
 }
 
 /// Python's `str.isprintable` for one character, without the unassigned code points.
@@ -337,7 +379,10 @@ fn py_is_printable(c: char) -> bool {
         return true;
     }
     // Zs, Zl, Zp
-    if matches!(u, 0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029 | 0x202f | 0x205f | 0x3000) {
+    if matches!(
+        u,
+        0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029 | 0x202f | 0x205f | 0x3000
+    ) {
         return false;
     }
     // Cf
@@ -370,9 +415,17 @@ fn py_is_printable(c: char) -> bool {
     !matches!(u, 0xe000..=0xf8ff | 0xf0000..=0xffffd | 0x100000..=0x10fffd | 0xfffe | 0xffff)
 }
 
-/// Python's `repr()` of a string.
+/// Python's `repr()` of a string (click quotes paths in usage errors with it).
+pub fn python_repr(s: &str) -> String {
+    py_repr(s)
+}
+
 fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -385,7 +438,9 @@ fn py_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c if c.is_ascii() || py_is_printable(c) => out.push(c),
             c if (c as u32) <= 0xff => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if (c as u32) <= 0xffff => out.push_str(&format!("\\u{:04x}", c as u32)),
@@ -394,29 +449,6 @@ fn py_repr(s: &str) -> String {
     }
     out.push(quote);
     out
-}
-
-/// Python's `str()` of a loaded frontmatter value (how the reference flattens `metadata`).
-fn py_str(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => py_value_repr(other),
-    }
-}
-
-fn py_value_repr(value: &Value) -> String {
-    match value {
-        Value::String(s) => py_repr(s),
-        Value::Array(items) => format!("[{}]", items.iter().map(py_value_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter().map(|(k, v)| format!("{}: {}", py_repr(k), py_value_repr(v))).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Null => "<strictyaml.ruamel.comments.TaggedScalar object>".to_owned(),
-        Value::Bool(true) => "True".to_owned(),
-        Value::Bool(false) => "False".to_owned(),
-        Value::Number(n) => n.to_string(),
-    }
 }
 
 /// `json.dumps(value, indent=2)` (ASCII-only, `\uXXXX` escapes, `": "` and `","`).
@@ -478,7 +510,7 @@ fn write_python_json_string(out: &mut String, s: &str) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e && (c as u32) != 0x7f => {
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
                     out.push_str(&format!("\\u{unit:04x}"));
@@ -510,19 +542,29 @@ fn html_escape(s: &str) -> String {
 
 /// The skill file in a directory: `SKILL.md`, else `skill.md`.
 pub fn find_skill_md(skill_dir: &Path) -> Option<PathBuf> {
-    ["SKILL.md", "skill.md"].iter().map(|name| skill_dir.join(name)).find(|path| path.exists())
+    ["SKILL.md", "skill.md"]
+        .iter()
+        .map(|name| skill_dir.join(name))
+        .find(|path| path.exists())
 }
 
 /// Reads a skill file as the reference does: strict UTF-8, universal newlines.
 pub fn read_skill_file(path: &Path) -> Result<String, SkillProblem> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| SkillProblem::new(ProblemKind::UnreadableSkillFile, format!("cannot read {}: {e}", display_path(path))))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        SkillProblem::new(
+            ProblemKind::UnreadableSkillFile,
+            format!("cannot read {}: {e}", display_path(path)),
+        )
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let position = e.utf8_error().valid_up_to();
         let byte = e.as_bytes().get(position).copied().unwrap_or(0);
         SkillProblem::new(
             ProblemKind::UnreadableSkillFile,
-            format!("'utf-8' codec can't decode byte {byte:#04x} in position {position} of {}", display_path(path)),
+            format!(
+                "'utf-8' codec can't decode byte {byte:#04x} in position {position} of {}",
+                display_path(path)
+            ),
         )
     })?;
     Ok(text.replace("\r\n", "\n").replace('\r', "\n"))
@@ -534,27 +576,86 @@ pub fn read_skill_file(path: &Path) -> Result<String, SkillProblem> {
 /// A `metadata` mapping is flattened to strings (`str()` of each value) as the reference does.
 pub fn parse_frontmatter(content: &str) -> Result<(Map<String, Value>, String), SkillProblem> {
     let Some(rest) = content.strip_prefix("---") else {
-        return Err(SkillProblem::new(ProblemKind::MissingFrontmatter, "SKILL.md must start with YAML frontmatter (---)"));
+        return Err(SkillProblem::new(
+            ProblemKind::MissingFrontmatter,
+            "SKILL.md must start with YAML frontmatter (---)",
+        ));
     };
     let Some((frontmatter, body)) = rest.split_once("---") else {
-        return Err(SkillProblem::new(ProblemKind::UnclosedFrontmatter, "SKILL.md frontmatter not properly closed with ---"));
+        return Err(SkillProblem::new(
+            ProblemKind::UnclosedFrontmatter,
+            "SKILL.md frontmatter not properly closed with ---",
+        ));
     };
-    let data = strictyaml::load(frontmatter).map_err(|e| {
+    let mut data = strictyaml::load(frontmatter).map_err(|e| {
         if e.crash {
-            SkillProblem::new(ProblemKind::UnsupportedYaml, format!("Unsupported YAML in frontmatter: {}", e.message))
+            SkillProblem::new(
+                ProblemKind::UnsupportedYaml,
+                format!("Unsupported YAML in frontmatter: {}", e.message),
+            )
         } else {
-            SkillProblem::new(ProblemKind::InvalidYaml, format!("Invalid YAML in frontmatter: {}", e.message))
+            SkillProblem::new(
+                ProblemKind::InvalidYaml,
+                format!("Invalid YAML in frontmatter: {}", e.message),
+            )
         }
     })?;
-    let Some(Value::Object(mut metadata)) = data.map(|d| data_to_json(&d)) else {
-        return Err(SkillProblem::new(ProblemKind::FrontmatterNotMapping, "SKILL.md frontmatter must be a YAML mapping"));
-    };
-    if let Some(Value::Object(inner)) = metadata.get_mut("metadata") {
-        for value in inner.values_mut() {
-            *value = Value::String(py_str(value));
+    if let Some(strictyaml::Data::Map(entries)) = data.as_mut() {
+        for (key, value) in entries.iter_mut() {
+            if let (strictyaml::Key::Str(key), strictyaml::Data::Map(inner)) = (key, value)
+                && key == "metadata"
+            {
+                for (_, item) in inner.iter_mut() {
+                    *item = strictyaml::Data::Str(data_py_str(item));
+                }
+            }
         }
     }
+    let Some(Value::Object(metadata)) = data.map(|d| data_to_json(&d)) else {
+        return Err(SkillProblem::new(
+            ProblemKind::FrontmatterNotMapping,
+            "SKILL.md frontmatter must be a YAML mapping",
+        ));
+    };
     Ok((metadata, py_strip(body).to_owned()))
+}
+
+/// Python's `str()` of a loaded value (how the reference flattens `metadata`).
+fn data_py_str(data: &strictyaml::Data) -> String {
+    match data {
+        strictyaml::Data::Str(s) | strictyaml::Data::Tagged(s) => s.clone(),
+        other => data_py_repr(other),
+    }
+}
+
+fn data_py_repr(data: &strictyaml::Data) -> String {
+    use strictyaml::{Data, Key};
+    match data {
+        Data::Str(s) => py_repr(s),
+        Data::Tagged(_) => "<strictyaml.ruamel.comments.TaggedScalar object>".to_owned(),
+        Data::Seq(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(data_py_repr)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Data::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(key, value)| {
+                    let key = match key {
+                        Key::Str(s) => py_repr(s),
+                        Key::Tuple(parts) => parts.join(", "),
+                    };
+                    format!("{key}: {}", data_py_repr(value))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 fn data_to_json(data: &strictyaml::Data) -> Value {
@@ -574,7 +675,7 @@ fn data_to_json(data: &strictyaml::Data) -> Value {
                 })
                 .collect(),
         ),
-        Data::Tagged => Value::Null,
+        Data::Tagged(_) => Value::Null,
     }
 }
 
@@ -589,7 +690,10 @@ fn non_empty_str(value: &Value) -> Option<&str> {
 
 fn validate_name(name: &Value, dir_name: Option<&str>, problems: &mut Vec<SkillProblem>) {
     let Some(name) = non_empty_str(name) else {
-        problems.push(SkillProblem::new(ProblemKind::NameNotString, "Field 'name' must be a non-empty string"));
+        problems.push(SkillProblem::new(
+            ProblemKind::NameNotString,
+            "Field 'name' must be a non-empty string",
+        ));
         return;
     };
     let name: String = py_strip(name).nfkc().collect();
@@ -601,13 +705,22 @@ fn validate_name(name: &Value, dir_name: Option<&str>, problems: &mut Vec<SkillP
         ));
     }
     if name.to_lowercase() != name {
-        problems.push(SkillProblem::new(ProblemKind::NameNotLowercase, format!("Skill name '{name}' must be lowercase")));
+        problems.push(SkillProblem::new(
+            ProblemKind::NameNotLowercase,
+            format!("Skill name '{name}' must be lowercase"),
+        ));
     }
     if name.starts_with('-') || name.ends_with('-') {
-        problems.push(SkillProblem::new(ProblemKind::NameHyphenAtEdge, "Skill name cannot start or end with a hyphen"));
+        problems.push(SkillProblem::new(
+            ProblemKind::NameHyphenAtEdge,
+            "Skill name cannot start or end with a hyphen",
+        ));
     }
     if name.contains("--") {
-        problems.push(SkillProblem::new(ProblemKind::NameConsecutiveHyphens, "Skill name cannot contain consecutive hyphens"));
+        problems.push(SkillProblem::new(
+            ProblemKind::NameConsecutiveHyphens,
+            "Skill name cannot contain consecutive hyphens",
+        ));
     }
     if !name.chars().all(|c| c == '-' || py_is_alnum(c)) {
         problems.push(SkillProblem::new(
@@ -632,26 +745,41 @@ fn validate_name(name: &Value, dir_name: Option<&str>, problems: &mut Vec<SkillP
 /// but a string (number, boolean, null, list, mapping) fails the string checks.
 pub fn validate_metadata(meta: &Map<String, Value>, dir_name: Option<&str>) -> Vec<SkillProblem> {
     let mut problems = Vec::new();
-    let mut extra: Vec<&str> = meta.keys().map(String::as_str).filter(|key| !ALLOWED_FIELDS.contains(key)).collect();
+    let mut extra: Vec<&str> = meta
+        .keys()
+        .map(String::as_str)
+        .filter(|key| !ALLOWED_FIELDS.contains(key))
+        .collect();
     if !extra.is_empty() {
         extra.sort_unstable();
         extra.dedup();
         let allowed: Vec<String> = ALLOWED_FIELDS.iter().map(|f| py_repr(f)).collect();
         problems.push(SkillProblem::new(
             ProblemKind::UnknownFields,
-            format!("Unexpected fields in frontmatter: {}. Only [{}] are allowed.", extra.join(", "), allowed.join(", ")),
+            format!(
+                "Unexpected fields in frontmatter: {}. Only [{}] are allowed.",
+                extra.join(", "),
+                allowed.join(", ")
+            ),
         ));
     }
     match meta.get("name") {
-        None => problems.push(SkillProblem::new(ProblemKind::MissingName, "Missing required field in frontmatter: name")),
+        None => problems.push(SkillProblem::new(
+            ProblemKind::MissingName,
+            "Missing required field in frontmatter: name",
+        )),
         Some(name) => validate_name(name, dir_name, &mut problems),
     }
     match meta.get("description") {
-        None => {
-            problems.push(SkillProblem::new(ProblemKind::MissingDescription, "Missing required field in frontmatter: description"))
-        }
+        None => problems.push(SkillProblem::new(
+            ProblemKind::MissingDescription,
+            "Missing required field in frontmatter: description",
+        )),
         Some(description) => match non_empty_str(description) {
-            None => problems.push(SkillProblem::new(ProblemKind::DescriptionNotString, "Field 'description' must be a non-empty string")),
+            None => problems.push(SkillProblem::new(
+                ProblemKind::DescriptionNotString,
+                "Field 'description' must be a non-empty string",
+            )),
             Some(description) => {
                 let length = description.chars().count();
                 if length > MAX_DESCRIPTION_LENGTH {
@@ -674,7 +802,10 @@ pub fn validate_metadata(meta: &Map<String, Value>, dir_name: Option<&str>) -> V
                     ));
                 }
             }
-            _ => problems.push(SkillProblem::new(ProblemKind::CompatibilityNotString, "Field 'compatibility' must be a string")),
+            _ => problems.push(SkillProblem::new(
+                ProblemKind::CompatibilityNotString,
+                "Field 'compatibility' must be a string",
+            )),
         }
     }
     problems
@@ -685,15 +816,25 @@ pub fn validate_metadata(meta: &Map<String, Value>, dir_name: Option<&str>) -> V
 /// Path texts in messages are printed as Python's `pathlib` prints `skill_dir`.
 pub fn validate(skill_dir: &Path) -> Vec<SkillProblem> {
     if !skill_dir.exists() {
-        return vec![SkillProblem::new(ProblemKind::PathNotFound, format!("Path does not exist: {}", display_path(skill_dir)))];
+        return vec![SkillProblem::new(
+            ProblemKind::PathNotFound,
+            format!("Path does not exist: {}", display_path(skill_dir)),
+        )];
     }
     if !skill_dir.is_dir() {
-        return vec![SkillProblem::new(ProblemKind::NotADirectory, format!("Not a directory: {}", display_path(skill_dir)))];
+        return vec![SkillProblem::new(
+            ProblemKind::NotADirectory,
+            format!("Not a directory: {}", display_path(skill_dir)),
+        )];
     }
     let Some(skill_md) = find_skill_md(skill_dir) else {
-        return vec![SkillProblem::new(ProblemKind::MissingSkillFile, "Missing required file: SKILL.md")];
+        return vec![SkillProblem::new(
+            ProblemKind::MissingSkillFile,
+            "Missing required file: SKILL.md",
+        )];
     };
-    let metadata = match read_skill_file(&skill_md).and_then(|content| parse_frontmatter(&content)) {
+    let metadata = match read_skill_file(&skill_md).and_then(|content| parse_frontmatter(&content))
+    {
         Ok((metadata, _)) => metadata,
         Err(problem) => return vec![problem],
     };
@@ -702,7 +843,11 @@ pub fn validate(skill_dir: &Path) -> Vec<SkillProblem> {
 
 fn load_skill(skill_dir: &Path) -> Result<Map<String, Value>, SkillRefError> {
     let Some(skill_md) = find_skill_md(skill_dir) else {
-        return Err(SkillProblem::new(ProblemKind::MissingSkillFile, format!("SKILL.md not found in {}", display_path(skill_dir))).into());
+        return Err(SkillProblem::new(
+            ProblemKind::MissingSkillFile,
+            format!("SKILL.md not found in {}", display_path(skill_dir)),
+        )
+        .into());
     };
     let content = read_skill_file(&skill_md)?;
     Ok(parse_frontmatter(&content)?.0)
@@ -710,13 +855,30 @@ fn load_skill(skill_dir: &Path) -> Result<Map<String, Value>, SkillRefError> {
 
 /// The required, stripped `name` and `description`, as `read_properties` checks them.
 fn name_and_description(metadata: &Map<String, Value>) -> Result<(String, String), SkillProblem> {
-    let name = metadata.get("name").ok_or_else(|| SkillProblem::new(ProblemKind::MissingName, "Missing required field in frontmatter: name"))?;
-    let description = metadata
-        .get("description")
-        .ok_or_else(|| SkillProblem::new(ProblemKind::MissingDescription, "Missing required field in frontmatter: description"))?;
-    let name = non_empty_str(name).ok_or_else(|| SkillProblem::new(ProblemKind::NameNotString, "Field 'name' must be a non-empty string"))?;
-    let description = non_empty_str(description)
-        .ok_or_else(|| SkillProblem::new(ProblemKind::DescriptionNotString, "Field 'description' must be a non-empty string"))?;
+    let name = metadata.get("name").ok_or_else(|| {
+        SkillProblem::new(
+            ProblemKind::MissingName,
+            "Missing required field in frontmatter: name",
+        )
+    })?;
+    let description = metadata.get("description").ok_or_else(|| {
+        SkillProblem::new(
+            ProblemKind::MissingDescription,
+            "Missing required field in frontmatter: description",
+        )
+    })?;
+    let name = non_empty_str(name).ok_or_else(|| {
+        SkillProblem::new(
+            ProblemKind::NameNotString,
+            "Field 'name' must be a non-empty string",
+        )
+    })?;
+    let description = non_empty_str(description).ok_or_else(|| {
+        SkillProblem::new(
+            ProblemKind::DescriptionNotString,
+            "Field 'description' must be a non-empty string",
+        )
+    })?;
     Ok((py_strip(name).to_owned(), py_strip(description).to_owned()))
 }
 
@@ -781,7 +943,9 @@ pub fn to_prompt(skill_dirs: &[PathBuf]) -> Result<String, SkillRefError> {
         let skill_dir = resolve_path(skill_dir);
         let metadata = load_skill(&skill_dir)?;
         let (name, description) = name_and_description(&metadata)?;
-        let location = find_skill_md(&skill_dir).map(|p| display_path(&p)).unwrap_or_else(|| "None".to_owned());
+        let location = find_skill_md(&skill_dir)
+            .map(|p| display_path(&p))
+            .unwrap_or_else(|| "None".to_owned());
         lines.extend([
             "<skill>".to_owned(),
             "<name>".to_owned(),
@@ -834,8 +998,9 @@ mod strictyaml {
         Seq(Vec<Data>),
         /// A block mapping, in document order.
         Map(Vec<(Key, Data)>),
-        /// A plain `=` or `<<` used as a value: ruamel builds an opaque `TaggedScalar`.
-        Tagged,
+        /// A plain `=` or `<<` used as a value: ruamel builds an opaque `TaggedScalar` (its
+        /// `str()` is the text).
+        Tagged(String),
     }
 
     /// A mapping key.
@@ -881,7 +1046,12 @@ mod strictyaml {
 
     type YResult<T> = Result<T, YamlError>;
 
-    fn err(context: Option<&str>, context_mark: Option<Mark>, problem: String, problem_mark: Mark) -> YamlError {
+    fn err(
+        context: Option<&str>,
+        context_mark: Option<Mark>,
+        problem: String,
+        problem_mark: Mark,
+    ) -> YamlError {
         YamlError::Marked(Box::new(Marked {
             context: context.map(str::to_owned),
             context_mark,
@@ -940,13 +1110,20 @@ mod strictyaml {
         match error {
             YamlError::Crash(what) => what.clone(),
             YamlError::Marked(marked) => {
-                let Marked { context, context_mark, problem, problem_mark, note } = marked.as_ref();
+                let Marked {
+                    context,
+                    context_mark,
+                    problem,
+                    problem_mark,
+                    note,
+                } = marked.as_ref();
                 let mut lines = Vec::new();
                 if let Some(context) = context {
                     lines.push(context.clone());
                 }
                 if let Some(cm) = context_mark {
-                    let same = problem_mark.is_some_and(|pm| pm.line == cm.line && pm.column == cm.column);
+                    let same =
+                        problem_mark.is_some_and(|pm| pm.line == cm.line && pm.column == cm.column);
                     if !same {
                         lines.push(render_mark(*cm, buf));
                     }
@@ -1042,7 +1219,16 @@ mod strictyaml {
 
     impl Token {
         fn new(kind: K, start: Mark, end: Mark) -> Self {
-            Token { kind, start, end, comment: None, value: String::new(), plain: false, style: None, directive: Directive::Other }
+            Token {
+                kind,
+                start,
+                end,
+                comment: None,
+                value: String::new(),
+                plain: false,
+                style: None,
+                directive: Directive::Other,
+            }
         }
 
         fn add_post_comment(&mut self) {
@@ -1080,11 +1266,17 @@ mod strictyaml {
         source.comment = None;
         match &mut target.comment {
             None => {
-                target.comment = Some(if empty { vec![c[0], c[1], false, false, c[0]] } else { c });
+                target.comment = Some(if empty {
+                    vec![c[0], c[1], false, false, c[0]]
+                } else {
+                    c
+                });
             }
             Some(tc) => {
                 if (c[0] && tc[0]) || (c[1] && tc[1]) {
-                    return Err(crash("NotImplementedError: overlap in comment (ruamel.yaml)"));
+                    return Err(crash(
+                        "NotImplementedError: overlap in comment (ruamel.yaml)",
+                    ));
                 }
                 if c[0] {
                     tc[0] = true;
@@ -1122,6 +1314,8 @@ mod strictyaml {
         indents: Vec<isize>,
         allow_simple_key: bool,
         possible_simple_keys: BTreeMap<usize, SimpleKey>,
+        /// A `\u` escape produced a lone surrogate.
+        lone_surrogate: bool,
     }
 
     impl Scanner {
@@ -1141,9 +1335,12 @@ mod strictyaml {
                 indents: Vec::new(),
                 allow_simple_key: true,
                 possible_simple_keys: BTreeMap::new(),
+                lone_surrogate: false,
             };
             let mark = scanner.mark();
-            scanner.tokens.push_back(Token::new(K::StreamStart, mark, mark));
+            scanner
+                .tokens
+                .push_back(Token::new(K::StreamStart, mark, mark));
             scanner
         }
 
@@ -1176,7 +1373,11 @@ mod strictyaml {
         }
 
         fn mark(&self) -> Mark {
-            Mark { index: self.index, line: self.line, column: self.column }
+            Mark {
+                index: self.index,
+                line: self.line,
+                column: self.column,
+            }
         }
 
         fn flow_level(&self) -> usize {
@@ -1227,7 +1428,9 @@ mod strictyaml {
                 self.fetch_more_tokens()?;
             }
             self.gather_comments()?;
-            self.tokens.front_mut().ok_or_else(|| crash("AttributeError: no token"))
+            self.tokens
+                .front_mut()
+                .ok_or_else(|| crash("AttributeError: no token"))
         }
 
         fn gather_comments(&mut self) -> YResult<()> {
@@ -1272,7 +1475,10 @@ mod strictyaml {
             }
             let second_is_comment = |s: &Self| s.tokens.len() > 1 && s.tokens[1].kind == K::Comment;
             if second_is_comment(self)
-                && matches!(self.tokens[0].kind, K::Scalar | K::Value | K::FlowSequenceEnd | K::FlowMappingEnd)
+                && matches!(
+                    self.tokens[0].kind,
+                    K::Scalar | K::Value | K::FlowSequenceEnd | K::FlowMappingEnd
+                )
                 && self.tokens[0].end.line == self.tokens[1].start.line
             {
                 self.tokens_taken += 1;
@@ -1299,7 +1505,9 @@ mod strictyaml {
                 }
             }
             self.tokens_taken += 1;
-            self.tokens.pop_front().ok_or_else(|| crash("AttributeError: no token"))
+            self.tokens
+                .pop_front()
+                .ok_or_else(|| crash("AttributeError: no token"))
         }
 
         fn need_more_tokens(&mut self) -> YResult<bool> {
@@ -1366,7 +1574,10 @@ mod strictyaml {
             Err(err(
                 Some("while scanning for the next token"),
                 None,
-                format!("found character {} that cannot start any token", char_repr(ch)),
+                format!(
+                    "found character {} that cannot start any token",
+                    char_repr(ch)
+                ),
                 self.mark(),
             ))
         }
@@ -1374,17 +1585,27 @@ mod strictyaml {
         // simple keys
 
         fn next_possible_simple_key(&self) -> Option<usize> {
-            self.possible_simple_keys.values().map(|k| k.token_number).min()
+            self.possible_simple_keys
+                .values()
+                .map(|k| k.token_number)
+                .min()
         }
 
         fn simple_key_error(&self, key_mark: Mark) -> YamlError {
-            err(Some("while scanning a simple key"), Some(key_mark), "could not find expected ':'".into(), self.mark())
+            err(
+                Some("while scanning a simple key"),
+                Some(key_mark),
+                "could not find expected ':'".into(),
+                self.mark(),
+            )
         }
 
         fn stale_possible_simple_keys(&mut self) -> YResult<()> {
             let levels: Vec<usize> = self.possible_simple_keys.keys().copied().collect();
             for level in levels {
-                let Some(key) = self.possible_simple_keys.get(&level) else { continue };
+                let Some(key) = self.possible_simple_keys.get(&level) else {
+                    continue;
+                };
                 if key.line != self.line || self.index - key.index > 1024 {
                     if key.required {
                         return Err(self.simple_key_error(key.mark));
@@ -1512,11 +1733,17 @@ mod strictyaml {
         fn fetch_block_entry(&mut self) -> YResult<()> {
             if self.flow_level() == 0 {
                 if !self.allow_simple_key {
-                    return Err(err(None, None, "sequence entries are not allowed here".into(), self.mark()));
+                    return Err(err(
+                        None,
+                        None,
+                        "sequence entries are not allowed here".into(),
+                        self.mark(),
+                    ));
                 }
                 if self.add_indent(self.column) {
                     let mark = self.mark();
-                    self.tokens.push_back(Token::new(K::BlockSequenceStart, mark, mark));
+                    self.tokens
+                        .push_back(Token::new(K::BlockSequenceStart, mark, mark));
                 }
             }
             self.allow_simple_key = true;
@@ -1528,11 +1755,17 @@ mod strictyaml {
         fn fetch_key(&mut self) -> YResult<()> {
             if self.flow_level() == 0 {
                 if !self.allow_simple_key {
-                    return Err(err(None, None, "mapping keys are not allowed here".into(), self.mark()));
+                    return Err(err(
+                        None,
+                        None,
+                        "mapping keys are not allowed here".into(),
+                        self.mark(),
+                    ));
                 }
                 if self.add_indent(self.column) {
                     let mark = self.mark();
-                    self.tokens.push_back(Token::new(K::BlockMappingStart, mark, mark));
+                    self.tokens
+                        .push_back(Token::new(K::BlockMappingStart, mark, mark));
                 }
             }
             self.allow_simple_key = self.flow_level() == 0;
@@ -1545,18 +1778,26 @@ mod strictyaml {
             let level = self.flow_level();
             if let Some(key) = self.possible_simple_keys.remove(&level) {
                 let at = key.token_number - self.tokens_taken;
-                self.tokens.insert(at, Token::new(K::Key, key.mark, key.mark));
+                self.tokens
+                    .insert(at, Token::new(K::Key, key.mark, key.mark));
                 if level == 0 && self.add_indent(key.column) {
-                    self.tokens.insert(at, Token::new(K::BlockMappingStart, key.mark, key.mark));
+                    self.tokens
+                        .insert(at, Token::new(K::BlockMappingStart, key.mark, key.mark));
                 }
                 self.allow_simple_key = false;
             } else {
                 if level == 0 && !self.allow_simple_key {
-                    return Err(err(None, None, "mapping values are not allowed here".into(), self.mark()));
+                    return Err(err(
+                        None,
+                        None,
+                        "mapping values are not allowed here".into(),
+                        self.mark(),
+                    ));
                 }
                 if level == 0 && self.add_indent(self.column) {
                     let mark = self.mark();
-                    self.tokens.push_back(Token::new(K::BlockMappingStart, mark, mark));
+                    self.tokens
+                        .push_back(Token::new(K::BlockMappingStart, mark, mark));
                 }
                 self.allow_simple_key = level == 0;
                 self.remove_possible_simple_key()?;
@@ -1608,7 +1849,9 @@ mod strictyaml {
         // checkers
 
         fn check_document_indicator(&self, indicator: &str) -> bool {
-            self.column == 0 && self.prefix(3) == indicator && is_in(self.peek(3), THE_END_SPACE_TAB)
+            self.column == 0
+                && self.prefix(3) == indicator
+                && is_in(self.peek(3), THE_END_SPACE_TAB)
         }
 
         fn check_value(&self) -> bool {
@@ -1617,7 +1860,9 @@ mod strictyaml {
                     if !is_in(self.peek(1), THE_END_SPACE_TAB) {
                         return false;
                     }
-                } else if self.tokens.back().is_some_and(|t| t.kind == K::Value) && !is_in(self.peek(1), THE_END_SPACE_TAB) {
+                } else if self.tokens.back().is_some_and(|t| t.kind == K::Value)
+                    && !is_in(self.peek(1), THE_END_SPACE_TAB)
+                {
                     return false;
                 }
                 return true;
@@ -1637,7 +1882,8 @@ mod strictyaml {
             if ch == ':' && self.flow_level() > 0 && !is_in(ch1, " \t") {
                 return true;
             }
-            !is_in(ch1, THE_END_SPACE_TAB) && (ch == '-' || (self.flow_level() == 0 && is_in(ch, "?:")))
+            !is_in(ch1, THE_END_SPACE_TAB)
+                && (ch == '-' || (self.flow_level() == 0 && is_in(ch, "?:")))
         }
 
         // scanners
@@ -1727,7 +1973,12 @@ mod strictyaml {
         }
 
         fn directive_error(&self, start: Mark, problem: String) -> YamlError {
-            err(Some("while scanning a directive"), Some(start), problem, self.mark())
+            err(
+                Some("while scanning a directive"),
+                Some(start),
+                problem,
+                self.mark(),
+            )
         }
 
         fn scan_directive_name(&mut self, start: Mark) -> YResult<String> {
@@ -1738,7 +1989,13 @@ mod strictyaml {
                 ch = self.peek(length);
             }
             let expected = |s: &Self, ch: char| {
-                s.directive_error(start, format!("expected alphabetic or numeric character, but found {}", char_repr(ch)))
+                s.directive_error(
+                    start,
+                    format!(
+                        "expected alphabetic or numeric character, but found {}",
+                        char_repr(ch)
+                    ),
+                )
             };
             if length == 0 {
                 return Err(expected(self, ch));
@@ -1758,12 +2015,24 @@ mod strictyaml {
             }
             let major = self.scan_yaml_directive_number(start)?;
             if self.peek(0) != '.' {
-                return Err(self.directive_error(start, format!("expected a digit or '.', but found {}", char_repr(self.peek(0)))));
+                return Err(self.directive_error(
+                    start,
+                    format!(
+                        "expected a digit or '.', but found {}",
+                        char_repr(self.peek(0))
+                    ),
+                ));
             }
             self.forward(1);
             self.scan_yaml_directive_number(start)?;
             if !is_in(self.peek(0), NUL_SPACE_BREAKS) {
-                return Err(self.directive_error(start, format!("expected a digit or ' ', but found {}", char_repr(self.peek(0)))));
+                return Err(self.directive_error(
+                    start,
+                    format!(
+                        "expected a digit or ' ', but found {}",
+                        char_repr(self.peek(0))
+                    ),
+                ));
             }
             Ok(major)
         }
@@ -1771,7 +2040,10 @@ mod strictyaml {
         fn scan_yaml_directive_number(&mut self, start: Mark) -> YResult<Option<u64>> {
             let ch = self.peek(0);
             if !ch.is_ascii_digit() {
-                return Err(self.directive_error(start, format!("expected a digit, but found {}", char_repr(ch))));
+                return Err(self.directive_error(
+                    start,
+                    format!("expected a digit, but found {}", char_repr(ch)),
+                ));
             }
             let mut length = 0;
             while self.peek(length).is_ascii_digit() {
@@ -1788,14 +2060,20 @@ mod strictyaml {
             }
             let handle = self.scan_tag_handle("directive", start)?;
             if self.peek(0) != ' ' {
-                return Err(self.directive_error(start, format!("expected ' ', but found {}", char_repr(self.peek(0)))));
+                return Err(self.directive_error(
+                    start,
+                    format!("expected ' ', but found {}", char_repr(self.peek(0))),
+                ));
             }
             while self.peek(0) == ' ' {
                 self.forward(1);
             }
             self.scan_tag_uri("directive", start)?;
             if !is_in(self.peek(0), NUL_SPACE_BREAKS) {
-                return Err(self.directive_error(start, format!("expected ' ', but found {}", char_repr(self.peek(0)))));
+                return Err(self.directive_error(
+                    start,
+                    format!("expected ' ', but found {}", char_repr(self.peek(0))),
+                ));
             }
             Ok(handle)
         }
@@ -1811,7 +2089,13 @@ mod strictyaml {
             }
             let ch = self.peek(0);
             if !is_in(ch, THE_END) {
-                return Err(self.directive_error(start, format!("expected a comment or a line break, but found {}", char_repr(ch))));
+                return Err(self.directive_error(
+                    start,
+                    format!(
+                        "expected a comment or a line break, but found {}",
+                        char_repr(ch)
+                    ),
+                ));
             }
             self.scan_line_break(false);
             Ok(())
@@ -1819,7 +2103,11 @@ mod strictyaml {
 
         fn scan_anchor(&mut self, kind: K) -> YResult<Token> {
             let start = self.mark();
-            let name = if self.peek(0) == '*' { "alias" } else { "anchor" };
+            let name = if self.peek(0) == '*' {
+                "alias"
+            } else {
+                "anchor"
+            };
             self.forward(1);
             let mut length = 0;
             let mut ch = self.peek(length);
@@ -1831,7 +2119,10 @@ mod strictyaml {
                 err(
                     Some(&format!("while scanning an {name}")),
                     Some(start),
-                    format!("expected alphabetic or numeric character, but found {}", char_repr(ch)),
+                    format!(
+                        "expected alphabetic or numeric character, but found {}",
+                        char_repr(ch)
+                    ),
                     s.mark(),
                 )
             };
@@ -1902,7 +2193,12 @@ mod strictyaml {
             let context = format!("while scanning a {name}");
             let ch = self.peek(0);
             if ch != '!' {
-                return Err(err(Some(&context), Some(start), format!("expected '!', but found {}", char_repr(ch)), self.mark()));
+                return Err(err(
+                    Some(&context),
+                    Some(start),
+                    format!("expected '!', but found {}", char_repr(ch)),
+                    self.mark(),
+                ));
             }
             let mut length = 1;
             let mut ch = self.peek(length);
@@ -1913,7 +2209,12 @@ mod strictyaml {
                 }
                 if ch != '!' {
                     self.forward(length);
-                    return Err(err(Some(&context), Some(start), format!("expected '!', but found {}", char_repr(ch)), self.mark()));
+                    return Err(err(
+                        Some(&context),
+                        Some(start),
+                        format!("expected '!', but found {}", char_repr(ch)),
+                        self.mark(),
+                    ));
                 }
                 length += 1;
             }
@@ -1982,7 +2283,9 @@ mod strictyaml {
                     Err(err(
                         Some(&context),
                         Some(start),
-                        format!("'utf-8' codec can't decode byte {byte:#04x} in position {position}: invalid start byte"),
+                        format!(
+                            "'utf-8' codec can't decode byte {byte:#04x} in position {position}: invalid start byte"
+                        ),
                         mark,
                     ))
                 }
@@ -1990,7 +2293,12 @@ mod strictyaml {
         }
 
         fn block_scalar_error(&self, start: Mark, problem: String) -> YamlError {
-            err(Some("while scanning a block scalar"), Some(start), problem, self.mark())
+            err(
+                Some("while scanning a block scalar"),
+                Some(start),
+                problem,
+                self.mark(),
+            )
         }
 
         fn scan_block_scalar(&mut self, style: char) -> YResult<Token> {
@@ -2035,12 +2343,19 @@ mod strictyaml {
                 let (b, e) = self.scan_block_scalar_breaks(indent);
                 breaks = b;
                 end = e;
-                if min_indent == 0 && (self.check_document_indicator("---") || self.check_document_indicator("...")) {
+                if min_indent == 0
+                    && (self.check_document_indicator("---")
+                        || self.check_document_indicator("..."))
+                {
                     break;
                 }
                 if self.column as isize == indent && self.peek(0) != '\0' {
                     // (ruamel inserts a "\a" fold marker here and removes it when constructing)
-                    if folded && line_break == "\n" && leading_non_space && !is_in(self.peek(0), " \t") {
+                    if folded
+                        && line_break == "\n"
+                        && leading_non_space
+                        && !is_in(self.peek(0), " \t")
+                    {
                         if breaks.is_empty() {
                             chunks.push(" ".into());
                         }
@@ -2073,7 +2388,10 @@ mod strictyaml {
             Ok(token)
         }
 
-        fn scan_block_scalar_indicators(&mut self, start: Mark) -> YResult<(Option<bool>, Option<u32>)> {
+        fn scan_block_scalar_indicators(
+            &mut self,
+            start: Mark,
+        ) -> YResult<(Option<bool>, Option<u32>)> {
             let mut chomping = None;
             let mut increment = None;
             let zero = "expected indentation indicator in the range 1-9, but found 0";
@@ -2105,7 +2423,10 @@ mod strictyaml {
             if !is_in(ch, NUL_SPACE_BREAKS) {
                 return Err(self.block_scalar_error(
                     start,
-                    format!("expected chomping or indentation indicators, but found {}", char_repr(ch)),
+                    format!(
+                        "expected chomping or indentation indicators, but found {}",
+                        char_repr(ch)
+                    ),
                 ));
             }
             Ok((chomping, increment))
@@ -2124,7 +2445,13 @@ mod strictyaml {
             }
             let ch = self.peek(0);
             if !is_in(ch, THE_END) {
-                return Err(self.block_scalar_error(start, format!("expected a comment or a line break, but found {}", char_repr(ch))));
+                return Err(self.block_scalar_error(
+                    start,
+                    format!(
+                        "expected a comment or a line break, but found {}",
+                        char_repr(ch)
+                    ),
+                ));
             }
             self.scan_line_break(false);
             Ok(comment)
@@ -2183,7 +2510,12 @@ mod strictyaml {
             Ok(token)
         }
 
-        fn scan_flow_scalar_non_spaces(&mut self, double: bool, start: Mark, chunks: &mut Vec<String>) -> YResult<()> {
+        fn scan_flow_scalar_non_spaces(
+            &mut self,
+            double: bool,
+            start: Mark,
+            chunks: &mut Vec<String>,
+        ) -> YResult<()> {
             let context = "while scanning a double-quoted scalar";
             loop {
                 let mut length = 0;
@@ -2222,20 +2554,32 @@ mod strictyaml {
                                 ));
                             }
                         }
-                        let code = u32::from_str_radix(&self.prefix(length), 16).unwrap_or(u32::MAX);
+                        let code =
+                            u32::from_str_radix(&self.prefix(length), 16).unwrap_or(u32::MAX);
                         match char::from_u32(code) {
                             Some(c) => chunks.push(c.to_string()),
                             None if (0xD800..=0xDFFF).contains(&code) => {
-                                return Err(crash("a \\u escape of a lone surrogate (Python keeps it in the string; Rust strings cannot)"));
+                                // Python keeps the lone surrogate and goes on; Rust strings
+                                // cannot hold one, so it stands as U+FFFD and the load fails
+                                // at the end unless a YAML error comes first.
+                                self.lone_surrogate = true;
+                                chunks.push('\u{fffd}'.to_string());
                             }
-                            None => return Err(crash("ValueError: chr() arg not in range(0x110000)")),
+                            None => {
+                                return Err(crash("ValueError: chr() arg not in range(0x110000)"));
+                            }
                         }
                         self.forward(length);
                     } else if is_in(ch, LINE_BREAKS) {
                         self.scan_line_break(false);
                         self.scan_flow_scalar_breaks(start, chunks)?;
                     } else {
-                        return Err(err(Some(context), Some(start), format!("found unknown escape character {}", char_repr(ch)), self.mark()));
+                        return Err(err(
+                            Some(context),
+                            Some(start),
+                            format!("found unknown escape character {}", char_repr(ch)),
+                            self.mark(),
+                        ));
                     }
                 } else {
                     return Ok(());
@@ -2243,7 +2587,12 @@ mod strictyaml {
             }
         }
 
-        fn scan_flow_scalar_spaces(&mut self, _double: bool, start: Mark, chunks: &mut Vec<String>) -> YResult<()> {
+        fn scan_flow_scalar_spaces(
+            &mut self,
+            _double: bool,
+            start: Mark,
+            chunks: &mut Vec<String>,
+        ) -> YResult<()> {
             let mut length = 0;
             while is_in(self.peek(length), " \t") {
                 length += 1;
@@ -2252,7 +2601,12 @@ mod strictyaml {
             self.forward(length);
             let ch = self.peek(0);
             if ch == '\0' {
-                return Err(err(Some("while scanning a quoted scalar"), Some(start), "found unexpected end of stream".into(), self.mark()));
+                return Err(err(
+                    Some("while scanning a quoted scalar"),
+                    Some(start),
+                    "found unexpected end of stream".into(),
+                    self.mark(),
+                ));
             }
             if is_in(ch, LINE_BREAKS) {
                 let line_break = self.scan_line_break(false);
@@ -2270,7 +2624,11 @@ mod strictyaml {
             Ok(())
         }
 
-        fn scan_flow_scalar_breaks(&mut self, start: Mark, chunks: &mut Vec<String>) -> YResult<()> {
+        fn scan_flow_scalar_breaks(
+            &mut self,
+            start: Mark,
+            chunks: &mut Vec<String>,
+        ) -> YResult<()> {
             loop {
                 let prefix = self.prefix(3);
                 if (prefix == "---" || prefix == "...") && is_in(self.peek(3), THE_END_SPACE_TAB) {
@@ -2318,7 +2676,13 @@ mod strictyaml {
                     }
                     length += 1;
                 }
-                if flow && ch == ':' && !is_in(self.peek(length + 1), "\0 \t\r\n\u{85}\u{2028}\u{2029},[]{}") {
+                if flow
+                    && ch == ':'
+                    && !is_in(
+                        self.peek(length + 1),
+                        "\0 \t\r\n\u{85}\u{2028}\u{2029},[]{}",
+                    )
+                {
                     self.forward(length);
                     return Err(YamlError::Marked(Box::new(Marked {
                         context: Some("while scanning a plain scalar".into()),
@@ -2350,7 +2714,10 @@ mod strictyaml {
             let mut token = Token::new(K::Scalar, start, end);
             token.value = chunks.concat();
             token.plain = true;
-            if spaces.as_ref().is_some_and(|s| s.first().is_some_and(|first| first == "\n")) {
+            if spaces
+                .as_ref()
+                .is_some_and(|s| s.first().is_some_and(|first| first == "\n"))
+            {
                 token.add_post_comment();
             }
             Ok(token)
@@ -2470,11 +2837,23 @@ mod strictyaml {
 
     impl Event {
         fn new(kind: E, start: Mark, end: Mark) -> Self {
-            Event { kind, start, end, value: String::new(), plain: false }
+            Event {
+                kind,
+                start,
+                end,
+                value: String::new(),
+                plain: false,
+            }
         }
 
         fn empty_scalar(mark: Mark) -> Self {
-            Event { kind: E::Scalar, start: mark, end: mark, value: String::new(), plain: true }
+            Event {
+                kind: E::Scalar,
+                start: mark,
+                end: mark,
+                value: String::new(),
+                plain: true,
+            }
         }
     }
 
@@ -2505,7 +2884,10 @@ mod strictyaml {
     impl Parser {
         fn check_event(&mut self, kinds: &[E]) -> YResult<bool> {
             self.fill()?;
-            Ok(self.current.as_ref().is_some_and(|e| kinds.contains(&e.kind)))
+            Ok(self
+                .current
+                .as_ref()
+                .is_some_and(|e| kinds.contains(&e.kind)))
         }
 
         fn fill(&mut self) -> YResult<()> {
@@ -2519,16 +2901,24 @@ mod strictyaml {
 
         fn peek_event(&mut self) -> YResult<Event> {
             self.fill()?;
-            self.current.clone().ok_or_else(|| crash("AttributeError: no event"))
+            self.current
+                .clone()
+                .ok_or_else(|| crash("AttributeError: no event"))
         }
 
         fn get_event(&mut self) -> YResult<Event> {
             self.fill()?;
-            self.current.take().ok_or_else(|| crash("AttributeError: no event"))
+            self.current
+                .take()
+                .ok_or_else(|| crash("AttributeError: no event"))
         }
 
         fn pop_state(&mut self) -> YResult<()> {
-            self.state = Some(self.states.pop().ok_or_else(|| crash("IndexError: pop from empty list"))?);
+            self.state = Some(
+                self.states
+                    .pop()
+                    .ok_or_else(|| crash("IndexError: pop from empty list"))?,
+            );
             Ok(())
         }
 
@@ -2551,7 +2941,10 @@ mod strictyaml {
                     Ok(Event::new(E::StreamStart, token.start, token.end))
                 }
                 St::ImplicitDocumentStart => {
-                    if !self.sc.check_token(&[K::Directive, K::DocumentStart, K::StreamEnd])? {
+                    if !self
+                        .sc
+                        .check_token(&[K::Directive, K::DocumentStart, K::StreamEnd])?
+                    {
                         self.tag_handles = vec!["!".into(), "!!".into()];
                         let mark = self.sc.peek_token()?.start;
                         self.states.push(St::DocumentEnd);
@@ -2571,7 +2964,12 @@ mod strictyaml {
                     Ok(Event::new(E::DocumentEnd, start, end))
                 }
                 St::DocumentContent => {
-                    if self.sc.check_token(&[K::Directive, K::DocumentStart, K::DocumentEnd, K::StreamEnd])? {
+                    if self.sc.check_token(&[
+                        K::Directive,
+                        K::DocumentStart,
+                        K::DocumentEnd,
+                        K::StreamEnd,
+                    ])? {
                         let mark = self.sc.peek_token()?.start;
                         self.pop_state()?;
                         Ok(Event::empty_scalar(mark))
@@ -2606,7 +3004,15 @@ mod strictyaml {
                 self.process_directives()?;
                 if !self.sc.check_token(&[K::DocumentStart])? {
                     let token = self.sc.peek_token()?;
-                    return Err(err(None, None, format!("expected '<document start>', but found {}", py_repr(token.kind.id())), token.start));
+                    return Err(err(
+                        None,
+                        None,
+                        format!(
+                            "expected '<document start>', but found {}",
+                            py_repr(token.kind.id())
+                        ),
+                        token.start,
+                    ));
                 }
                 let token = self.sc.get_token()?;
                 self.states.push(St::DocumentEnd);
@@ -2627,16 +3033,31 @@ mod strictyaml {
                 match &token.directive {
                     Directive::Yaml(major) => {
                         if yaml_version_seen {
-                            return Err(err(None, None, "found duplicate YAML directive".into(), token.start));
+                            return Err(err(
+                                None,
+                                None,
+                                "found duplicate YAML directive".into(),
+                                token.start,
+                            ));
                         }
                         if *major != Some(1) {
-                            return Err(err(None, None, "found incompatible YAML document (version 1.* is required)".into(), token.start));
+                            return Err(err(
+                                None,
+                                None,
+                                "found incompatible YAML document (version 1.* is required)".into(),
+                                token.start,
+                            ));
                         }
                         yaml_version_seen = true;
                     }
                     Directive::Tag(handle) => {
                         if self.tag_handles.contains(handle) {
-                            return Err(err(None, None, format!("duplicate tag handle {}", py_repr(handle)), token.start));
+                            return Err(err(
+                                None,
+                                None,
+                                format!("duplicate tag handle {}", py_repr(handle)),
+                                token.start,
+                            ));
                         }
                         self.tag_handles.push(handle.clone());
                     }
@@ -2678,7 +3099,9 @@ mod strictyaml {
                 self.pop_state()?;
                 return Ok(event);
             }
-            if self.sc.check_token(&[K::FlowSequenceStart])? || self.sc.check_token(&[K::FlowMappingStart])? {
+            if self.sc.check_token(&[K::FlowSequenceStart])?
+                || self.sc.check_token(&[K::FlowMappingStart])?
+            {
                 return Err(crash("flow collection accepted"));
             }
             if block && self.sc.check_token(&[K::BlockSequenceStart])? {
@@ -2700,7 +3123,10 @@ mod strictyaml {
             Err(err(
                 Some(&format!("while parsing a {node} node")),
                 Some(start),
-                format!("expected the node content, but found {}", py_repr(token.kind.id())),
+                format!(
+                    "expected the node content, but found {}",
+                    py_repr(token.kind.id())
+                ),
                 token.start,
             ))
         }
@@ -2722,7 +3148,10 @@ mod strictyaml {
                 return Err(err(
                     Some("while parsing a block collection"),
                     context_mark,
-                    format!("expected <block end>, but found {}", py_repr(token.kind.id())),
+                    format!(
+                        "expected <block end>, but found {}",
+                        py_repr(token.kind.id())
+                    ),
                     token.start,
                 ));
             }
@@ -2736,7 +3165,10 @@ mod strictyaml {
             if self.sc.check_token(&[K::BlockEntry])? {
                 let mut token = self.sc.get_token()?;
                 self.move_to_next(&mut token, false)?;
-                if !self.sc.check_token(&[K::BlockEntry, K::Key, K::Value, K::BlockEnd])? {
+                if !self
+                    .sc
+                    .check_token(&[K::BlockEntry, K::Key, K::Value, K::BlockEnd])?
+                {
                     self.states.push(St::IndentlessSequenceEntry);
                     return self.parse_node(true, false);
                 }
@@ -2770,7 +3202,10 @@ mod strictyaml {
                 return Err(err(
                     Some("while parsing a block mapping"),
                     context_mark,
-                    format!("expected <block end>, but found {}", py_repr(token.kind.id())),
+                    format!(
+                        "expected <block end>, but found {}",
+                        py_repr(token.kind.id())
+                    ),
                     token.start,
                 ));
             }
@@ -2875,7 +3310,12 @@ mod strictyaml {
         fn compose_node(&mut self) -> YResult<Node> {
             if self.check_event(&[E::Alias])? {
                 let event = self.get_event()?;
-                return Err(err(None, None, format!("found undefined alias {}", py_repr(&event.value)), event.start));
+                return Err(err(
+                    None,
+                    None,
+                    format!("found undefined alias {}", py_repr(&event.value)),
+                    event.start,
+                ));
             }
             let event = self.peek_event()?;
             match event.kind {
@@ -2886,7 +3326,11 @@ mod strictyaml {
                         (true, "=") => Tag::Value,
                         _ => Tag::Str,
                     };
-                    Ok(Node { kind: NodeKind::Scalar(tag, event.value), start: event.start, end: event.end })
+                    Ok(Node {
+                        kind: NodeKind::Scalar(tag, event.value),
+                        start: event.start,
+                        end: event.end,
+                    })
                 }
                 E::SequenceStart => {
                     let start = self.get_event()?.start;
@@ -2895,7 +3339,11 @@ mod strictyaml {
                         items.push(self.compose_node()?);
                     }
                     let end = self.get_event()?.end;
-                    Ok(Node { kind: NodeKind::Seq(items), start, end })
+                    Ok(Node {
+                        kind: NodeKind::Seq(items),
+                        start,
+                        end,
+                    })
                 }
                 E::MappingStart => {
                     let start = self.get_event()?.start;
@@ -2906,7 +3354,11 @@ mod strictyaml {
                         pairs.push((key, value));
                     }
                     let end = self.get_event()?.end;
-                    Ok(Node { kind: NodeKind::Map(pairs), start, end })
+                    Ok(Node {
+                        kind: NodeKind::Map(pairs),
+                        start,
+                        end,
+                    })
                 }
                 _ => Err(crash("UnboundLocalError in compose_node")),
             }
@@ -2915,27 +3367,86 @@ mod strictyaml {
 
     // ------------------------------------------------------------- constructor
 
-    #[derive(Default)]
-    struct Constructor {
+    /// ruamel's constructor with strictyaml's `construct_mapping`.
+    ///
+    /// ruamel builds collections through generators: reached while not inside a "deep"
+    /// construction (the root, the `<<` values of such a mapping, the collections inside such
+    /// a sequence), a collection is only created empty and filled later, in FIFO order. That
+    /// order decides which error comes first, and it is why the root mapping receives no
+    /// merged keys (the merged mappings are still empty when merged).
+    struct Constructor<'a> {
         complex_key: bool,
+        deferred: VecDeque<&'a Node>,
     }
 
-    impl Constructor {
-        fn construct(&mut self, node: &Node, root: bool) -> YResult<Data> {
+    impl<'a> Constructor<'a> {
+        /// Constructs the document: the root, then everything deferred.
+        fn construct_document(&mut self, root: &'a Node) -> YResult<Data> {
+            let data = self.construct(root, false)?;
+            let mut result = None;
+            while let Some(node) = self.deferred.pop_front() {
+                let filled = self.fill(node)?;
+                if std::ptr::eq(node, root) {
+                    result = Some(filled);
+                }
+            }
+            Ok(result.unwrap_or(data))
+        }
+
+        /// `construct_object`; `deep` is ruamel's `deep_construct` at that moment.
+        fn construct(&mut self, node: &'a Node, deep: bool) -> YResult<Data> {
             match &node.kind {
                 NodeKind::Scalar(Tag::Str, value) => Ok(Data::Str(value.clone())),
-                NodeKind::Scalar(..) => Ok(Data::Tagged),
-                NodeKind::Seq(items) => Ok(Data::Seq(items.iter().map(|item| self.construct(item, false)).collect::<YResult<_>>()?)),
-                NodeKind::Map(pairs) => self.construct_mapping(node, pairs, root),
+                NodeKind::Scalar(_, value) => Ok(Data::Tagged(value.clone())),
+                NodeKind::Seq(_) | NodeKind::Map(_) if !deep => {
+                    self.deferred.push_back(node);
+                    Ok(match node.kind {
+                        NodeKind::Seq(_) => Data::Seq(Vec::new()),
+                        _ => Data::Map(Vec::new()),
+                    })
+                }
+                NodeKind::Seq(items) => Ok(Data::Seq(
+                    items
+                        .iter()
+                        .map(|item| self.construct(item, true))
+                        .collect::<YResult<_>>()?,
+                )),
+                NodeKind::Map(pairs) => self.construct_mapping(node, pairs, true),
+            }
+        }
+
+        /// Runs a deferred generator (outside any deep construction).
+        fn fill(&mut self, node: &'a Node) -> YResult<Data> {
+            match &node.kind {
+                NodeKind::Seq(items) => Ok(Data::Seq(
+                    items
+                        .iter()
+                        .map(|item| self.construct(item, false))
+                        .collect::<YResult<_>>()?,
+                )),
+                NodeKind::Map(pairs) => self.construct_mapping(node, pairs, false),
+                NodeKind::Scalar(..) => self.construct(node, false),
             }
         }
 
         /// strictyaml's `construct_mapping` (ruamel's `flatten_mapping` for `<<` first).
-        fn construct_mapping(&mut self, node: &Node, pairs: &[(Node, Node)], root: bool) -> YResult<Data> {
-            let mapping_error = |problem: String, mark: Mark| err(Some("while constructing a mapping"), Some(node.start), problem, mark);
+        fn construct_mapping(
+            &mut self,
+            node: &'a Node,
+            pairs: &'a [(Node, Node)],
+            deep: bool,
+        ) -> YResult<Data> {
+            let mapping_error = |problem: String, mark: Mark| {
+                err(
+                    Some("while constructing a mapping"),
+                    Some(node.start),
+                    problem,
+                    mark,
+                )
+            };
             let mut merged: Vec<Data> = Vec::new();
             let mut merge_seen = false;
-            let mut rest: Vec<&(Node, Node)> = Vec::new();
+            let mut rest: Vec<&'a (Node, Node)> = Vec::new();
             for pair in pairs {
                 let (key, value) = pair;
                 if !matches!(key.kind, NodeKind::Scalar(Tag::Merge, _)) {
@@ -2947,18 +3458,27 @@ mod strictyaml {
                 }
                 merge_seen = true;
                 match &value.kind {
-                    NodeKind::Map(_) => merged.push(self.construct(value, false)?),
+                    NodeKind::Map(_) => merged.push(self.construct(value, deep)?),
                     NodeKind::Seq(items) => {
                         for item in items {
                             if !matches!(item.kind, NodeKind::Map(_)) {
-                                return Err(mapping_error(format!("expected a mapping for merging, but found {}", item.id()), item.start));
+                                return Err(mapping_error(
+                                    format!(
+                                        "expected a mapping for merging, but found {}",
+                                        item.id()
+                                    ),
+                                    item.start,
+                                ));
                             }
-                            merged.push(self.construct(item, false)?);
+                            merged.push(self.construct(item, deep)?);
                         }
                     }
                     NodeKind::Scalar(..) => {
                         return Err(mapping_error(
-                            format!("expected a mapping or list of mappings for merging, but found {}", value.id()),
+                            format!(
+                                "expected a mapping or list of mappings for merging, but found {}",
+                                value.id()
+                            ),
                             value.start,
                         ));
                     }
@@ -2966,12 +3486,8 @@ mod strictyaml {
             }
             let mut entries: Vec<(Key, Data)> = Vec::new();
             for (key_node, value_node) in &rest {
-                let key = match self.construct(key_node, false)? {
-                    Data::Str(s) => Key::Str(s),
-                    Data::Tagged => match &key_node.kind {
-                        NodeKind::Scalar(_, value) => Key::Str(value.clone()),
-                        _ => return Err(crash("unexpected key")),
-                    },
+                let key = match self.construct(key_node, true)? {
+                    Data::Str(s) | Data::Tagged(s) => Key::Str(s),
                     Data::Seq(items) => {
                         self.complex_key = true;
                         let mut parts = Vec::new();
@@ -2983,27 +3499,31 @@ mod strictyaml {
                         }
                         Key::Tuple(parts)
                     }
-                    Data::Map(_) => return Err(mapping_error("found unhashable key".into(), key_node.start)),
+                    Data::Map(_) => {
+                        return Err(mapping_error("found unhashable key".into(), key_node.start));
+                    }
                 };
-                let value = self.construct(value_node, false)?;
+                let value = self.construct(value_node, true)?;
                 if entries.iter().any(|(k, _)| *k == key) {
                     let shown = match &key {
                         Key::Str(s) => s.clone(),
                         Key::Tuple(parts) => py_tuple_repr(parts),
                     };
-                    return Err(err(Some("While parsing"), Some(key_node.start), format!("Duplicate key '{shown}' found"), key_node.end));
+                    return Err(err(
+                        Some("While parsing"),
+                        Some(key_node.start),
+                        format!("Duplicate key '{shown}' found"),
+                        key_node.end,
+                    ));
                 }
                 entries.push((key, value));
             }
-            // Merged mappings of the root are constructed after the merge in ruamel (it defers
-            // them), so only nested mappings receive their keys.
-            if !root {
-                for map in merged {
-                    if let Data::Map(items) = map {
-                        for (k, v) in items {
-                            if !entries.iter().any(|(existing, _)| *existing == k) {
-                                entries.push((k, v));
-                            }
+            // (a deferred merged mapping is still empty here)
+            for map in merged {
+                if let Data::Map(items) = map {
+                    for (k, v) in items {
+                        if !entries.iter().any(|(existing, _)| *existing == k) {
+                            entries.push((k, v));
                         }
                     }
                 }
@@ -3016,7 +3536,8 @@ mod strictyaml {
                         return Err(err(
                             Some("While parsing"),
                             Some(value_node.start),
-                            "Found mapping with indentation inconsistent with previous mapping".into(),
+                            "Found mapping with indentation inconsistent with previous mapping"
+                                .into(),
                             value_node.end,
                         ));
                     }
@@ -3028,7 +3549,11 @@ mod strictyaml {
 
     fn py_tuple_repr(parts: &[String]) -> String {
         let items: Vec<String> = parts.iter().map(|p| py_repr(p)).collect();
-        if items.len() == 1 { format!("({},)", items[0]) } else { format!("({})", items.join(", ")) }
+        if items.len() == 1 {
+            format!("({},)", items[0])
+        } else {
+            format!("({})", items.join(", "))
+        }
     }
 
     /// The first character ruamel's reader refuses, with its position.
@@ -3059,22 +3584,636 @@ mod strictyaml {
             marks: Vec::new(),
             tag_handles: Vec::new(),
         };
-        let mut constructor = Constructor::default();
-        let result = parser.get_single_node().and_then(|node| match node {
-            Some(node) => constructor.construct(&node, true).map(Some),
+        let node = match parser.get_single_node() {
+            Ok(node) => node,
+            Err(e) => {
+                let crash = matches!(e, YamlError::Crash(_));
+                return Err(LoadError {
+                    message: render_error(&e, &parser.sc.buf),
+                    crash,
+                });
+            }
+        };
+        let mut constructor = Constructor {
+            complex_key: false,
+            deferred: VecDeque::new(),
+        };
+        let result = match &node {
+            Some(node) => constructor.construct_document(node).map(Some),
             None => Ok(None),
-        });
+        };
         match result {
             Ok(data) => {
+                if parser.sc.lone_surrogate {
+                    return Err(LoadError {
+                        message: "a \\u escape of a lone surrogate (Python keeps it in the string; Rust strings cannot)"
+                            .into(),
+                        crash: true,
+                    });
+                }
                 if constructor.complex_key {
-                    return Err(LoadError { message: "AssertionError: a complex (non-scalar) mapping key".into(), crash: true });
+                    return Err(LoadError {
+                        message: "AssertionError: a complex (non-scalar) mapping key".into(),
+                        crash: true,
+                    });
                 }
                 Ok(data.filter(|d| matches!(d, Data::Map(_) | Data::Seq(_))))
             }
             Err(e) => {
                 let crash = matches!(e, YamlError::Crash(_));
-                Err(LoadError { message: render_error(&e, &parser.sc.buf), crash })
+                Err(LoadError {
+                    message: render_error(&e, &parser.sc.buf),
+                    crash,
+                })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOT_LOADED: &str = "";
+
+    /// (label, directory name, SKILL.md content, frontmatter as JSON or NOT_LOADED, messages),
+    /// every expectation taken from skills-ref 0.1.1 (`parse_frontmatter` + `validate_metadata`).
+    const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
+        (
+            "valid",
+            "valid",
+            "---\nname: valid\ndescription: A skill.\nlicense: MIT\n---\nBody\n",
+            "{\"name\": \"valid\", \"description\": \"A skill.\", \"license\": \"MIT\"}",
+            &[],
+        ),
+        (
+            "no frontmatter",
+            "x",
+            "# Title\n",
+            NOT_LOADED,
+            &["SKILL.md must start with YAML frontmatter (---)"],
+        ),
+        (
+            "unclosed",
+            "x",
+            "---\nname: x\n",
+            NOT_LOADED,
+            &["SKILL.md frontmatter not properly closed with ---"],
+        ),
+        (
+            "dashes end the frontmatter early",
+            "x",
+            "---\nname: x\ndescription: a---b\n---\n",
+            "{\"name\": \"x\", \"description\": \"a\"}",
+            &[],
+        ),
+        (
+            "mapping values",
+            "x",
+            "---\nname: x\ndescription: Use when: asked\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: mapping values are not allowed here\n  in \"<unicode string>\", line 3, column 22:\n    description: Use when: asked\n                         ^ (line: 3)",
+            ],
+        ),
+        (
+            "flow sequence",
+            "x",
+            "---\nname: x\ndescription: y\nallowed-tools: [Read]\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: While scanning\n  in \"<unicode string>\", line 4, column 16:\n    allowed-tools: [Read]\n                   ^ (line: 4)\nFound ugly disallowed JSONesque flow mapping (surround with ' and ' to make text appear literally)\n  in \"<unicode string>\", line 4, column 17:\n    allowed-tools: [Read]\n                    ^ (line: 4)",
+            ],
+        ),
+        (
+            "tag",
+            "x",
+            "---\nname: x\ndescription: !!str y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: While scanning\n  in \"<unicode string>\", line 3, column 19:\n    description: !!str y\n                      ^ (line: 3)\nFound disallowed tag tokens (do not specify types in markup)\n  in \"<unicode string>\", line 3, column 14:\n    description: !!str y\n                 ^ (line: 3)",
+            ],
+        ),
+        (
+            "anchor",
+            "x",
+            "---\nname: &a x\ndescription: y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: While scanning\n  in \"<unicode string>\", line 2, column 7:\n    name: &a x\n          ^ (line: 2)\nFound confusing disallowed anchor token (surround with ' and ' to make text appear literally)\n  in \"<unicode string>\", line 2, column 9:\n    name: &a x\n            ^ (line: 2)",
+            ],
+        ),
+        (
+            "alias",
+            "x",
+            "---\nname: x\ndescription: *y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: found undefined alias 'y'\n  in \"<unicode string>\", line 3, column 14:\n    description: *y\n                 ^ (line: 3)",
+            ],
+        ),
+        (
+            "duplicate key",
+            "x",
+            "---\nname: x\nname: x\ndescription: y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: While parsing\n  in \"<unicode string>\", line 3, column 1:\n    name: x\n    ^ (line: 3)\nDuplicate key 'name' found\n  in \"<unicode string>\", line 3, column 5:\n    name: x\n        ^ (line: 3)",
+            ],
+        ),
+        (
+            "tab",
+            "x",
+            "---\nname: x\ndescription: y\n\tlicense: MIT\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: while scanning for the next token\nfound character '\\t' that cannot start any token\n  in \"<unicode string>\", line 4, column 1:\n    \tlicense: MIT\n    ^ (line: 4)",
+            ],
+        ),
+        (
+            "simple key",
+            "x",
+            "---\nname: x\nno colon\ndescription: y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: while scanning a simple key\n  in \"<unicode string>\", line 3, column 1:\n    no colon\n    ^ (line: 3)\ncould not find expected ':'\n  in \"<unicode string>\", line 4, column 1:\n    description: y\n    ^ (line: 4)",
+            ],
+        ),
+        (
+            "inconsistent indentation",
+            "x",
+            "---\nname: x\ndescription: y\nmetadata:\n  a: b\nlicense:\n   c: d\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: While parsing\n  in \"<unicode string>\", line 7, column 4:\n       c: d\n       ^ (line: 7)\nFound mapping with indentation inconsistent with previous mapping\n  in \"<unicode string>\", line 8, column 1:\n    \n    ^ (line: 8)",
+            ],
+        ),
+        (
+            "block end",
+            "x",
+            "---\nname: x\ndescription: 'y' z\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: while parsing a block mapping\n  in \"<unicode string>\", line 2, column 1:\n    name: x\n    ^ (line: 2)\nexpected <block end>, but found '<scalar>'\n  in \"<unicode string>\", line 3, column 18:\n    description: 'y' z\n                     ^ (line: 3)",
+            ],
+        ),
+        (
+            "two documents",
+            "x",
+            "---\nname: x\n...\ndescription: y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: expected a single document in the stream\n  in \"<unicode string>\", line 2, column 1:\n    name: x\n    ^ (line: 2)\nbut found another document\n  in \"<unicode string>\", line 4, column 1:\n    description: y\n    ^ (line: 4)",
+            ],
+        ),
+        (
+            "merge of a scalar",
+            "x",
+            "---\n<<: x\nname: x\ndescription: y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: while constructing a mapping\n  in \"<unicode string>\", line 2, column 1:\n    <<: x\n    ^ (line: 2)\nexpected a mapping or list of mappings for merging, but found scalar\n  in \"<unicode string>\", line 2, column 5:\n    <<: x\n        ^ (line: 2)",
+            ],
+        ),
+        (
+            "long line snippet",
+            "x",
+            "---\nname: x\ndescription: word word word word word word word word word word word word word word word word word word word word : y\n---\n",
+            NOT_LOADED,
+            &[
+                "Invalid YAML in frontmatter: mapping values are not allowed here\n  in \"<unicode string>\", line 3, column 114:\n     ... d word word word word word word : y\n                                         ^ (line: 3)",
+            ],
+        ),
+        (
+            "sequence",
+            "x",
+            "---\n- a\n---\n",
+            NOT_LOADED,
+            &["SKILL.md frontmatter must be a YAML mapping"],
+        ),
+        (
+            "scalar",
+            "x",
+            "---\ntext\n---\n",
+            NOT_LOADED,
+            &["SKILL.md frontmatter must be a YAML mapping"],
+        ),
+        (
+            "empty",
+            "x",
+            "---\n---\n",
+            NOT_LOADED,
+            &["SKILL.md frontmatter must be a YAML mapping"],
+        ),
+        (
+            "missing fields",
+            "x",
+            "---\nlicense: MIT\n---\n",
+            "{\"license\": \"MIT\"}",
+            &[
+                "Missing required field in frontmatter: name",
+                "Missing required field in frontmatter: description",
+            ],
+        ),
+        (
+            "unknown fields",
+            "x",
+            "---\nname: x\ndescription: y\nzeta: 1\nalpha: 2\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\", \"zeta\": \"1\", \"alpha\": \"2\"}",
+            &[
+                "Unexpected fields in frontmatter: alpha, zeta. Only ['allowed-tools', 'compatibility', 'description', 'license', 'metadata', 'name'] are allowed.",
+            ],
+        ),
+        (
+            "name list",
+            "x",
+            "---\nname:\n  - x\ndescription: y\n---\n",
+            "{\"name\": [\"x\"], \"description\": \"y\"}",
+            &["Field 'name' must be a non-empty string"],
+        ),
+        (
+            "name empty",
+            "x",
+            "---\nname:\ndescription: y\n---\n",
+            "{\"name\": \"\", \"description\": \"y\"}",
+            &["Field 'name' must be a non-empty string"],
+        ),
+        (
+            "everything wrong with a name",
+            "x",
+            "---\nname: -Bad--Name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-\ndescription: y\n---\n",
+            "{\"name\": \"-Bad--Name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-\", \"description\": \"y\"}",
+            &[
+                "Skill name '-Bad--Name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-' exceeds 64 character limit (72 chars)",
+                "Skill name '-Bad--Name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-' must be lowercase",
+                "Skill name cannot start or end with a hyphen",
+                "Skill name cannot contain consecutive hyphens",
+                "Skill name '-Bad--Name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-' contains invalid characters. Only letters, digits, and hyphens are allowed.",
+                "Directory name 'x' must match skill name '-Bad--Name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-'",
+            ],
+        ),
+        (
+            "unicode name",
+            "天气",
+            "---\nname: 天气\ndescription: y\n---\n",
+            "{\"name\": \"天气\", \"description\": \"y\"}",
+            &[],
+        ),
+        (
+            "nfkc name",
+            "abc",
+            "---\nname: ａｂｃ\ndescription: y\n---\n",
+            "{\"name\": \"ａｂｃ\", \"description\": \"y\"}",
+            &[],
+        ),
+        (
+            "combining mark",
+            "é",
+            "---\nname: é\ndescription: y\n---\n",
+            "{\"name\": \"é\", \"description\": \"y\"}",
+            &[],
+        ),
+        (
+            "dir mismatch",
+            "other",
+            "---\nname: x\ndescription: y\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\"}",
+            &["Directory name 'other' must match skill name 'x'"],
+        ),
+        (
+            "empty dir name",
+            "",
+            "---\nname: x\ndescription: y\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\"}",
+            &["Directory name '' must match skill name 'x'"],
+        ),
+        (
+            "description too long",
+            "x",
+            "---\nname: x\ndescription: ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\n---\n",
+            "{\"name\": \"x\", \"description\": \"ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\"}",
+            &["Description exceeds 1024 character limit (1025 chars)"],
+        ),
+        (
+            "description map",
+            "x",
+            "---\nname: x\ndescription:\n  a: b\n---\n",
+            "{\"name\": \"x\", \"description\": {\"a\": \"b\"}}",
+            &["Field 'description' must be a non-empty string"],
+        ),
+        (
+            "compatibility",
+            "x",
+            "---\nname: x\ndescription: y\ncompatibility: ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\", \"compatibility\": \"ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\"}",
+            &["Compatibility exceeds 500 character limit (501 chars)"],
+        ),
+        (
+            "compatibility list",
+            "x",
+            "---\nname: x\ndescription: y\ncompatibility:\n  - a\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\", \"compatibility\": [\"a\"]}",
+            &["Field 'compatibility' must be a string"],
+        ),
+        (
+            "yaml 1.1 words stay strings",
+            "x",
+            "---\nname: x\ndescription: yes\nlicense: ~\nmetadata:\n  n: 1.0\n  b: true\n  e:\n  l:\n    - a\n---\n",
+            "{\"name\": \"x\", \"description\": \"yes\", \"license\": \"~\", \"metadata\": {\"n\": \"1.0\", \"b\": \"true\", \"e\": \"\", \"l\": \"['a']\"}}",
+            &[],
+        ),
+        (
+            "block scalars",
+            "x",
+            "---\nname: x\ndescription: >\n  folded\n  text\n\n  para\nlicense: |-\n  kept\n  lines\n---\n",
+            "{\"name\": \"x\", \"description\": \"folded text\\npara\\n\", \"license\": \"kept\\nlines\"}",
+            &[],
+        ),
+        (
+            "quoted scalars",
+            "x",
+            "---\nname: 'x'\ndescription: \"a\\tb \\u00e9\"\nlicense: 'it''s'\n---\n",
+            "{\"name\": \"x\", \"description\": \"a\\tb é\", \"license\": \"it's\"}",
+            &[],
+        ),
+        (
+            "plain multi-line",
+            "x",
+            "---\nname: x\ndescription: first\n  second\n\n  third\n---\n",
+            "{\"name\": \"x\", \"description\": \"first second\\nthird\"}",
+            &[],
+        ),
+        (
+            "comments",
+            "x",
+            "---\n# c\nname: x # c\n\ndescription: y\n# c\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\"}",
+            &[],
+        ),
+        (
+            "nested merge",
+            "x",
+            "---\nname: x\ndescription: y\nmetadata:\n  <<:\n    a: b\n  c: d\n---\n",
+            "{\"name\": \"x\", \"description\": \"y\", \"metadata\": {\"c\": \"d\", \"a\": \"b\"}}",
+            &[],
+        ),
+        (
+            "equals value",
+            "x",
+            "---\nname: x\ndescription: =\n---\n",
+            "{\"name\": \"x\", \"description\": null}",
+            &["Field 'description' must be a non-empty string"],
+        ),
+    ];
+
+    #[test]
+    fn cases_match_the_reference() {
+        for (label, dir, content, meta, messages) in CASES {
+            let (loaded, problems) = match parse_frontmatter(content) {
+                Ok((metadata, _)) => {
+                    let problems = validate_metadata(&metadata, Some(dir));
+                    (Some(Value::Object(metadata)), problems)
+                }
+                Err(problem) => (None, vec![problem]),
+            };
+            let expected: Option<Value> = if meta.is_empty() {
+                None
+            } else {
+                Some(serde_json::from_str(meta).unwrap())
+            };
+            assert_eq!(loaded, expected, "{label}: frontmatter");
+            let got: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+            assert_eq!(&got, messages, "{label}: messages");
+        }
+    }
+
+    fn kinds(content: &str, dir: &str) -> Vec<ProblemKind> {
+        match parse_frontmatter(content) {
+            Ok((metadata, _)) => validate_metadata(&metadata, Some(dir))
+                .into_iter()
+                .map(|p| p.kind)
+                .collect(),
+            Err(problem) => vec![problem.kind],
+        }
+    }
+
+    #[test]
+    fn problem_kinds() {
+        use ProblemKind::*;
+        let table: &[(&str, &str, &[ProblemKind])] = &[
+            ("# no", "x", &[MissingFrontmatter]),
+            ("---\nname: x\n", "x", &[UnclosedFrontmatter]),
+            ("---\nname: [x]\n---\n", "x", &[InvalidYaml]),
+            ("---\n- x\n---\n", "x", &[FrontmatterNotMapping]),
+            ("---\nname: x\u{1}\n---\n", "x", &[UnsupportedYaml]),
+            (
+                "---\nlicense: MIT\n---\n",
+                "x",
+                &[MissingName, MissingDescription],
+            ),
+            (
+                "---\nname: x\ndescription: y\nother: z\n---\n",
+                "x",
+                &[UnknownFields],
+            ),
+            (
+                "---\nname: ''\ndescription: ''\n---\n",
+                "x",
+                &[NameNotString, DescriptionNotString],
+            ),
+            (
+                "---\nname: -A--b_\ndescription: y\n---\n",
+                "-A--b_",
+                &[
+                    NameNotLowercase,
+                    NameHyphenAtEdge,
+                    NameConsecutiveHyphens,
+                    NameInvalidChars,
+                ],
+            ),
+            (
+                "---\nname: x\ndescription: y\n---\n",
+                "z",
+                &[NameDirMismatch],
+            ),
+            (
+                "---\nname: x\ndescription: y\ncompatibility:\n  - a\n---\n",
+                "x",
+                &[CompatibilityNotString],
+            ),
+        ];
+        for (content, dir, expected) in table {
+            assert_eq!(&kinds(content, dir), expected, "{content:?}");
+        }
+        let long = format!(
+            "---\nname: {0}\ndescription: {1}\ncompatibility: {2}\n---\n",
+            "n".repeat(65),
+            "d".repeat(1025),
+            "c".repeat(501)
+        );
+        assert_eq!(
+            kinds(&long, &"n".repeat(65)),
+            vec![NameTooLong, DescriptionTooLong, CompatibilityTooLong]
+        );
+    }
+
+    #[test]
+    fn codes_are_stable_and_distinct() {
+        use ProblemKind::*;
+        let all = [
+            PathNotFound,
+            NotADirectory,
+            MissingSkillFile,
+            UnreadableSkillFile,
+            MissingFrontmatter,
+            UnclosedFrontmatter,
+            InvalidYaml,
+            UnsupportedYaml,
+            FrontmatterNotMapping,
+            UnknownFields,
+            MissingName,
+            MissingDescription,
+            NameNotString,
+            NameTooLong,
+            NameNotLowercase,
+            NameHyphenAtEdge,
+            NameConsecutiveHyphens,
+            NameInvalidChars,
+            NameDirMismatch,
+            DescriptionNotString,
+            DescriptionTooLong,
+            CompatibilityNotString,
+            CompatibilityTooLong,
+            UnprintableProperty,
+        ];
+        let codes: std::collections::BTreeSet<&str> = all.iter().map(ProblemKind::code).collect();
+        assert_eq!(codes.len(), all.len());
+        assert!(
+            codes.iter().all(|c| c.starts_with("skill-")
+                && c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'))
+        );
+        assert_eq!(NameDirMismatch.code(), "skill-name-dir-mismatch");
+        let crashes: Vec<_> = all.iter().filter(|k| k.is_reference_crash()).collect();
+        assert_eq!(
+            crashes,
+            vec![&UnreadableSkillFile, &UnsupportedYaml, &UnprintableProperty]
+        );
+    }
+
+    #[test]
+    fn non_string_values_from_other_parsers() {
+        let mut meta = Map::new();
+        meta.insert("name".into(), Value::Bool(true));
+        meta.insert("description".into(), serde_json::json!(12));
+        meta.insert("compatibility".into(), Value::Null);
+        let got: Vec<ProblemKind> = validate_metadata(&meta, None)
+            .into_iter()
+            .map(|p| p.kind)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ProblemKind::NameNotString,
+                ProblemKind::DescriptionNotString,
+                ProblemKind::CompatibilityNotString
+            ]
+        );
+    }
+
+    #[test]
+    fn python_json_output() {
+        let value = serde_json::json!({"name": "x", "d": "é 😀 \"q\" \\ \n\u{1}\u{7f}", "l": [], "m": {}, "n": ["a", {"b": "c"}]});
+        assert_eq!(
+            python_json(&value),
+            "{\n  \"name\": \"x\",\n  \"d\": \"\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\n\\u0001\\u007f\",\n  \"l\": [],\n  \"m\": {},\n  \"n\": [\n    \"a\",\n    {\n      \"b\": \"c\"\n    }\n  ]\n}"
+        );
+    }
+
+    #[test]
+    fn python_repr_quotes() {
+        assert_eq!(py_repr("a"), "'a'");
+        assert_eq!(py_repr("it's"), "\"it's\"");
+        assert_eq!(py_repr("'\""), "'\\'\"'");
+        assert_eq!(py_repr("\t\u{1}\u{a0}é\u{200b}"), "'\\t\\x01\\xa0é\\u200b'");
+    }
+
+    #[test]
+    fn pathlib_paths() {
+        for (input, shown, name, parent) in [
+            ("a/b", "a/b", "b", "a"),
+            ("./a//b/", "a/b", "b", "a"),
+            (".", ".", "", "."),
+            ("", ".", "", "."),
+            ("/", "/", "", "/"),
+            ("//a", "//a", "a", "//"),
+            ("///a", "/a", "a", "/"),
+            ("a/../b", "a/../b", "b", "a/.."),
+            ("SKILL.md", "SKILL.md", "SKILL.md", "."),
+        ] {
+            let path = Path::new(input);
+            assert_eq!(display_path(path), shown, "{input:?}");
+            assert_eq!(path_name(path), name, "{input:?}");
+            assert_eq!(path_parent(path), PathBuf::from(parent), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn html_escaping() {
+        assert_eq!(
+            html_escape("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;&#x27;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn directories() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("my-skill");
+        std::fs::create_dir(&dir).unwrap();
+        assert_eq!(
+            validate(&dir).iter().map(|p| p.kind).collect::<Vec<_>>(),
+            vec![ProblemKind::MissingSkillFile]
+        );
+        assert_eq!(
+            validate(&dir.join("nope"))[0].kind,
+            ProblemKind::PathNotFound
+        );
+        std::fs::write(
+            dir.join("skill.md"),
+            "---\nname: my-skill\ndescription: \"Say <hi> & 'bye'\"\nmetadata:\n  k:\n---\n",
+        )
+        .unwrap();
+        assert_eq!(validate(&dir), vec![]);
+        assert_eq!(
+            validate(&dir.join("skill.md"))[0].kind,
+            ProblemKind::NotADirectory
+        );
+        let properties = read_properties(&dir).unwrap();
+        assert_eq!(
+            properties,
+            serde_json::json!({"name": "my-skill", "description": "Say <hi> & 'bye'", "metadata": {"k": ""}})
+        );
+        let prompt = to_prompt(std::slice::from_ref(&dir)).unwrap();
+        let location = dir.canonicalize().unwrap().join("skill.md");
+        assert_eq!(
+            prompt,
+            format!(
+                "<available_skills>\n<skill>\n<name>\nmy-skill\n</name>\n<description>\nSay &lt;hi&gt; &amp; &#x27;bye&#x27;\n</description>\n<location>\n{}\n</location>\n</skill>\n</available_skills>",
+                location.display()
+            )
+        );
+        assert_eq!(
+            to_prompt(&[]).unwrap(),
+            "<available_skills>\n</available_skills>"
+        );
+        std::fs::write(
+            dir.join("skill.md"),
+            b"---\nname: my-skill\ndescription: caf\xe9\n---\n",
+        )
+        .unwrap();
+        assert_eq!(validate(&dir)[0].kind, ProblemKind::UnreadableSkillFile);
+        let error = read_properties(&temp.path().join("none")).unwrap_err();
+        assert_eq!(error.problem().kind, ProblemKind::MissingSkillFile);
+        assert!(error.to_string().starts_with("SKILL.md not found in /"));
     }
 }

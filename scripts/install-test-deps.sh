@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs the Python tools Quiver's tests compare against into a virtualenv.
+#
+#   scripts/install-test-deps.sh
+#
+# Virtualenv: $QUIVER_TEST_VENV (default: <repo>/.venv-test). Python: $PYTHON (default:
+# python3, >= 3.11). Requirements: scripts/requirements-test.txt, every package pinned to one
+# version and one sha256 (pip runs in --require-hashes mode, wheels only). Needs python3 with
+# pip, and PyPI (or a mirror configured for pip).
+#
+# Idempotent: a rerun reuses the virtualenv (rebuilt if its interpreter no longer runs) and
+# only installs what is missing or changed.
+set -euo pipefail
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_root="$(cd "$script_dir/.." && pwd)"
+venv="${QUIVER_TEST_VENV:-$repo_root/.venv-test}"
+python="${PYTHON:-python3}"
+requirements="$script_dir/requirements-test.txt"
+
+die() {
+    echo "error: $*" >&2
+    exit 1
+}
+
+command -v "$python" >/dev/null 2>&1 || die "$python not found; install Python >= 3.11 or set PYTHON"
+"$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' ||
+    die "$python is $("$python" -V 2>&1); the test tools need Python >= 3.11"
+
+# A virtualenv whose interpreter does not run (half-made, or its Python was removed) is rebuilt.
+if ! "$venv/bin/python" -c '' >/dev/null 2>&1; then
+    echo "creating virtualenv $venv" >&2
+    rm -rf "$venv"
+    if ! "$python" -m venv "$venv" >/dev/null 2>&1; then
+        # No ensurepip (e.g. Debian without python3-venv): a virtualenv without pip, filled by
+        # the host's pip below.
+        rm -rf "$venv"
+        "$python" -m venv --without-pip "$venv" || die "cannot create a virtualenv with $python -m venv"
+    fi
+fi
+
+pip_args=(install --quiet --disable-pip-version-check --no-input
+    --require-hashes --only-binary=:all: -r "$requirements")
+if "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    "$venv/bin/python" -m pip "${pip_args[@]}"
+else
+    "$python" -m pip --version >/dev/null 2>&1 || die "neither the virtualenv nor $python has pip"
+    # pip >= 22.3 can install into another environment.
+    "$python" -m pip --python "$venv/bin/python" "${pip_args[@]}"
+fi
+
+# Smoke check: the tools the tests call are there.
+"$venv/bin/agentskills" --version >&2
+echo "test dependencies installed in $venv" >&2
