@@ -168,19 +168,45 @@ impl Catalog {
 
     /// Loads the packages under `dirs` (each a root of scope `project`).
     pub fn load_dirs(dirs: &[&Path]) -> Catalog {
-        let roots: Vec<Root> = dirs.iter().map(|d| Root { path: d.to_path_buf(), scope: Scope::Project }).collect();
+        let roots: Vec<Root> = dirs
+            .iter()
+            .map(|d| Root {
+                path: d.to_path_buf(),
+                scope: Scope::Project,
+            })
+            .collect();
         Catalog::load(&roots, &CatalogOptions::default())
     }
 
     /// Builds a snapshot from loaded packages (in scan order).
-    pub fn build(loaded: Vec<(Package, Scope)>, mut diagnostics: Vec<Diagnostic>, options: &CatalogOptions) -> Catalog {
-        let rank = |scope: Scope| options.precedence.iter().position(|s| *s == scope).unwrap_or(usize::MAX);
+    pub fn build(
+        loaded: Vec<(Package, Scope)>,
+        mut diagnostics: Vec<Diagnostic>,
+        options: &CatalogOptions,
+    ) -> Catalog {
+        let rank = |scope: Scope| {
+            options
+                .precedence
+                .iter()
+                .position(|s| *s == scope)
+                .unwrap_or(usize::MAX)
+        };
         // Stable sort: by id, then precedence, then scan order.
-        let mut loaded: Vec<(usize, Package, Scope)> = loaded.into_iter().enumerate().map(|(i, (p, s))| (i, p, s)).collect();
-        loaded.sort_by(|a, b| (a.1.id.as_str(), rank(a.2), a.0).cmp(&(b.1.id.as_str(), rank(b.2), b.0)));
+        let mut loaded: Vec<(usize, Package, Scope)> = loaded
+            .into_iter()
+            .enumerate()
+            .map(|(i, (p, s))| (i, p, s))
+            .collect();
+        loaded.sort_by(|a, b| {
+            (a.1.id.as_str(), rank(a.2), a.0).cmp(&(b.1.id.as_str(), rank(b.2), b.0))
+        });
         let mut packages: Vec<CatalogPackage> = Vec::with_capacity(loaded.len());
         for (_, package, scope) in loaded {
-            let shadowed = match packages.iter().rev().find(|p| !p.shadowed && p.package.id == package.id) {
+            let shadowed = match packages
+                .iter()
+                .rev()
+                .find(|p| !p.shadowed && p.package.id == package.id)
+            {
                 Some(winner) => {
                     diagnostics.push(
                         Diagnostic::warning(
@@ -202,13 +228,21 @@ impl Catalog {
                 }
                 None => false,
             };
-            packages.push(CatalogPackage { package, scope, shadowed });
+            packages.push(CatalogPackage {
+                package,
+                scope,
+                shadowed,
+            });
         }
 
         let mut items = Vec::new();
         for (pi, cp) in packages.iter().enumerate() {
             let p = &cp.package;
-            let prefix = if cp.shadowed { format!("{}:{}", cp.scope.as_str(), p.id) } else { p.id.to_string() };
+            let prefix = if cp.shadowed {
+                format!("{}:{}", cp.scope.as_str(), p.id)
+            } else {
+                p.id.to_string()
+            };
             let mut push = |kind, index, name: &str, exposed, hidden, summary: String| {
                 items.push(Item {
                     package: pi,
@@ -223,13 +257,34 @@ impl Catalog {
                 });
             };
             for (i, t) in p.tools.iter().enumerate() {
-                push(ItemKind::Tool, i, t.name.as_str(), t.expose, t.hidden, t.description.summary_line());
+                push(
+                    ItemKind::Tool,
+                    i,
+                    t.name.as_str(),
+                    t.expose,
+                    t.hidden,
+                    t.description.summary_line(),
+                );
             }
             for (i, a) in p.agents.iter().enumerate() {
-                push(ItemKind::Agent, i, a.name.as_str(), a.expose, false, quiver_package::tool::first_sentence(&a.description));
+                push(
+                    ItemKind::Agent,
+                    i,
+                    a.name.as_str(),
+                    a.expose,
+                    false,
+                    quiver_package::tool::first_sentence(&a.description),
+                );
             }
             for (i, w) in p.workflows.iter().enumerate() {
-                push(ItemKind::Workflow, i, w.name.as_str(), w.expose, false, quiver_package::tool::first_sentence(&w.description));
+                push(
+                    ItemKind::Workflow,
+                    i,
+                    w.name.as_str(),
+                    w.expose,
+                    false,
+                    quiver_package::tool::first_sentence(&w.description),
+                );
             }
         }
 
@@ -237,7 +292,9 @@ impl Catalog {
         let mut by_wire: HashMap<String, usize> = HashMap::new();
         for i in 0..items.len() {
             by_qualified.insert(items[i].qualified.clone(), i);
-            let Some(wire) = items[i].wire.clone() else { continue };
+            let Some(wire) = items[i].wire.clone() else {
+                continue;
+            };
             if let Some(&first) = by_wire.get(&wire) {
                 diagnostics.push(
                     Diagnostic::error(
@@ -250,7 +307,9 @@ impl Catalog {
                             item_file(&packages, &items[first]).display()
                         ),
                     )
-                    .with_help("rename the package or the item; `__` in names can make two names meet"),
+                    .with_help(
+                        "rename the package or the item; `__` in names can make two names meet",
+                    ),
                 );
                 items[i].wire = None;
             } else {
@@ -284,7 +343,9 @@ impl Catalog {
 
     /// The winning package with id `id`.
     pub fn package(&self, id: &str) -> Option<&CatalogPackage> {
-        self.packages.iter().find(|p| !p.shadowed && p.package.id.as_str() == id)
+        self.packages
+            .iter()
+            .find(|p| !p.shadowed && p.package.id.as_str() == id)
     }
 
     /// Every item.
@@ -325,7 +386,10 @@ impl Catalog {
         self.index
             .search(query, k, &|doc| admit(&self.entries[doc]))
             .into_iter()
-            .map(|SearchHit { doc, score }| Found { entry: &self.entries[doc], score })
+            .map(|SearchHit { doc, score }| Found {
+                entry: &self.entries[doc],
+                score,
+            })
             .collect()
     }
 
@@ -349,7 +413,11 @@ fn item_file(packages: &[CatalogPackage], item: &Item) -> std::path::PathBuf {
 
 /// The model-facing entries and their search documents, in catalog order: each package, then
 /// its exposed items, then its skills; built-in tools last.
-fn model_view(packages: &[CatalogPackage], items: &[Item], builtins: &[BuiltinTool]) -> (Vec<Entry>, Vec<SearchDoc>) {
+fn model_view(
+    packages: &[CatalogPackage],
+    items: &[Item],
+    builtins: &[BuiltinTool],
+) -> (Vec<Entry>, Vec<SearchDoc>) {
     let mut entries = Vec::new();
     let mut docs = Vec::new();
     for (pi, cp) in packages.iter().enumerate() {
@@ -357,15 +425,21 @@ fn model_view(packages: &[CatalogPackage], items: &[Item], builtins: &[BuiltinTo
             continue;
         }
         let p = &cp.package;
-        let package_name = if p.name == p.id.as_str() { p.name.clone() } else { format!("{} {}", p.name, p.id) };
+        let package_name = if p.name == p.id.as_str() {
+            p.name.clone()
+        } else {
+            format!("{} {}", p.name, p.id)
+        };
         let visible_items: Vec<usize> = items
             .iter()
             .enumerate()
             .filter(|(_, it)| it.package == pi && it.exposed && !it.hidden && it.wire.is_some())
             .map(|(i, _)| i)
             .collect();
-        let visible_skills: Vec<&quiver_package::skill::Skill> =
-            p.all_skills().filter(|s| !s.meta.disable_model_invocation).collect();
+        let visible_skills: Vec<&quiver_package::skill::Skill> = p
+            .all_skills()
+            .filter(|s| !s.meta.disable_model_invocation)
+            .collect();
         if visible_items.is_empty() && visible_skills.is_empty() {
             continue;
         }
@@ -391,12 +465,17 @@ fn model_view(packages: &[CatalogPackage], items: &[Item], builtins: &[BuiltinTo
                     SearchDoc {
                         name: item.name.clone(),
                         summary: t.description.summary_line(),
-                        description: [&t.description.summary, &t.description.when_to_use, &t.description.input_rules, &t.description.example]
-                            .iter()
-                            .filter(|s| !s.is_empty())
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
+                        description: [
+                            &t.description.summary,
+                            &t.description.when_to_use,
+                            &t.description.input_rules,
+                            &t.description.example,
+                        ]
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
                         when_not_to_use: t.description.when_not_to_use.clone(),
                         triggers: t.triggers.clone(),
                         examples: t.examples.iter().map(|e| e.query.clone()).collect(),
@@ -456,7 +535,11 @@ fn model_view(packages: &[CatalogPackage], items: &[Item], builtins: &[BuiltinTo
             docs.push(SearchDoc {
                 name: s.name.clone(),
                 summary: quiver_package::tool::first_sentence(&s.description),
-                description: [s.description.as_str(), s.meta.when_to_use.as_deref().unwrap_or("")].join("\n"),
+                description: [
+                    s.description.as_str(),
+                    s.meta.when_to_use.as_deref().unwrap_or(""),
+                ]
+                .join("\n"),
                 package_name: package_name.clone(),
                 package_description: p.description.clone(),
                 ..SearchDoc::default()

@@ -11,15 +11,18 @@
 
 pub mod catalog;
 pub mod lint;
+pub mod load_bench;
 pub mod params;
 pub mod render;
 pub mod scan;
 pub mod wire;
 
-/// The `tool_search` index: bilingual BM25F over packages, tools, agents, skills and built-ins.
-pub mod search;
 /// The tool-retrieval benchmark behind `quiver bench retrieval`.
 pub mod bench;
+/// The `tool_search` index: bilingual BM25F over packages, tools, agents, skills and built-ins.
+pub mod search;
 
-pub use catalog::{BuiltinTool, Catalog, CatalogOptions, CatalogPackage, Entry, EntryKind, Item, ItemKind};
+pub use catalog::{
+    BuiltinTool, Catalog, CatalogOptions, CatalogPackage, Entry, EntryKind, Item, ItemKind,
+};
 pub use scan::{Root, Scope};

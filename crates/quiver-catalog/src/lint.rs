@@ -31,7 +31,12 @@ pub fn collisions(catalog: &Catalog, threshold: f32) -> Vec<Collision> {
         .entries()
         .iter()
         .enumerate()
-        .filter(|(_, e)| matches!(e.kind, EntryKind::Tool | EntryKind::Agent | EntryKind::Workflow))
+        .filter(|(_, e)| {
+            matches!(
+                e.kind,
+                EntryKind::Tool | EntryKind::Agent | EntryKind::Workflow
+            )
+        })
         .map(|(i, _)| i)
         .collect();
     let entries = catalog.entries();
@@ -42,17 +47,30 @@ pub fn collisions(catalog: &Catalog, threshold: f32) -> Vec<Collision> {
         .map(|(i, j, score)| {
             let (a, b) = (&entries[i], &entries[j]);
             let resolved = names_other(catalog, a.item, b) || names_other(catalog, b.item, a);
-            Collision { a: a.id.clone(), b: b.id.clone(), score, resolved }
+            Collision {
+                a: a.id.clone(),
+                b: b.id.clone(),
+                score,
+                resolved,
+            }
         })
         .collect();
-    out.sort_by(|x, y| y.score.total_cmp(&x.score).then_with(|| (&x.a, &x.b).cmp(&(&y.a, &y.b))));
+    out.sort_by(|x, y| {
+        y.score
+            .total_cmp(&x.score)
+            .then_with(|| (&x.a, &x.b).cmp(&(&y.a, &y.b)))
+    });
     out
 }
 
 /// Whether the `when_not_to_use` of item `item` mentions `other` by qualified, wire or local name.
 fn names_other(catalog: &Catalog, item: Option<usize>, other: &crate::catalog::Entry) -> bool {
-    let Some(item) = item.map(|i| &catalog.items()[i]) else { return false };
-    let Some(tool) = catalog.tool(item) else { return false };
+    let Some(item) = item.map(|i| &catalog.items()[i]) else {
+        return false;
+    };
+    let Some(tool) = catalog.tool(item) else {
+        return false;
+    };
     let text = &tool.description.when_not_to_use;
     let local = other.item.map(|i| catalog.items()[i].name.as_str());
     text.contains(other.id.as_str())

@@ -24,8 +24,16 @@ fn flatten(schema: &Value, prefix: &str, out: &mut Vec<(String, String)>, depth:
         return;
     };
     for (name, property) in properties {
-        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
-        let mut description = property.get("description").and_then(Value::as_str).unwrap_or("").to_owned();
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        let mut description = property
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         if let Some(Value::Array(values)) = property.get("enum") {
             for v in values {
                 description.push(' ');

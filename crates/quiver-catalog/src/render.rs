@@ -44,13 +44,21 @@ pub fn package_list(catalog: &Catalog, admit: &dyn Fn(&Entry) -> bool, budget: u
                         if name == e.id {
                             text.push_str(&format!("- {}: {}\n", e.id, one_line(&e.summary)));
                         } else {
-                            text.push_str(&format!("- {name} ({}): {}\n", e.id, one_line(&e.summary)));
+                            text.push_str(&format!(
+                                "- {name} ({}): {}\n",
+                                e.id,
+                                one_line(&e.summary)
+                            ));
                         }
                     }
                     EntryKind::Skill => {
                         // The package's own skill is opened by the package id itself.
                         if e.id.contains('/') {
-                            text.push_str(&format!("  - {} (skill): {}\n", e.id, one_line(&e.summary)));
+                            text.push_str(&format!(
+                                "  - {} (skill): {}\n",
+                                e.id,
+                                one_line(&e.summary)
+                            ));
                         }
                     }
                     kind => {
@@ -72,7 +80,11 @@ pub fn package_list(catalog: &Catalog, admit: &dyn Fn(&Entry) -> bool, budget: u
 
 /// `<available_skills>` XML in the exact shape `skills-ref to-prompt` prints; the location
 /// is the skill's id path (`weather/SKILL.md`), never a host path.
-pub fn available_skills_xml(catalog: &Catalog, admit: &dyn Fn(&Entry) -> bool, budget: usize) -> Rendered {
+pub fn available_skills_xml(
+    catalog: &Catalog,
+    admit: &dyn Fn(&Entry) -> bool,
+    budget: usize,
+) -> Rendered {
     let blocks: Vec<(String, String)> = catalog
         .entries()
         .iter()
@@ -106,8 +118,12 @@ pub fn markdown(catalog: &Catalog, admit: &dyn Fn(&Entry) -> bool, budget: usize
             let mut text = String::new();
             for e in entries {
                 match e.kind {
-                    EntryKind::Package => text.push_str(&format!("### `{}`\n\n{}\n\n", e.id, one_line(&e.summary))),
-                    EntryKind::Skill => text.push_str(&format!("- skill `{}`: {}\n", e.id, one_line(&e.summary))),
+                    EntryKind::Package => {
+                        text.push_str(&format!("### `{}`\n\n{}\n\n", e.id, one_line(&e.summary)))
+                    }
+                    EntryKind::Skill => {
+                        text.push_str(&format!("- skill `{}`: {}\n", e.id, one_line(&e.summary)))
+                    }
                     _ => text.push_str(&format!(
                         "- {} `{}`: {}\n",
                         kind_word(e.kind),
@@ -133,7 +149,10 @@ fn kind_word(kind: EntryKind) -> &'static str {
 }
 
 /// The admitted entries grouped by package (a package whose every entry is refused is left out).
-fn package_blocks<'a>(catalog: &'a Catalog, admit: &dyn Fn(&Entry) -> bool) -> Vec<(String, Vec<&'a Entry>)> {
+fn package_blocks<'a>(
+    catalog: &'a Catalog,
+    admit: &dyn Fn(&Entry) -> bool,
+) -> Vec<(String, Vec<&'a Entry>)> {
     let mut blocks: Vec<(String, Vec<&Entry>)> = Vec::new();
     for e in catalog.entries() {
         if e.kind == EntryKind::Builtin || !admit(e) {
@@ -141,7 +160,9 @@ fn package_blocks<'a>(catalog: &'a Catalog, admit: &dyn Fn(&Entry) -> bool) -> V
         }
         if e.kind == EntryKind::Package {
             blocks.push((e.id.clone(), vec![e]));
-        } else if let Some((_, block)) = blocks.last_mut().filter(|(_, b)| b[0].package == e.package) {
+        } else if let Some((_, block)) =
+            blocks.last_mut().filter(|(_, b)| b[0].package == e.package)
+        {
             block.push(e);
         }
     }

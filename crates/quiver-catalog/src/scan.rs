@@ -67,7 +67,8 @@ pub struct Found {
 /// by root, then by path.
 pub fn scan(roots: &[Root]) -> (Vec<Found>, Vec<Diagnostic>) {
     use rayon::prelude::*;
-    let per_root: Vec<(Vec<PathBuf>, Vec<Diagnostic>)> = roots.par_iter().map(|root| scan_root(&root.path)).collect();
+    let per_root: Vec<(Vec<PathBuf>, Vec<Diagnostic>)> =
+        roots.par_iter().map(|root| scan_root(&root.path)).collect();
     let mut found = Vec::new();
     let mut diags = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
@@ -76,7 +77,11 @@ pub fn scan(roots: &[Root]) -> (Vec<Found>, Vec<Diagnostic>) {
         for dir in dirs {
             let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
             if seen.insert(canonical) {
-                found.push(Found { dir, scope: roots[index].scope, root: index });
+                found.push(Found {
+                    dir,
+                    scope: roots[index].scope,
+                    root: index,
+                });
             }
         }
     }
@@ -94,11 +99,15 @@ pub fn scan_root(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
     };
     if !root.is_dir() {
         if root.exists() {
-            state.diags.push(Diagnostic::warning("root-not-folder", root, "this root is not a folder and is skipped"));
+            state.diags.push(Diagnostic::warning(
+                "root-not-folder",
+                root,
+                "this root is not a folder and is skipped",
+            ));
         }
         return (state.found, state.diags);
     }
-    state.walk(root, 0, false);
+    state.walk(root, 0);
     if state.truncated {
         state.diags.push(
             Diagnostic::warning(
@@ -122,13 +131,15 @@ struct Walk {
 }
 
 impl Walk {
-    fn walk(&mut self, dir: &Path, depth: usize, parent_is_skills: bool) {
+    fn walk(&mut self, dir: &Path, depth: usize) {
         if self.folders >= MAX_FOLDERS {
             self.truncated = true;
             return;
         }
         self.folders += 1;
-        let Ok(canonical) = fs::canonicalize(dir) else { return };
+        let Ok(canonical) = fs::canonicalize(dir) else {
+            return;
+        };
         if !self.visited.insert(canonical) {
             return;
         }
@@ -140,7 +151,11 @@ impl Walk {
             return;
         }
         let Ok(read) = fs::read_dir(dir) else {
-            self.diags.push(Diagnostic::warning("folder-unreadable", dir, "cannot list this folder"));
+            self.diags.push(Diagnostic::warning(
+                "folder-unreadable",
+                dir,
+                "cannot list this folder",
+            ));
             return;
         };
         let mut subdirs: Vec<(PathBuf, String)> = read
@@ -154,10 +169,13 @@ impl Walk {
             if name == ".git" || name == "node_modules" {
                 continue;
             }
-            if name.starts_with('.') && !KNOWN_DOT_FOLDERS.contains(&name.as_str()) && !here_is_skills {
+            if name.starts_with('.')
+                && !KNOWN_DOT_FOLDERS.contains(&name.as_str())
+                && !here_is_skills
+            {
                 continue;
             }
-            self.walk(&path, depth + 1, here_is_skills || parent_is_skills);
+            self.walk(&path, depth + 1);
         }
     }
 }
@@ -168,7 +186,11 @@ mod tests {
 
     fn skill(dir: &Path, name: &str) {
         fs::create_dir_all(dir).unwrap();
-        fs::write(dir.join("SKILL.md"), format!("---\nname: {name}\ndescription: d\n---\n")).unwrap();
+        fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: d\n---\n"),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -194,7 +216,10 @@ mod tests {
             .iter()
             .map(|p| p.strip_prefix(root).unwrap().display().to_string())
             .collect();
-        assert_eq!(names, [".claude/skills/e", "1/2/3/4/5/g", "a", "skills/.system/f"]);
+        assert_eq!(
+            names,
+            [".claude/skills/e", "1/2/3/4/5/g", "a", "skills/.system/f"]
+        );
         assert!(diags.is_empty(), "{diags:?}");
     }
 
@@ -205,7 +230,10 @@ mod tests {
             fs::create_dir_all(tmp.path().join(format!("d{i:05}"))).unwrap();
         }
         let (_, diags) = scan_root(tmp.path());
-        assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["root-too-many-folders"]);
+        assert_eq!(
+            diags.iter().map(|d| d.code).collect::<Vec<_>>(),
+            ["root-too-many-folders"]
+        );
     }
 
     #[test]
@@ -216,8 +244,14 @@ mod tests {
         #[cfg(unix)]
         std::os::unix::fs::symlink(tmp.path().join("r1/x"), tmp.path().join("r2/x")).unwrap();
         let roots = [
-            Root { path: tmp.path().join("r1"), scope: Scope::Project },
-            Root { path: tmp.path().join("r2"), scope: Scope::User },
+            Root {
+                path: tmp.path().join("r1"),
+                scope: Scope::Project,
+            },
+            Root {
+                path: tmp.path().join("r2"),
+                scope: Scope::User,
+            },
         ];
         let (found, _) = scan(&roots);
         assert_eq!(found.len(), 1);

@@ -32,8 +32,17 @@ mod tests {
         let long = wire_name(&"p".repeat(40), &"i".repeat(40));
         assert_eq!(long.len(), 64);
         assert_eq!(long, wire_name(&"p".repeat(40), &"i".repeat(40)));
-        assert_ne!(long, wire_name(&"p".repeat(40), &format!("{}j", "i".repeat(39))));
-        assert!(long.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
-        assert_eq!(split_wire("weather__forecast"), Some(("weather", "forecast")));
+        assert_ne!(
+            long,
+            wire_name(&"p".repeat(40), &format!("{}j", "i".repeat(39)))
+        );
+        assert!(
+            long.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        );
+        assert_eq!(
+            split_wire("weather__forecast"),
+            Some(("weather", "forecast"))
+        );
     }
 }

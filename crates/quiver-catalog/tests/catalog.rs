@@ -1,6 +1,8 @@
 //! The catalog through its public interface: scanning real folders, names, shadowing,
 //! rendering under budgets, the collision lint and search.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 use std::path::Path;
 
@@ -15,22 +17,75 @@ fn write(root: &Path, rel: &str, text: &str) {
 }
 
 fn tool(desc: &str, extra: &str) -> String {
-    format!("description: {desc}\ncategory: perception\nexpose: true\nrun: {{command: [python3, main.py]}}\n{extra}")
+    format!(
+        "description: {desc}\ncategory: perception\nexpose: true\nrun: {{command: [python3, main.py]}}\n{extra}"
+    )
 }
 
 fn fixture(root: &Path) {
-    write(root, "weather/quiver.yaml", "id: weather\nname: 天气\ndescription: 天气预报与气温查询 Weather forecasts\n");
-    write(root, "weather/SKILL.md", "---\nname: weather\ndescription: How to answer weather questions.\n---\nbody\n");
-    write(root, "weather/tools/forecast/tool.yaml", &tool("查询城市的天气预报和气温 Get the weather forecast for a city", "triggers: [天气, 气温, 温度]\ninput: {type: object, properties: {city: {type: string, description: 城市}}}\n"));
-    write(root, "weather/tools/secret/tool.yaml", &tool("internal helper", "hidden: true\n"));
-    write(root, "weather/tools/private/tool.yaml", "description: private helper\ncategory: decision\nrun: {command: [a]}\n");
-    write(root, "weather/skills/cities/SKILL.md", "---\nname: cities\ndescription: City codes for forecasts.\n---\n");
-    write(root, "weather/skills/manual/SKILL.md", "---\nname: manual\ndescription: Only people start this.\ndisable-model-invocation: true\n---\n");
-    write(root, "weather/agents/reporter.md", "---\ndescription: Writes weather reports.\nexpose: true\n---\nYou write reports.\n");
-    write(root, "notes/quiver.yaml", "id: notes\ndescription: Take notes 记笔记\n");
-    write(root, "notes/tools/add_note/tool.yaml", &tool("Save a note 保存一条笔记", ""));
-    write(root, "calc/quiver.yaml", "id: calc\ndescription: Arithmetic 计算器\n");
-    write(root, "calc/tools/evaluate/tool.yaml", &tool("Evaluate an arithmetic expression 计算数学表达式", ""));
+    write(
+        root,
+        "weather/quiver.yaml",
+        "id: weather\nname: 天气\ndescription: 天气预报与气温查询 Weather forecasts\n",
+    );
+    write(
+        root,
+        "weather/SKILL.md",
+        "---\nname: weather\ndescription: How to answer weather questions.\n---\nbody\n",
+    );
+    write(
+        root,
+        "weather/tools/forecast/tool.yaml",
+        &tool(
+            "查询城市的天气预报和气温 Get the weather forecast for a city",
+            "triggers: [天气, 气温, 温度]\ninput: {type: object, properties: {city: {type: string, description: 城市}}}\n",
+        ),
+    );
+    write(
+        root,
+        "weather/tools/secret/tool.yaml",
+        &tool("internal helper", "hidden: true\n"),
+    );
+    write(
+        root,
+        "weather/tools/private/tool.yaml",
+        "description: private helper\ncategory: decision\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
+        "weather/skills/cities/SKILL.md",
+        "---\nname: cities\ndescription: City codes for forecasts.\n---\n",
+    );
+    write(
+        root,
+        "weather/skills/manual/SKILL.md",
+        "---\nname: manual\ndescription: Only people start this.\ndisable-model-invocation: true\n---\n",
+    );
+    write(
+        root,
+        "weather/agents/reporter.md",
+        "---\ndescription: Writes weather reports.\nexpose: true\n---\nYou write reports.\n",
+    );
+    write(
+        root,
+        "notes/quiver.yaml",
+        "id: notes\ndescription: Take notes 记笔记\n",
+    );
+    write(
+        root,
+        "notes/tools/add_note/tool.yaml",
+        &tool("Save a note 保存一条笔记", ""),
+    );
+    write(
+        root,
+        "calc/quiver.yaml",
+        "id: calc\ndescription: Arithmetic 计算器\n",
+    );
+    write(
+        root,
+        "calc/tools/evaluate/tool.yaml",
+        &tool("Evaluate an arithmetic expression 计算数学表达式", ""),
+    );
 }
 
 #[test]
@@ -38,20 +93,46 @@ fn snapshot_names_and_visibility() {
     let tmp = tempfile::tempdir().unwrap();
     fixture(tmp.path());
     let catalog = Catalog::load_dirs(&[tmp.path()]);
-    assert!(catalog.diagnostics().iter().all(|d| !d.is_error()), "{:#?}", catalog.diagnostics());
+    assert!(
+        catalog.diagnostics().iter().all(|d| !d.is_error()),
+        "{:#?}",
+        catalog.diagnostics()
+    );
     let item = catalog.item("weather.forecast").unwrap();
     assert_eq!(item.wire.as_deref(), Some("weather__forecast"));
-    assert_eq!(catalog.item_by_wire("weather__forecast").unwrap().qualified, "weather.forecast");
+    assert_eq!(
+        catalog.item_by_wire("weather__forecast").unwrap().qualified,
+        "weather.forecast"
+    );
     // Hidden and private items exist and resolve, but are not in the model-facing view.
     assert!(catalog.item("weather.secret").is_some() && catalog.item("weather.private").is_some());
     let ids: Vec<&str> = catalog.entries().iter().map(|e| e.id.as_str()).collect();
     assert_eq!(
         ids,
-        ["calc", "calc.evaluate", "notes", "notes.add_note", "weather", "weather.forecast", "weather.reporter", "weather", "weather/cities"]
+        [
+            "calc",
+            "calc.evaluate",
+            "notes",
+            "notes.add_note",
+            "weather",
+            "weather.forecast",
+            "weather.reporter",
+            "weather",
+            "weather/cities"
+        ]
     );
-    for q in ["internal helper", "private helper", "Only people start this"] {
+    for q in [
+        "internal helper",
+        "private helper",
+        "Only people start this",
+    ] {
         let found = catalog.search(q, 5, &|_| true);
-        assert!(found.iter().all(|f| !f.entry.id.contains("secret") && !f.entry.id.contains("private") && f.entry.id != "weather/manual"), "{q}");
+        assert!(
+            found.iter().all(|f| !f.entry.id.contains("secret")
+                && !f.entry.id.contains("private")
+                && f.entry.id != "weather/manual"),
+            "{q}"
+        );
     }
 }
 
@@ -64,11 +145,21 @@ fn colloquial_chinese_finds_the_weather_tool_first() {
     let found = catalog.search("北京明天多少度", 5, &tools_only);
     assert_eq!(found[0].entry.id, "weather.forecast", "{found:?}");
     // The caller's filter applies at query time.
-    let found = catalog.search("北京明天多少度", 5, &|e| e.id != "weather.forecast" && tools_only(e));
+    let found = catalog.search("北京明天多少度", 5, &|e| {
+        e.id != "weather.forecast" && tools_only(e)
+    });
     assert!(found.iter().all(|f| f.entry.id != "weather.forecast"));
     // Deterministic: the same query gives the same ranking.
-    let a: Vec<_> = catalog.search("note", 5, &|_| true).iter().map(|f| f.entry.id.clone()).collect();
-    let b: Vec<_> = catalog.search("note", 5, &|_| true).iter().map(|f| f.entry.id.clone()).collect();
+    let a: Vec<_> = catalog
+        .search("note", 5, &|_| true)
+        .iter()
+        .map(|f| f.entry.id.clone())
+        .collect();
+    let b: Vec<_> = catalog
+        .search("note", 5, &|_| true)
+        .iter()
+        .map(|f| f.entry.id.clone())
+        .collect();
     assert_eq!(a, b);
 }
 
@@ -77,10 +168,19 @@ fn builtins_are_searchable() {
     let tmp = tempfile::tempdir().unwrap();
     fixture(tmp.path());
     let options = CatalogOptions {
-        builtins: vec![BuiltinTool { name: "read_skill".into(), description: "Open a skill and read its instructions.".into() }],
+        builtins: vec![BuiltinTool {
+            name: "read_skill".into(),
+            description: "Open a skill and read its instructions.".into(),
+        }],
         ..CatalogOptions::default()
     };
-    let catalog = Catalog::load(&[Root { path: tmp.path().to_path_buf(), scope: Scope::Project }], &options);
+    let catalog = Catalog::load(
+        &[Root {
+            path: tmp.path().to_path_buf(),
+            scope: Scope::Project,
+        }],
+        &options,
+    );
     let found = catalog.search("read a skill's instructions", 3, &|_| true);
     assert_eq!(found[0].entry.id, "read_skill");
     assert_eq!(found[0].entry.kind, EntryKind::Builtin);
@@ -94,9 +194,19 @@ fn wire_collisions_are_errors_naming_both_files() {
     write(tmp.path(), "a__b/quiver.yaml", "id: a__b\n");
     write(tmp.path(), "a__b/tools/c/tool.yaml", &tool("two", ""));
     let catalog = Catalog::load_dirs(&[tmp.path()]);
-    let d = catalog.diagnostics().iter().find(|d| d.code == "wire-name-collision").unwrap();
-    assert!(d.message.contains("a.b__c") && d.message.contains("a__b.c"), "{d:?}");
-    assert!(d.message.contains("tool.yaml") && d.file.ends_with("tool.yaml"), "{d:?}");
+    let d = catalog
+        .diagnostics()
+        .iter()
+        .find(|d| d.code == "wire-name-collision")
+        .unwrap();
+    assert!(
+        d.message.contains("a.b__c") && d.message.contains("a__b.c"),
+        "{d:?}"
+    );
+    assert!(
+        d.message.contains("tool.yaml") && d.file.ends_with("tool.yaml"),
+        "{d:?}"
+    );
     // The first keeps the wire name; the second is reachable only by qualified name.
     assert_eq!(catalog.item_by_wire("a__b__c").unwrap().qualified, "a.b__c");
     assert!(catalog.item("a__b.c").unwrap().wire.is_none());
@@ -105,25 +215,58 @@ fn wire_collisions_are_errors_naming_both_files() {
 #[test]
 fn scope_precedence_and_shadowing() {
     let tmp = tempfile::tempdir().unwrap();
-    for (dir, desc) in [("user/weather", "user copy"), ("project/weather", "project copy")] {
-        write(tmp.path(), &format!("{dir}/quiver.yaml"), &format!("id: weather\ndescription: {desc}\n"));
-        write(tmp.path(), &format!("{dir}/tools/forecast/tool.yaml"), &tool(desc, ""));
+    for (dir, desc) in [
+        ("user/weather", "user copy"),
+        ("project/weather", "project copy"),
+    ] {
+        write(
+            tmp.path(),
+            &format!("{dir}/quiver.yaml"),
+            &format!("id: weather\ndescription: {desc}\n"),
+        );
+        write(
+            tmp.path(),
+            &format!("{dir}/tools/forecast/tool.yaml"),
+            &tool(desc, ""),
+        );
     }
     let roots = [
-        Root { path: tmp.path().join("user"), scope: Scope::User },
-        Root { path: tmp.path().join("project"), scope: Scope::Project },
+        Root {
+            path: tmp.path().join("user"),
+            scope: Scope::User,
+        },
+        Root {
+            path: tmp.path().join("project"),
+            scope: Scope::Project,
+        },
     ];
     let catalog = Catalog::load(&roots, &CatalogOptions::default());
-    assert_eq!(catalog.package("weather").unwrap().package.description, "project copy");
-    let d = catalog.diagnostics().iter().find(|d| d.code == "package-shadowed").unwrap();
+    assert_eq!(
+        catalog.package("weather").unwrap().package.description,
+        "project copy"
+    );
+    let d = catalog
+        .diagnostics()
+        .iter()
+        .find(|d| d.code == "package-shadowed")
+        .unwrap();
     assert!(d.message.contains("user:weather"), "{d:?}");
     let shadowed = catalog.item("user:weather.forecast").unwrap();
     assert!(shadowed.wire.is_none());
-    assert_eq!(catalog.item_by_wire("weather__forecast").unwrap().qualified, "weather.forecast");
+    assert_eq!(
+        catalog.item_by_wire("weather__forecast").unwrap().qualified,
+        "weather.forecast"
+    );
     // Precedence is configurable.
-    let options = CatalogOptions { precedence: vec![Scope::User, Scope::Project, Scope::Installed], ..CatalogOptions::default() };
+    let options = CatalogOptions {
+        precedence: vec![Scope::User, Scope::Project, Scope::Installed],
+        ..CatalogOptions::default()
+    };
     let catalog = Catalog::load(&roots, &options);
-    assert_eq!(catalog.package("weather").unwrap().package.description, "user copy");
+    assert_eq!(
+        catalog.package("weather").unwrap().package.description,
+        "user copy"
+    );
 }
 
 #[test]
@@ -146,19 +289,36 @@ fn renderings_and_budgets() {
     assert_eq!(cut.dropped, ["notes", "weather"]);
     assert!(cut.text.starts_with("- calc:"));
     assert!(cut.warning().unwrap().contains("notes, weather"));
-    assert_eq!(package_list(&catalog, &|_| true, 120), cut, "truncation is deterministic");
+    assert_eq!(
+        package_list(&catalog, &|_| true, 120),
+        cut,
+        "truncation is deterministic"
+    );
 
     let xml = available_skills_xml(&catalog, &|_| true, 10_000);
     assert_eq!(
         xml.text,
         "<available_skills>\n<skill>\n<name>\nweather\n</name>\n<description>\nHow to answer weather questions.\n</description>\n<location>\nweather/SKILL.md\n</location>\n</skill>\n<skill>\n<name>\ncities\n</name>\n<description>\nCity codes for forecasts.\n</description>\n<location>\nweather/cities/SKILL.md\n</location>\n</skill>\n</available_skills>"
     );
-    assert!(!xml.text.contains(&tmp.path().display().to_string()), "never a host path");
+    assert!(
+        !xml.text.contains(&tmp.path().display().to_string()),
+        "never a host path"
+    );
     let xml = available_skills_xml(&catalog, &|_| true, 200);
     assert_eq!(xml.dropped, ["weather/cities"]);
 
-    let md = markdown(&catalog, &|e| e.package.is_some_and(|p| catalog.packages()[p].package.id.as_str() == "calc"), 10_000);
-    assert_eq!(md.text, "### `calc`\n\nArithmetic 计算器\n\n- tool `calc__evaluate`: Evaluate an arithmetic expression 计算数学表达式\n\n");
+    let md = markdown(
+        &catalog,
+        &|e| {
+            e.package
+                .is_some_and(|p| catalog.packages()[p].package.id.as_str() == "calc")
+        },
+        10_000,
+    );
+    assert_eq!(
+        md.text,
+        "### `calc`\n\nArithmetic 计算器\n\n- tool `calc__evaluate`: Evaluate an arithmetic expression 计算数学表达式\n\n"
+    );
 }
 
 #[test]
@@ -166,15 +326,30 @@ fn overlapping_items_are_flagged_unless_when_not_to_use_tells_them_apart() {
     let tmp = tempfile::tempdir().unwrap();
     let same = "Get the weather forecast and temperature for a city today or tomorrow";
     write(tmp.path(), "a/quiver.yaml", "id: a\n");
-    write(tmp.path(), "a/tools/forecast/tool.yaml", &tool(same, "triggers: [weather, temperature]\n"));
+    write(
+        tmp.path(),
+        "a/tools/forecast/tool.yaml",
+        &tool(same, "triggers: [weather, temperature]\n"),
+    );
     write(tmp.path(), "b/quiver.yaml", "id: b\n");
-    write(tmp.path(), "b/tools/outlook/tool.yaml", &tool(same, "triggers: [weather, temperature]\n"));
+    write(
+        tmp.path(),
+        "b/tools/outlook/tool.yaml",
+        &tool(same, "triggers: [weather, temperature]\n"),
+    );
     write(tmp.path(), "c/quiver.yaml", "id: c\n");
-    write(tmp.path(), "c/tools/sum/tool.yaml", &tool("Add numbers together", ""));
+    write(
+        tmp.path(),
+        "c/tools/sum/tool.yaml",
+        &tool("Add numbers together", ""),
+    );
     let catalog = Catalog::load_dirs(&[tmp.path()]);
     let found = collisions(&catalog, 0.7);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!((found[0].a.as_str(), found[0].b.as_str(), found[0].resolved), ("a.forecast", "b.outlook", false));
+    assert_eq!(
+        (found[0].a.as_str(), found[0].b.as_str(), found[0].resolved),
+        ("a.forecast", "b.outlook", false)
+    );
     assert!(found[0].score >= 0.7);
 
     write(

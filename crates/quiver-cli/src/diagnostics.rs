@@ -8,7 +8,12 @@ use quiver_package::{Diagnostic, Severity};
 
 /// Renders one diagnostic as a miette report (with the offending line when the file is readable).
 pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
-    let shown = diag.file.strip_prefix(base).unwrap_or(&diag.file).display().to_string();
+    let shown = diag
+        .file
+        .strip_prefix(base)
+        .unwrap_or(&diag.file)
+        .display()
+        .to_string();
     let severity = match diag.severity {
         Severity::Error => miette::Severity::Error,
         Severity::Warning => miette::Severity::Warning,
@@ -20,11 +25,17 @@ pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
     if let Some(help) = &diag.help {
         m = m.with_help(help.clone());
     }
-    let source = diag.line.and_then(|_| std::fs::read_to_string(&diag.file).ok());
+    let source = diag
+        .line
+        .and_then(|_| std::fs::read_to_string(&diag.file).ok());
     match (source, diag.line) {
         (Some(text), Some(line)) => {
             let offset = offset_of(&text, line, diag.column.unwrap_or(1));
-            let len = text[offset..].find('\n').unwrap_or(text.len() - offset).max(1).min(text.len() - offset);
+            let len = text[offset..]
+                .find('\n')
+                .unwrap_or(text.len() - offset)
+                .max(1)
+                .min(text.len() - offset);
             m = m.with_label(LabeledSpan::at(offset..offset + len, "here"));
             Report::new(m).with_source_code(NamedSource::new(shown, text))
         }

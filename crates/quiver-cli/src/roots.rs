@@ -36,7 +36,9 @@ fn parse_scope(text: &str) -> miette::Result<Scope> {
         "project" => Ok(Scope::Project),
         "user" => Ok(Scope::User),
         "installed" => Ok(Scope::Installed),
-        other => Err(miette::miette!("unknown scope `{other}`; use `project`, `user` or `installed`")),
+        other => Err(miette::miette!(
+            "unknown scope `{other}`; use `project`, `user` or `installed`"
+        )),
     }
 }
 
@@ -55,12 +57,26 @@ fn expand(path: &str) -> PathBuf {
 pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
     let mut options = CatalogOptions::default();
     if !args.roots.is_empty() {
-        let roots = args.roots.iter().map(|p| Root { path: p.clone(), scope: Scope::Project }).collect();
+        let roots = args
+            .roots
+            .iter()
+            .map(|p| Root {
+                path: p.clone(),
+                scope: Scope::Project,
+            })
+            .collect();
         return Ok((roots, options));
     }
     let mut roots = Vec::new();
     if let Some(paths) = std::env::var_os("QUIVER_PATH") {
-        roots.extend(std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()).map(|path| Root { path, scope: Scope::Project }));
+        roots.extend(
+            std::env::split_paths(&paths)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|path| Root {
+                    path,
+                    scope: Scope::Project,
+                }),
+        );
     }
     let config_path = std::env::var_os("QUIVER_CONFIG")
         .map(PathBuf::from)
@@ -68,22 +84,47 @@ pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
     if let Some(path) = config_path.filter(|p| p.is_file()) {
         let config = read_config(&path)?;
         for root in config.roots {
-            let scope = root.scope.as_deref().map(parse_scope).transpose()?.unwrap_or(Scope::User);
-            roots.push(Root { path: expand(&root.path), scope });
+            let scope = root
+                .scope
+                .as_deref()
+                .map(parse_scope)
+                .transpose()?
+                .unwrap_or(Scope::User);
+            roots.push(Root {
+                path: expand(&root.path),
+                scope,
+            });
         }
         if let Some(order) = config.precedence {
-            options.precedence = order.iter().map(|s| parse_scope(s)).collect::<miette::Result<_>>()?;
+            options.precedence = order
+                .iter()
+                .map(|s| parse_scope(s))
+                .collect::<miette::Result<_>>()?;
         }
     }
     let cwd = std::env::current_dir().unwrap_or_default();
-    for dir in [".agents/skills", ".claude/skills", ".codex/skills", ".quiver/packages"] {
-        roots.push(Root { path: cwd.join(dir), scope: Scope::Project });
+    for dir in [
+        ".agents/skills",
+        ".claude/skills",
+        ".codex/skills",
+        ".quiver/packages",
+    ] {
+        roots.push(Root {
+            path: cwd.join(dir),
+            scope: Scope::Project,
+        });
     }
     if let Some(home) = home() {
         for dir in [".agents/skills", ".claude/skills", ".codex/skills"] {
-            roots.push(Root { path: home.join(dir), scope: Scope::User });
+            roots.push(Root {
+                path: home.join(dir),
+                scope: Scope::User,
+            });
         }
-        roots.push(Root { path: state_dir(&home).join("packages"), scope: Scope::Installed });
+        roots.push(Root {
+            path: state_dir(&home).join("packages"),
+            scope: Scope::Installed,
+        });
     }
     roots.retain(|r| r.path.exists());
     Ok((roots, options))

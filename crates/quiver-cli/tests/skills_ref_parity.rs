@@ -17,6 +17,7 @@
 //! installed `agentskills` executable itself, as a cross-check of the fork server; set
 //! `QUIVER_PARITY_DIRECT=1` to run all of them that way (slow).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::print_stdout)]
 
 use std::collections::BTreeMap;

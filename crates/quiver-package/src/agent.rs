@@ -81,7 +81,10 @@ pub struct AgentMeta {
 }
 
 /// Parses the file form `agents/<agent>.md`.
-pub fn parse_agent_file(text: &str, file: &Path) -> (Option<(AgentMeta, AgentPrompt)>, Vec<Diagnostic>) {
+pub fn parse_agent_file(
+    text: &str,
+    file: &Path,
+) -> (Option<(AgentMeta, AgentPrompt)>, Vec<Diagnostic>) {
     let split = match frontmatter::split(text) {
         Ok(split) => split,
         Err(err) => {
@@ -97,9 +100,15 @@ pub fn parse_agent_file(text: &str, file: &Path) -> (Option<(AgentMeta, AgentPro
         Ok(meta) => meta,
         Err(diag) => return (None, vec![diag]),
     };
-    let mut diags = check_meta(&meta, file, &|key| yaml::key_line(&split.yaml, split.yaml_line, key));
+    let mut diags = check_meta(&meta, file, &|key| {
+        yaml::key_line(&split.yaml, split.yaml_line, key)
+    });
     if split.body.trim().is_empty() {
-        diags.push(Diagnostic::warning("agent-empty-prompt", file, "the agent has no system prompt"));
+        diags.push(Diagnostic::warning(
+            "agent-empty-prompt",
+            file,
+            "the agent has no system prompt",
+        ));
     }
     let prompt = AgentPrompt {
         system: split.body.trim().to_owned(),
@@ -120,17 +129,29 @@ pub fn parse_agent_yaml(text: &str, file: &Path) -> (Option<AgentMeta>, Vec<Diag
     (ok.then_some(meta), diags)
 }
 
-fn check_meta(meta: &AgentMeta, file: &Path, line: &dyn Fn(&str) -> Option<u64>) -> Vec<Diagnostic> {
+fn check_meta(
+    meta: &AgentMeta,
+    file: &Path,
+    line: &dyn Fn(&str) -> Option<u64>,
+) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     if meta.expose && meta.description.trim().is_empty() {
         diags.push(
-            Diagnostic::error("agent-missing-description", file, "an exposed agent needs a `description`")
-                .at_line(line("expose"))
-                .with_help("add one line saying what tasks to give it"),
+            Diagnostic::error(
+                "agent-missing-description",
+                file,
+                "an exposed agent needs a `description`",
+            )
+            .at_line(line("expose"))
+            .with_help("add one line saying what tasks to give it"),
         );
     }
     if meta.platforms.as_ref().is_some_and(Vec::is_empty) {
-        diags.push(crate::tool::empty_list_error(file, "platforms", line("platforms")));
+        diags.push(crate::tool::empty_list_error(
+            file,
+            "platforms",
+            line("platforms"),
+        ));
     }
     diags
 }
@@ -154,9 +175,15 @@ mod tests {
     fn problems() {
         let cases: &[(&str, &[&str])] = &[
             ("---\nexpose: true\n---\nx", &["agent-missing-description"]),
-            ("---\ndescription: d\nplatforms: []\n---\nx", &["empty-restriction-list"]),
+            (
+                "---\ndescription: d\nplatforms: []\n---\nx",
+                &["empty-restriction-list"],
+            ),
             ("---\ndescription: d\n---\n", &["agent-empty-prompt"]),
-            ("---\ndescription: d\nmax_turns: many\n---\nx", &["yaml-wrong-type"]),
+            (
+                "---\ndescription: d\nmax_turns: many\n---\nx",
+                &["yaml-wrong-type"],
+            ),
             ("no fences", &["agent-frontmatter"]),
         ];
         for (text, want) in cases {
@@ -164,7 +191,10 @@ mod tests {
             let codes: Vec<_> = d.iter().map(|d| d.code).collect();
             assert_eq!(codes, *want, "{text}");
         }
-        let (m, d) = parse_agent_yaml("description: d\ntools: notes.add read_skill\n", Path::new("agent.yaml"));
+        let (m, d) = parse_agent_yaml(
+            "description: d\ntools: notes.add read_skill\n",
+            Path::new("agent.yaml"),
+        );
         assert!(d.is_empty());
         assert_eq!(m.unwrap().tools.0, ["notes.add", "read_skill"]);
     }

@@ -44,13 +44,22 @@ impl Permissions {
             }
         }
         for path in &self.filesystem.read {
-            let allowed = ceiling.filesystem.read.iter().chain(&ceiling.filesystem.write);
+            let allowed = ceiling
+                .filesystem
+                .read
+                .iter()
+                .chain(&ceiling.filesystem.write);
             if !allowed.clone().any(|c| path_within(path, c)) {
                 excess.push(format!("filesystem read `{path}`"));
             }
         }
         for path in &self.filesystem.write {
-            if !ceiling.filesystem.write.iter().any(|c| path_within(path, c)) {
+            if !ceiling
+                .filesystem
+                .write
+                .iter()
+                .any(|c| path_within(path, c))
+            {
                 excess.push(format!("filesystem write `{path}`"));
             }
         }
@@ -75,7 +84,9 @@ pub fn host_within(host: &str, ceiling: &str) -> bool {
         Some(suffix) => {
             let host = host.strip_prefix("*.").unwrap_or(host);
             host.len() > suffix.len()
-                && host.to_ascii_lowercase().ends_with(&format!(".{}", suffix.to_ascii_lowercase()))
+                && host
+                    .to_ascii_lowercase()
+                    .ends_with(&format!(".{}", suffix.to_ascii_lowercase()))
         }
         None => false,
     }
@@ -109,7 +120,9 @@ impl<'de> Deserialize<'de> for WordList {
 /// Parses a duration: a number of seconds, or a string such as `500ms`, `30s`, `2m`, `1h`.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let number: f64 = number.parse().ok()?;
     let factor = match unit.trim() {
@@ -120,7 +133,9 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     let secs = number * factor;
-    (0.0..1e9).contains(&secs).then(|| Duration::from_secs_f64(secs))
+    (0.0..1e9)
+        .contains(&secs)
+        .then(|| Duration::from_secs_f64(secs))
 }
 
 /// A duration read from YAML by [`parse_duration`].
@@ -171,7 +186,11 @@ mod tests {
             ("-1", None),
         ];
         for (text, want) in cases {
-            assert_eq!(parse_duration(text).map(|d| d.as_secs_f64()), want, "{text}");
+            assert_eq!(
+                parse_duration(text).map(|d| d.as_secs_f64()),
+                want,
+                "{text}"
+            );
         }
     }
 
@@ -197,19 +216,30 @@ mod tests {
     fn excess() {
         let ceiling = Permissions {
             network: vec!["*.example.com".into()],
-            filesystem: FilesystemPermissions { read: vec!["/srv/a".into()], write: vec![] },
+            filesystem: FilesystemPermissions {
+                read: vec!["/srv/a".into()],
+                write: vec![],
+            },
             shell: false,
             env: vec!["TOKEN".into()],
         };
         let tool = Permissions {
             network: vec!["api.example.com".into(), "evil.net".into()],
-            filesystem: FilesystemPermissions { read: vec!["/srv/a/b".into()], write: vec!["/tmp".into()] },
+            filesystem: FilesystemPermissions {
+                read: vec!["/srv/a/b".into()],
+                write: vec!["/tmp".into()],
+            },
             shell: true,
             env: vec!["TOKEN".into(), "HOME".into()],
         };
         assert_eq!(
             tool.excess_over(&ceiling),
-            ["network `evil.net`", "filesystem write `/tmp`", "shell", "env `HOME`"]
+            [
+                "network `evil.net`",
+                "filesystem write `/tmp`",
+                "shell",
+                "env `HOME`"
+            ]
         );
         assert!(Permissions::default().excess_over(&ceiling).is_empty());
     }

@@ -135,11 +135,13 @@ impl fmt::Display for Diagnostic {
 
 /// Counts errors and warnings in a list of diagnostics.
 pub fn count(diagnostics: &[Diagnostic]) -> (usize, usize) {
-    diagnostics.iter().fold((0, 0), |(e, w), d| match d.severity {
-        Severity::Error => (e + 1, w),
-        Severity::Warning => (e, w + 1),
-        Severity::Info => (e, w),
-    })
+    diagnostics
+        .iter()
+        .fold((0, 0), |(e, w), d| match d.severity {
+            Severity::Error => (e + 1, w),
+            Severity::Warning => (e, w + 1),
+            Severity::Info => (e, w),
+        })
 }
 
 impl std::error::Error for Diagnostic {}

@@ -33,7 +33,10 @@ pub enum SplitError {
 /// Splits `text` into frontmatter and body.
 pub fn split(text: &str) -> Result<Split<'_>, SplitError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = LineIter { rest: text, offset: 0 };
+    let mut lines = LineIter {
+        rest: text,
+        offset: 0,
+    };
     let first = lines.next().ok_or(SplitError::Missing)?;
     if !is_fence(first.content) {
         return Err(SplitError::Missing);
@@ -91,7 +94,11 @@ impl<'a> Iterator for LineIter<'a> {
         let content = content.strip_suffix('\r').unwrap_or(content);
         self.rest = &self.rest[consumed..];
         self.offset += consumed;
-        Some(Line { content, start, end: self.offset })
+        Some(Line {
+            content,
+            start,
+            end: self.offset,
+        })
     }
 }
 
@@ -105,12 +112,21 @@ mod tests {
     fn cases() {
         let cases: &[(&str, Expected)] = &[
             ("---\nname: a\n---\nbody\n", Ok(("name: a\n", "body\n", 4))),
-            ("\u{feff}---\nname: a\n---\nbody", Ok(("name: a\n", "body", 4))),
-            ("---\r\nname: a\r\nx: 1\r\n---\r\nbody\r\n", Ok(("name: a\nx: 1\n", "body\r\n", 5))),
+            (
+                "\u{feff}---\nname: a\n---\nbody",
+                Ok(("name: a\n", "body", 4)),
+            ),
+            (
+                "---\r\nname: a\r\nx: 1\r\n---\r\nbody\r\n",
+                Ok(("name: a\nx: 1\n", "body\r\n", 5)),
+            ),
             ("---  \nname: a\n--- \n", Ok(("name: a\n", "", 4))),
             ("---\n---\n", Ok(("", "", 3))),
             ("---\nname: a\n---", Ok(("name: a\n", "", 4))),
-            ("---\na: '---'\n----\n---\nb", Ok(("a: '---'\n----\n", "b", 5))),
+            (
+                "---\na: '---'\n----\n---\nb",
+                Ok(("a: '---'\n----\n", "b", 5)),
+            ),
             ("", Err(SplitError::Missing)),
             ("# title\n---\n", Err(SplitError::Missing)),
             (" ---\na: 1\n---\n", Err(SplitError::Missing)),

@@ -12,8 +12,17 @@ use crate::yaml;
 
 /// Top-level keys of `quiver.yaml`; others are warnings.
 pub const KNOWN_KEYS: [&str; 11] = [
-    "id", "name", "version", "description", "license", "permissions", "config", "data", "events",
-    "requires", "mcp_servers",
+    "id",
+    "name",
+    "version",
+    "description",
+    "license",
+    "permissions",
+    "config",
+    "data",
+    "events",
+    "requires",
+    "mcp_servers",
 ];
 
 /// A parsed `quiver.yaml`.
@@ -91,8 +100,12 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
     for (key, key_line) in yaml::top_level_key_lines(text, 1) {
         if !KNOWN_KEYS.contains(&key.as_str()) {
             diags.push(
-                Diagnostic::warning("manifest-unknown-field", file, format!("unknown field `{key}` is ignored"))
-                    .at_line(Some(key_line)),
+                Diagnostic::warning(
+                    "manifest-unknown-field",
+                    file,
+                    format!("unknown field `{key}` is ignored"),
+                )
+                .at_line(Some(key_line)),
             );
         }
     }
@@ -119,9 +132,13 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
                 Ok(v) => Some(v),
                 Err(err) => {
                     diags.push(
-                        Diagnostic::error("manifest-invalid-version", file, format!("`{text}` is not a semantic version: {err}"))
-                            .at_line(line("version"))
-                            .with_help("write versions as `MAJOR.MINOR.PATCH`, such as `1.0.0`"),
+                        Diagnostic::error(
+                            "manifest-invalid-version",
+                            file,
+                            format!("`{text}` is not a semantic version: {err}"),
+                        )
+                        .at_line(line("version"))
+                        .with_help("write versions as `MAJOR.MINOR.PATCH`, such as `1.0.0`"),
                     );
                     None
                 }
@@ -132,8 +149,12 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
         && let Err(message) = crate::schema::compile(config)
     {
         diags.push(
-            Diagnostic::error("manifest-invalid-config", file, format!("`config` is not a valid JSON Schema: {message}"))
-                .at_line(line("config")),
+            Diagnostic::error(
+                "manifest-invalid-config",
+                file,
+                format!("`config` is not a valid JSON Schema: {message}"),
+            )
+            .at_line(line("config")),
         );
     }
     if diags.iter().any(Diagnostic::is_error) {
@@ -158,7 +179,12 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
 impl Manifest {
     /// Names of settings marked `secret: true` in `config`.
     pub fn secret_settings(&self) -> Vec<String> {
-        let Some(props) = self.config.as_ref().and_then(|c| c.get("properties")).and_then(Value::as_object) else {
+        let Some(props) = self
+            .config
+            .as_ref()
+            .and_then(|c| c.get("properties"))
+            .and_then(Value::as_object)
+        else {
             return Vec::new();
         };
         props
@@ -181,14 +207,30 @@ mod tests {
     #[test]
     fn table() {
         let cases: &[(&str, bool, &[&str])] = &[
-            ("id: weather\nversion: 1.2.0\ndescription: 天气\n", true, &[]),
+            (
+                "id: weather\nversion: 1.2.0\ndescription: 天气\n",
+                true,
+                &[],
+            ),
             ("", true, &[]),
-            ("id: weather\ncolour: blue\n", true, &["manifest-unknown-field"]),
+            (
+                "id: weather\ncolour: blue\n",
+                true,
+                &["manifest-unknown-field"],
+            ),
             ("id: Weather\n", false, &["manifest-invalid-id"]),
             ("version: 1.2\n", false, &["manifest-invalid-version"]),
             ("config: {type: 5}\n", false, &["manifest-invalid-config"]),
-            ("permissions: {network: [a.com], shell: maybe}\n", false, &["yaml-wrong-type"]),
-            ("permissions: {netwrok: [a.com]}\n", false, &["yaml-wrong-type"]),
+            (
+                "permissions: {network: [a.com], shell: maybe}\n",
+                false,
+                &["yaml-wrong-type"],
+            ),
+            (
+                "permissions: {netwrok: [a.com]}\n",
+                false,
+                &["yaml-wrong-type"],
+            ),
             ("description: 'unclosed\n", false, &["yaml-syntax"]),
         ];
         for (text, ok, want) in cases {

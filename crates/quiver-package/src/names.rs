@@ -129,7 +129,11 @@ fn derive_name(display: &str, prefix: &str) -> String {
     let digest = Sha256::digest(display.as_bytes());
     let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
     let stem = ascii.join("-");
-    let stem = if stem.is_empty() { prefix.to_owned() } else { stem };
+    let stem = if stem.is_empty() {
+        prefix.to_owned()
+    } else {
+        stem
+    };
     let stem: String = stem.chars().take(MAX_NAME_LEN - 9).collect();
     let stem = stem.trim_end_matches('-');
     let name = format!("{stem}-{hash}");
@@ -172,7 +176,11 @@ mod tests {
         assert_eq!(a, PackageId::derive("天气"));
         assert!(a.as_str().starts_with("pkg-"), "{a}");
         assert_ne!(a, PackageId::derive("天氣"));
-        assert!(PackageId::derive("Weather Tools").as_str().starts_with("weather-tools-"));
+        assert!(
+            PackageId::derive("Weather Tools")
+                .as_str()
+                .starts_with("weather-tools-")
+        );
         assert_eq!(PackageId::derive("ok-name").as_str(), "ok-name");
         let long = PackageId::derive(&"长".repeat(100));
         assert!(check_name(long.as_str()).is_ok());

@@ -12,9 +12,9 @@ use crate::manifest::{self, Manifest};
 use crate::names::{ItemName, PackageId, RESERVED_SKILL_NAMES};
 use crate::prompt::{self, PromptSection};
 use crate::skill::{self, Skill};
+use crate::source;
 use crate::tool::{self, Tool, ToolScope};
 use crate::workflow::{self, Workflow};
-use crate::source;
 
 /// Most files listed under a skill's `references/`, `assets/` and `scripts/`.
 const MAX_SKILL_FILES: usize = 1000;
@@ -83,18 +83,24 @@ pub struct Loaded {
 
 /// Whether `dir` looks like a package (a `quiver.yaml`, `SKILL.md` or `skill/SKILL.md`).
 pub fn is_package_dir(dir: &Path) -> bool {
-    dir.join("quiver.yaml").is_file() || dir.join("SKILL.md").is_file() || dir.join("skill/SKILL.md").is_file()
+    dir.join("quiver.yaml").is_file()
+        || dir.join("SKILL.md").is_file()
+        || dir.join("skill/SKILL.md").is_file()
 }
 
 /// Loads the package in `dir`. Item-level errors drop that item; the rest still loads.
 pub fn load_package(dir: &Path) -> Loaded {
     let mut diags = Vec::new();
-    let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
 
     let manifest_file = dir.join("quiver.yaml");
     let has_manifest = manifest_file.is_file();
     let manifest = if has_manifest {
-        let parsed = source::read_text(&manifest_file).map(|text| manifest::parse_manifest(&text, &manifest_file));
+        let parsed = source::read_text(&manifest_file)
+            .map(|text| manifest::parse_manifest(&text, &manifest_file));
         match parsed {
             Ok((Some(m), d)) => {
                 diags.extend(d);
@@ -102,9 +108,17 @@ pub fn load_package(dir: &Path) -> Loaded {
             }
             Ok((None, d)) => {
                 diags.extend(d);
-                return Loaded { package: None, diagnostics: diags };
+                return Loaded {
+                    package: None,
+                    diagnostics: diags,
+                };
             }
-            Err(d) => return Loaded { package: None, diagnostics: vec![d] },
+            Err(d) => {
+                return Loaded {
+                    package: None,
+                    diagnostics: vec![d],
+                };
+            }
         }
     } else {
         Manifest::default()
@@ -139,10 +153,22 @@ pub fn load_package(dir: &Path) -> Loaded {
         .clone()
         .or_else(|| own_skill.as_ref().map(|s| s.name.clone()))
         .unwrap_or_else(|| id.to_string());
-    let skill = own_skill.map(|parsed| finish_skill(parsed, id.to_string(), skill_file.clone(), skill_dir.clone()));
+    let skill = own_skill.map(|parsed| {
+        finish_skill(
+            parsed,
+            id.to_string(),
+            skill_file.clone(),
+            skill_dir.clone(),
+        )
+    });
 
     let mut tools = Vec::new();
-    load_tools(&dir.join("tools"), ToolScope::Package, &mut tools, &mut diags);
+    load_tools(
+        &dir.join("tools"),
+        ToolScope::Package,
+        &mut tools,
+        &mut diags,
+    );
 
     let mut skills = Vec::new();
     for sub in subdirs(&dir.join("skills")) {
@@ -150,7 +176,10 @@ pub fn load_package(dir: &Path) -> Loaded {
         if !file.is_file() {
             continue;
         }
-        let sub_name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let sub_name = sub
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let Some(parsed) = read_skill(&file, &sub, Some(&sub_name), &mut diags) else {
             continue;
         };
@@ -158,16 +187,29 @@ pub fn load_package(dir: &Path) -> Loaded {
             diags.push(Diagnostic::error(
                 "skill-name-reserved",
                 &file,
-                format!("`skills/{sub_name}` uses a folder name of the package format as a skill name"),
+                format!(
+                    "`skills/{sub_name}` uses a folder name of the package format as a skill name"
+                ),
             ));
             continue;
         }
         let local = ItemName::derive(&parsed.name);
         let skill = finish_skill(parsed, format!("{id}/{local}"), file, sub.clone());
-        load_tools(&sub.join("tools"), ToolScope::Skill(skill.id.clone()), &mut tools, &mut diags);
+        load_tools(
+            &sub.join("tools"),
+            ToolScope::Skill(skill.id.clone()),
+            &mut tools,
+            &mut diags,
+        );
         skills.push(skill);
     }
-    dedupe(&mut skills, |s| s.id.clone(), |s| s.file.clone(), "skill-duplicate", &mut diags);
+    dedupe(
+        &mut skills,
+        |s| s.id.clone(),
+        |s| s.file.clone(),
+        "skill-duplicate",
+        &mut diags,
+    );
 
     let mut agents = Vec::new();
     for entry in entries(&dir.join("agents")) {
@@ -181,12 +223,15 @@ pub fn load_package(dir: &Path) -> Loaded {
     let mut workflows = load_workflows(&dir.join("workflows"), &local_items, &mut diags);
     for agent in &mut agents {
         let agent_dir = dir.join("agents").join(agent.name.as_str());
-        agent.own_workflows = load_workflows(&agent_dir.join("workflows"), &local_items, &mut diags);
+        agent.own_workflows =
+            load_workflows(&agent_dir.join("workflows"), &local_items, &mut diags);
     }
 
     let mut prompts = Vec::new();
     for file in files_with_ext(&dir.join("prompts"), "md") {
-        let Some(name) = item_name_of(&file, &mut diags) else { continue };
+        let Some(name) = item_name_of(&file, &mut diags) else {
+            continue;
+        };
         match source::read_text(&file) {
             Ok(text) => {
                 let (section, d) = prompt::parse_prompt(&text, &file, name);
@@ -208,9 +253,14 @@ pub fn load_package(dir: &Path) -> Loaded {
             Diagnostic::error(
                 "tool-permission-exceeds-package",
                 &t.file,
-                format!("the tool asks for {} beyond the package's `permissions`", excess.join(", ")),
+                format!(
+                    "the tool asks for {} beyond the package's `permissions`",
+                    excess.join(", ")
+                ),
             )
-            .with_help("add the entries to `permissions` in quiver.yaml, or remove them from the tool"),
+            .with_help(
+                "add the entries to `permissions` in quiver.yaml, or remove them from the tool",
+            ),
         );
         false
     });
@@ -268,10 +318,18 @@ pub fn load_package(dir: &Path) -> Loaded {
         pages,
         readme,
     };
-    Loaded { package: Some(package), diagnostics: diags }
+    Loaded {
+        package: Some(package),
+        diagnostics: diags,
+    }
 }
 
-fn read_skill(file: &Path, _dir: &Path, dir_name: Option<&str>, diags: &mut Vec<Diagnostic>) -> Option<skill::ParsedSkill> {
+fn read_skill(
+    file: &Path,
+    _dir: &Path,
+    dir_name: Option<&str>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<skill::ParsedSkill> {
     match source::read_text(file) {
         Ok(text) => {
             let (parsed, d) = skill::parse_skill(&text, file, dir_name);
@@ -319,7 +377,9 @@ fn walk_files(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     let mut entries: Vec<_> = read.flatten().collect();
     entries.sort_by_key(fs::DirEntry::file_name);
     for entry in entries {
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') {
             continue;
@@ -344,7 +404,10 @@ fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut V
             ));
             continue;
         }
-        let dir_name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir_name = sub
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         match source::read_text(&file) {
             Ok(text) => {
                 let (tool, d) = tool::parse_tool(&text, &file, &dir_name, scope.clone());
@@ -356,7 +419,12 @@ fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut V
     }
 }
 
-fn load_agent(entry: &Path, package: &PackageId, tools: &mut Vec<Tool>, diags: &mut Vec<Diagnostic>) -> Option<Agent> {
+fn load_agent(
+    entry: &Path,
+    package: &PackageId,
+    tools: &mut Vec<Tool>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Agent> {
     let is_dir = entry.is_dir();
     if !is_dir && entry.extension().is_none_or(|e| e != "md") {
         return None;
@@ -376,12 +444,18 @@ fn load_agent(entry: &Path, package: &PackageId, tools: &mut Vec<Tool>, diags: &
         let meta = meta?;
         let system = optional_text(&entry.join("system.md"), diags).unwrap_or_default();
         if system.trim().is_empty() {
-            diags.push(Diagnostic::warning("agent-empty-prompt", entry.join("system.md"), "the agent has no `system.md`"));
+            diags.push(Diagnostic::warning(
+                "agent-empty-prompt",
+                entry.join("system.md"),
+                "the agent has no `system.md`",
+            ));
         }
         let prompt = AgentPrompt {
             system: system.trim().to_owned(),
-            boundaries: optional_text(&entry.join("boundaries.md"), diags).map(|t| t.trim().to_owned()),
-            conventions: optional_text(&entry.join("conventions.md"), diags).map(|t| t.trim().to_owned()),
+            boundaries: optional_text(&entry.join("boundaries.md"), diags)
+                .map(|t| t.trim().to_owned()),
+            conventions: optional_text(&entry.join("conventions.md"), diags)
+                .map(|t| t.trim().to_owned()),
         };
         (file, meta, prompt)
     } else {
@@ -399,17 +473,35 @@ fn load_agent(entry: &Path, package: &PackageId, tools: &mut Vec<Tool>, diags: &
     };
     let mut own_skills = Vec::new();
     if is_dir {
-        load_tools(&entry.join("tools"), ToolScope::Agent(name.to_string()), tools, diags);
+        load_tools(
+            &entry.join("tools"),
+            ToolScope::Agent(name.to_string()),
+            tools,
+            diags,
+        );
         for sub in subdirs(&entry.join("skills")) {
             let skill_file = sub.join("SKILL.md");
             if !skill_file.is_file() {
                 continue;
             }
-            let sub_name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let sub_name = sub
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if let Some(parsed) = read_skill(&skill_file, &sub, Some(&sub_name), diags) {
                 let local = ItemName::derive(&parsed.name);
-                let skill = finish_skill(parsed, format!("{package}/{name}/{local}"), skill_file, sub.clone());
-                load_tools(&sub.join("tools"), ToolScope::Agent(name.to_string()), tools, diags);
+                let skill = finish_skill(
+                    parsed,
+                    format!("{package}/{name}/{local}"),
+                    skill_file,
+                    sub.clone(),
+                );
+                load_tools(
+                    &sub.join("tools"),
+                    ToolScope::Agent(name.to_string()),
+                    tools,
+                    diags,
+                );
                 own_skills.push(skill);
             }
         }
@@ -439,10 +531,19 @@ fn load_agent(entry: &Path, package: &PackageId, tools: &mut Vec<Tool>, diags: &
     })
 }
 
-fn load_workflows(dir: &Path, local_items: &BTreeSet<String>, diags: &mut Vec<Diagnostic>) -> Vec<Workflow> {
+fn load_workflows(
+    dir: &Path,
+    local_items: &BTreeSet<String>,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Workflow> {
     let mut out = Vec::new();
-    for file in files_with_ext(dir, "yaml").into_iter().chain(files_with_ext(dir, "yml")) {
-        let Some(name) = item_name_of(&file, diags) else { continue };
+    for file in files_with_ext(dir, "yaml")
+        .into_iter()
+        .chain(files_with_ext(dir, "yml"))
+    {
+        let Some(name) = item_name_of(&file, diags) else {
+            continue;
+        };
         match source::read_text(&file) {
             Ok(text) => {
                 let (w, d) = workflow::parse_workflow(&text, &file, name, local_items);
@@ -456,35 +557,57 @@ fn load_workflows(dir: &Path, local_items: &BTreeSet<String>, diags: &mut Vec<Di
 }
 
 /// Drops every item whose name an earlier item (tool, then agent, then workflow) already took.
-fn check_item_names(tools: &mut Vec<Tool>, agents: &mut Vec<Agent>, workflows: &mut Vec<Workflow>, diags: &mut Vec<Diagnostic>) {
+fn check_item_names(
+    tools: &mut Vec<Tool>,
+    agents: &mut Vec<Agent>,
+    workflows: &mut Vec<Workflow>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut keep = |name: &ItemName, file: &Path, diags: &mut Vec<Diagnostic>| match seen.get(name.as_str()) {
-        Some(first) => {
-            diags.push(
+    let mut keep =
+        |name: &ItemName, file: &Path, diags: &mut Vec<Diagnostic>| match seen.get(name.as_str()) {
+            Some(first) => {
+                diags.push(
                 Diagnostic::error(
                     "item-duplicate-name",
                     file,
                     format!("`{name}` is already defined by {}", first.display()),
                 )
-                .with_help("tools, agents and workflows of one package share one namespace; rename one"),
+                .with_help(
+                    "tools, agents and workflows of one package share one namespace; rename one",
+                ),
             );
-            false
-        }
-        None => {
-            seen.insert(name.to_string(), file.to_path_buf());
-            true
-        }
-    };
+                false
+            }
+            None => {
+                seen.insert(name.to_string(), file.to_path_buf());
+                true
+            }
+        };
     tools.retain(|t| keep(&t.name, &t.file, diags));
     agents.retain(|a| keep(&a.name, &a.file, diags));
     workflows.retain(|w| keep(&w.name, &w.file, diags));
 }
 
-fn dedupe<T>(items: &mut Vec<T>, key: impl Fn(&T) -> String, file: impl Fn(&T) -> PathBuf, code: &'static str, diags: &mut Vec<Diagnostic>) {
+fn dedupe<T>(
+    items: &mut Vec<T>,
+    key: impl Fn(&T) -> String,
+    file: impl Fn(&T) -> PathBuf,
+    code: &'static str,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     items.retain(|item| match seen.get(&key(item)) {
         Some(first) => {
-            diags.push(Diagnostic::error(code, file(item), format!("`{}` is already defined by {}", key(item), Path::display(first))));
+            diags.push(Diagnostic::error(
+                code,
+                file(item),
+                format!(
+                    "`{}` is already defined by {}",
+                    key(item),
+                    Path::display(first)
+                ),
+            ));
             false
         }
         None => {
@@ -500,7 +623,10 @@ fn item_name_of(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<ItemName> {
     match stem.parse::<ItemName>() {
         Ok(name) => Some(name),
         Err(err) => {
-            diags.push(Diagnostic::error("item-invalid-name", path, err.to_string()).with_help("item names match `[a-z0-9][a-z0-9_-]{0,63}`"));
+            diags.push(
+                Diagnostic::error("item-invalid-name", path, err.to_string())
+                    .with_help("item names match `[a-z0-9][a-z0-9_-]{0,63}`"),
+            );
             None
         }
     }
@@ -526,12 +652,21 @@ fn parse_requirements(text: &str, file: &Path, diags: &mut Vec<Diagnostic>) -> V
         if line.is_empty() {
             continue;
         }
-        let name_ok = line.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+        let name_ok = line
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
         if !name_ok || line.starts_with("-e") || line.contains("://") {
             diags.push(
-                Diagnostic::error("requirements-unsupported", file, format!("`{line}` is not a plain requirement from the package index"))
-                    .at(i as u64 + 1, 1)
-                    .with_help("list packages as `name==version`; URLs and editable installs are not allowed"),
+                Diagnostic::error(
+                    "requirements-unsupported",
+                    file,
+                    format!("`{line}` is not a plain requirement from the package index"),
+                )
+                .at(i as u64 + 1, 1)
+                .with_help(
+                    "list packages as `name==version`; URLs and editable installs are not allowed",
+                ),
             );
             continue;
         }
@@ -547,7 +682,9 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
 
 /// Entries of `dir`, sorted, skipping dot-entries.
 fn entries(dir: &Path) -> Vec<PathBuf> {
-    let Ok(read) = fs::read_dir(dir) else { return Vec::new() };
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut out: Vec<PathBuf> = read
         .flatten()
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))

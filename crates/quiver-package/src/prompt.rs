@@ -87,12 +87,22 @@ struct RawSection {
 }
 
 /// Parses a prompt section file named `name`.
-pub fn parse_prompt(text: &str, file: &Path, name: ItemName) -> (Option<PromptSection>, Vec<Diagnostic>) {
+pub fn parse_prompt(
+    text: &str,
+    file: &Path,
+    name: ItemName,
+) -> (Option<PromptSection>, Vec<Diagnostic>) {
     let (yaml_text, yaml_line, body) = match frontmatter::split(text) {
         Ok(split) => (split.yaml.into_owned(), split.yaml_line, split.body),
         Err(frontmatter::SplitError::Missing) => (String::new(), 1, text),
         Err(err) => {
-            return (None, vec![Diagnostic::error("prompt-unclosed-frontmatter", file, err.to_string()).at(1, 1)]);
+            return (
+                None,
+                vec![
+                    Diagnostic::error("prompt-unclosed-frontmatter", file, err.to_string())
+                        .at(1, 1),
+                ],
+            );
         }
     };
     let raw: RawSection = match yaml::parse(&yaml_text, file, yaml_line) {
@@ -102,11 +112,19 @@ pub fn parse_prompt(text: &str, file: &Path, name: ItemName) -> (Option<PromptSe
     let mut diags = Vec::new();
     for (key, list) in [("platforms", &raw.platforms), ("scopes", &raw.scopes)] {
         if list.as_ref().is_some_and(Vec::is_empty) {
-            diags.push(crate::tool::empty_list_error(file, key, yaml::key_line(&yaml_text, yaml_line, key)));
+            diags.push(crate::tool::empty_list_error(
+                file,
+                key,
+                yaml::key_line(&yaml_text, yaml_line, key),
+            ));
         }
     }
     if body.trim().is_empty() {
-        diags.push(Diagnostic::warning("prompt-empty", file, "the prompt section has no text"));
+        diags.push(Diagnostic::warning(
+            "prompt-empty",
+            file,
+            "the prompt section has no text",
+        ));
     }
     if diags.iter().any(Diagnostic::is_error) {
         return (None, diags);
@@ -135,10 +153,18 @@ mod tests {
     fn table() {
         let name: ItemName = "tone".parse().unwrap();
         let cases: &[(&str, bool, &[&str])] = &[
-            ("---\ntitle: 语气\nlayer: role\norder: 5\nretention: required\n---\n说话简洁。\n", true, &[]),
+            (
+                "---\ntitle: 语气\nlayer: role\norder: 5\nretention: required\n---\n说话简洁。\n",
+                true,
+                &[],
+            ),
             ("Just text, no frontmatter.\n", true, &[]),
             ("---\nlayer: mood\n---\nx", false, &["yaml-wrong-type"]),
-            ("---\nscopes: []\n---\nx", false, &["empty-restriction-list"]),
+            (
+                "---\nscopes: []\n---\nx",
+                false,
+                &["empty-restriction-list"],
+            ),
             ("---\ntitle: t\n---\n", true, &["prompt-empty"]),
             ("---\ntitle: t\n", false, &["prompt-unclosed-frontmatter"]),
         ];
@@ -149,6 +175,9 @@ mod tests {
         }
         let (s, _) = parse_prompt(cases[0].0, Path::new("p.md"), name);
         let s = s.unwrap();
-        assert_eq!((s.layer, s.order, s.retention, s.content.as_str()), (Layer::Role, 5, Retention::Required, "说话简洁。"));
+        assert_eq!(
+            (s.layer, s.order, s.retention, s.content.as_str()),
+            (Layer::Role, 5, Retention::Required, "说话简洁。")
+        );
     }
 }

@@ -85,7 +85,9 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
                 adapter: adapter.clone(),
                 perm: perm.clone(),
             }),
-            _ => Err(format!("`{text}`: `platform` takes an adapter and a permission")),
+            _ => Err(format!(
+                "`{text}`: `platform` takes an adapter and a permission"
+            )),
         },
         other => Err(format!("`{other}` is not a known permission rule")),
     }
@@ -108,7 +110,13 @@ mod tests {
             ("adapter(qq)", Ok(Rule::Adapter(s(&["qq"])))),
             ("user(*)", Ok(Rule::User(s(&["*"])))),
             ("role(trusted)", Ok(Rule::Role(Role::Trusted))),
-            ("platform(qq,admin)", Ok(Rule::Platform { adapter: "qq".into(), perm: "admin".into() })),
+            (
+                "platform(qq,admin)",
+                Ok(Rule::Platform {
+                    adapter: "qq".into(),
+                    perm: "admin".into(),
+                }),
+            ),
             ("role(god)", Err(())),
             ("role(user,master)", Err(())),
             ("platform(qq)", Err(())),

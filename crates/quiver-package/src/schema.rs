@@ -33,7 +33,10 @@ mod tests {
     fn compile_and_validate() {
         assert!(compile(&json!({"type": 7})).is_err());
         assert!(compile(&json!({"$ref": "https://example.com/s.json"})).is_err());
-        let v = compile(&json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})).unwrap();
+        let v = compile(
+            &json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        )
+        .unwrap();
         assert_eq!(first_error(&v, &json!({"n": 1})), None);
         let msg = first_error(&v, &json!({"n": "x"})).unwrap();
         assert!(msg.contains("/n"), "{msg}");

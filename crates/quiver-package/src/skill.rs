@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::names::RESERVED_SKILL_NAMES;
+use crate::skills_ref::ProblemKind;
 use crate::{frontmatter, source, yaml};
 
 /// Frontmatter keys this loader understands; anything else is a warning.
@@ -106,7 +107,11 @@ impl Skill {
         let text = source::read_text(&self.file)?;
         match frontmatter::split(&text) {
             Ok(split) => Ok(split.body.to_owned()),
-            Err(err) => Err(Diagnostic::error("skill-frontmatter", &self.file, err.to_string())),
+            Err(err) => Err(Diagnostic::error(
+                "skill-frontmatter",
+                &self.file,
+                err.to_string(),
+            )),
         }
     }
 
@@ -133,7 +138,11 @@ pub struct ParsedSkill {
 
 /// Parses a `SKILL.md` leniently (load mode): problems that the strict validator reports but
 /// that do not stop a client from using the skill are warnings.
-pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<ParsedSkill>, Vec<Diagnostic>) {
+pub fn parse_skill(
+    text: &str,
+    file: &Path,
+    dir_name: Option<&str>,
+) -> (Option<ParsedSkill>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let split = match frontmatter::split(text) {
         Ok(split) => split,
@@ -145,7 +154,9 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
             diags.push(
                 Diagnostic::error(code, file, err.to_string())
                     .at(1, 1)
-                    .with_help("start the file with `---`, then `name:` and `description:`, then `---`"),
+                    .with_help(
+                        "start the file with `---`, then `name:` and `description:`, then `---`",
+                    ),
             );
             return (None, diags);
         }
@@ -159,13 +170,22 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
     };
     let Value::Object(map) = value else {
         diags.push(
-            Diagnostic::error("skill-frontmatter-not-mapping", file, "the frontmatter must be a YAML mapping of fields")
-                .at(split.yaml_line, 1),
+            Diagnostic::error(
+                "skill-frontmatter-not-mapping",
+                file,
+                "the frontmatter must be a YAML mapping of fields",
+            )
+            .at(split.yaml_line, 1),
         );
         return (None, diags);
     };
     let line = |key: &str| yaml::key_line(&split.yaml, split.yaml_line, key);
-    let mut fields = Fields { map: &map, file, line: &line, diags: &mut diags };
+    let mut fields = Fields {
+        map: &map,
+        file,
+        line: &line,
+        diags: &mut diags,
+    };
 
     let name = fields.required_string("name");
     let description = fields.required_string("description");
@@ -188,7 +208,12 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
             None => false,
             Some("fork") => true,
             Some(other) => {
-                fields.push(Severity::Warning, "skill-unknown-context", "context", format!("`context: {other}` is not known; only `fork` is"));
+                fields.push(
+                    Severity::Warning,
+                    "skill-unknown-context",
+                    "context",
+                    format!("`context: {other}` is not known; only `fork` is"),
+                );
                 false
             }
         },
@@ -205,7 +230,12 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
     };
     for rule in &meta.permissions {
         if let Err(message) = crate::rules::check_rule(rule) {
-            fields.push(Severity::Error, "invalid-permission-rule", "permissions", message);
+            fields.push(
+                Severity::Error,
+                "invalid-permission-rule",
+                "permissions",
+                message,
+            );
         }
     }
     for key in map.keys() {
@@ -218,18 +248,42 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
             );
         }
     }
-    if let Some(name) = &name {
-        check_skill_name(name, dir_name, file, line("name"), &mut diags);
+    for problem in crate::skills_ref::validate_metadata(&map, dir_name) {
+        let Some(severity) = load_mode_severity(problem.kind) else {
+            continue;
+        };
+        let key = match problem.kind {
+            ProblemKind::DescriptionTooLong => "description",
+            ProblemKind::CompatibilityTooLong | ProblemKind::CompatibilityNotString => {
+                "compatibility"
+            }
+            _ => "name",
+        };
+        let help = match severity {
+            Severity::Error => {
+                "skill names use lowercase letters, digits and single hyphens, at most 64 characters"
+            }
+            _ => {
+                "clients accept this, but the Agent Skills spec does not; `quiver lint --strict` reports it as an error"
+            }
+        };
+        diags.push(
+            Diagnostic::new(severity, problem.kind.code(), file, problem.message)
+                .at_line(line(key))
+                .with_help(help),
+        );
     }
-    if let Some(description) = &description
-        && description.chars().count() > 1024
+    if let Some(name) = &name
+        && RESERVED_SKILL_NAMES.contains(&name.as_str())
     {
         diags.push(
-            Diagnostic::warning("skill-description-too-long", file, format!(
-                "the description has {} characters, more than the 1024 of the Agent Skills spec",
-                description.chars().count()
-            ))
-            .at_line(line("description")),
+            Diagnostic::error(
+                "skill-name-reserved",
+                file,
+                format!("`{name}` is a folder name of the package format and cannot name a skill"),
+            )
+            .at_line(line("name"))
+            .with_help("pick another name"),
         );
     }
     match (name, description) {
@@ -247,33 +301,20 @@ pub fn parse_skill(text: &str, file: &Path, dir_name: Option<&str>) -> (Option<P
     }
 }
 
-/// Name rules of the Agent Skills spec, as load-mode diagnostics.
-fn check_skill_name(name: &str, dir_name: Option<&str>, file: &Path, line: Option<u64>, diags: &mut Vec<Diagnostic>) {
-    use unicode_normalization::UnicodeNormalization;
-    let normalized: String = name.nfkc().collect();
-    let mut problem = |severity, code, message: String, help: &str| {
-        diags.push(Diagnostic::new(severity, code, file, message).at_line(line).with_help(help.to_owned()));
-    };
-    if normalized.chars().count() > 64 {
-        problem(Severity::Error, "skill-name-too-long", format!("the skill name `{name}` is longer than 64 characters"), "shorten the name");
-    }
-    if normalized != normalized.to_lowercase() {
-        problem(Severity::Error, "skill-name-not-lowercase", format!("the skill name `{name}` must be lowercase"), "use lowercase letters, digits and hyphens");
-    }
-    if normalized.starts_with('-') || normalized.ends_with('-') || normalized.contains("--") {
-        problem(Severity::Error, "skill-name-hyphens", format!("the skill name `{name}` cannot start or end with a hyphen or contain `--`"), "use single hyphens between words");
-    }
-    if !normalized.chars().all(|c| c.is_alphanumeric() || c == '-') {
-        problem(Severity::Error, "skill-name-invalid-characters", format!("the skill name `{name}` may only contain letters, digits and hyphens"), "replace other characters with hyphens");
-    }
-    if RESERVED_SKILL_NAMES.contains(&normalized.as_str()) {
-        problem(Severity::Error, "skill-name-reserved", format!("`{name}` is a folder name of the package format and cannot name a skill"), "pick another name");
-    }
-    if let Some(dir) = dir_name {
-        let dir: String = dir.nfkc().collect();
-        if dir != normalized {
-            problem(Severity::Warning, "skill-name-dir-mismatch", format!("the skill is named `{name}` but its folder is `{dir}`"), "rename the folder or the skill so they agree");
-        }
+/// How load mode treats a problem of the reference validator: `None` when load mode reports
+/// it itself (missing fields, unknown keys against its wider field list).
+fn load_mode_severity(kind: ProblemKind) -> Option<Severity> {
+    match kind {
+        ProblemKind::NameTooLong
+        | ProblemKind::NameNotLowercase
+        | ProblemKind::NameHyphenAtEdge
+        | ProblemKind::NameConsecutiveHyphens
+        | ProblemKind::NameInvalidChars => Some(Severity::Error),
+        ProblemKind::NameDirMismatch
+        | ProblemKind::DescriptionTooLong
+        | ProblemKind::CompatibilityTooLong
+        | ProblemKind::CompatibilityNotString => Some(Severity::Warning),
+        _ => None,
     }
 }
 
@@ -288,22 +329,38 @@ struct Fields<'a, 'd> {
 impl Fields<'_, '_> {
     fn push(&mut self, severity: Severity, code: &'static str, key: &str, message: String) {
         let line = (self.line)(key);
-        self.diags.push(Diagnostic::new(severity, code, self.file, message).at_line(line));
+        self.diags
+            .push(Diagnostic::new(severity, code, self.file, message).at_line(line));
     }
 
     fn wrong_type(&mut self, key: &str, expected: &str, severity: Severity) {
-        self.push(severity, "skill-wrong-type", key, format!("`{key}` must be {expected}; it is ignored"));
+        self.push(
+            severity,
+            "skill-wrong-type",
+            key,
+            format!("`{key}` must be {expected}; it is ignored"),
+        );
     }
 
     fn required_string(&mut self, key: &str) -> Option<String> {
         match self.map.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(Value::String(_)) | None | Some(Value::Null) => {
-                self.push(Severity::Error, "skill-missing-field", key, format!("the required field `{key}` is missing or empty"));
+                self.push(
+                    Severity::Error,
+                    "skill-missing-field",
+                    key,
+                    format!("the required field `{key}` is missing or empty"),
+                );
                 None
             }
             Some(_) => {
-                self.push(Severity::Error, "skill-wrong-type", key, format!("`{key}` must be a string"));
+                self.push(
+                    Severity::Error,
+                    "skill-wrong-type",
+                    key,
+                    format!("`{key}` must be a string"),
+                );
                 None
             }
         }
@@ -336,7 +393,10 @@ impl Fields<'_, '_> {
         match self.map.get(key) {
             Some(Value::String(s)) => split_words(s),
             Some(Value::Array(items)) => {
-                let words: Option<Vec<String>> = items.iter().map(|v| v.as_str().map(str::to_owned)).collect();
+                let words: Option<Vec<String>> = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect();
                 match words {
                     Some(words) => {
                         if key == "allowed-tools" {
@@ -362,9 +422,10 @@ impl Fields<'_, '_> {
     fn string_list(&mut self, key: &str) -> Vec<String> {
         match self.map.get(key) {
             Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
-                items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
-            }
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
             None | Some(Value::Null) => Vec::new(),
             Some(_) => {
                 self.wrong_type(key, "a list of strings", Severity::Warning);
@@ -378,7 +439,8 @@ impl Fields<'_, '_> {
         let list = self.word_list(key);
         if list.is_empty() {
             let line = (self.line)(key);
-            self.diags.push(crate::tool::empty_list_error(self.file, key, line));
+            self.diags
+                .push(crate::tool::empty_list_error(self.file, key, line));
         }
         Some(list)
     }
@@ -427,22 +489,110 @@ mod tests {
     #[test]
     fn table() {
         let cases: &[(&str, Option<&str>, bool, &[&str])] = &[
-            ("---\nname: weather\ndescription: Weather.\n---\nbody", Some("weather"), true, &[]),
-            ("---\nname: 天气\ndescription: 天气预报\n---\n", Some("天气"), true, &[]),
-            ("---\nname: weather\ndescription: W\n---\n", Some("other"), true, &["skill-name-dir-mismatch"]),
-            ("---\nname: w\ndescription: W\nextra: 1\n---\n", None, true, &["skill-unknown-field"]),
-            ("---\nname: w\ndescription: W\nallowed-tools: [Read, Grep]\n---\n", None, true, &["skill-allowed-tools-list"]),
-            ("no frontmatter", None, false, &["skill-missing-frontmatter"]),
-            ("---\nname: w\n", None, false, &["skill-unclosed-frontmatter"]),
+            (
+                "---\nname: weather\ndescription: Weather.\n---\nbody",
+                Some("weather"),
+                true,
+                &[],
+            ),
+            (
+                "---\nname: 天气\ndescription: 天气预报\n---\n",
+                Some("天气"),
+                true,
+                &[],
+            ),
+            (
+                "---\nname: weather\ndescription: W\n---\n",
+                Some("other"),
+                true,
+                &["skill-name-dir-mismatch"],
+            ),
+            (
+                "---\nname: w\ndescription: W\nextra: 1\n---\n",
+                None,
+                true,
+                &["skill-unknown-field"],
+            ),
+            (
+                "---\nname: w\ndescription: W\nallowed-tools: [Read, Grep]\n---\n",
+                None,
+                true,
+                &["skill-allowed-tools-list"],
+            ),
+            (
+                "no frontmatter",
+                None,
+                false,
+                &["skill-missing-frontmatter"],
+            ),
+            (
+                "---\nname: w\n",
+                None,
+                false,
+                &["skill-unclosed-frontmatter"],
+            ),
             ("---\nname: [w\n---\n", None, false, &["yaml-syntax"]),
-            ("---\n- a\n---\n", None, false, &["skill-frontmatter-not-mapping"]),
+            (
+                "---\n- a\n---\n",
+                None,
+                false,
+                &["skill-frontmatter-not-mapping"],
+            ),
             ("---\nname: w\n---\n", None, false, &["skill-missing-field"]),
-            ("---\nname: 5\ndescription: d\n---\n", None, false, &["skill-wrong-type"]),
-            ("---\nname: Weather\ndescription: d\n---\n", None, false, &["skill-name-not-lowercase"]),
-            ("---\nname: a--b\ndescription: d\n---\n", None, false, &["skill-name-hyphens"]),
-            ("---\nname: scripts\ndescription: d\n---\n", None, false, &["skill-name-reserved"]),
-            ("---\nname: w\ndescription: d\nplatforms: []\n---\n", None, false, &["empty-restriction-list"]),
-            ("---\nname: w\ndescription: d\ncontext: fork\nagent: helper\n---\n", None, true, &[]),
+            (
+                "---\nname: 5\ndescription: d\n---\n",
+                None,
+                false,
+                &["skill-wrong-type"],
+            ),
+            (
+                "---\nname: Weather\ndescription: d\n---\n",
+                None,
+                false,
+                &["skill-name-not-lowercase"],
+            ),
+            (
+                "---\nname: a--b\ndescription: d\n---\n",
+                None,
+                false,
+                &["skill-name-consecutive-hyphens"],
+            ),
+            (
+                "---\nname: -ab\ndescription: d\n---\n",
+                None,
+                false,
+                &["skill-name-hyphen-at-edge"],
+            ),
+            (
+                "---\nname: a_b\ndescription: d\n---\n",
+                None,
+                false,
+                &["skill-name-invalid-chars"],
+            ),
+            (
+                &format!("---\nname: w\ndescription: {}\n---\n", "d".repeat(1025)),
+                None,
+                true,
+                &["skill-description-too-long"],
+            ),
+            (
+                "---\nname: scripts\ndescription: d\n---\n",
+                None,
+                false,
+                &["skill-name-reserved"],
+            ),
+            (
+                "---\nname: w\ndescription: d\nplatforms: []\n---\n",
+                None,
+                false,
+                &["empty-restriction-list"],
+            ),
+            (
+                "---\nname: w\ndescription: d\ncontext: fork\nagent: helper\n---\n",
+                None,
+                true,
+                &[],
+            ),
         ];
         for (text, dir, loads, want) in cases {
             assert_eq!(codes(text, *dir), (*loads, want.to_vec()), "{text}");

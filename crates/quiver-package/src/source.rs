@@ -17,12 +17,22 @@ pub fn read_text(path: &Path) -> Result<String, Diagnostic> {
 /// Reads `path` as UTF-8 text of at most `limit` bytes.
 pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, Diagnostic> {
     let file = fs::File::open(path).map_err(|err| {
-        Diagnostic::error("file-unreadable", path, format!("cannot read the file: {err}"))
+        Diagnostic::error(
+            "file-unreadable",
+            path,
+            format!("cannot read the file: {err}"),
+        )
     })?;
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|err| {
-        Diagnostic::error("file-unreadable", path, format!("cannot read the file: {err}"))
-    })?;
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| {
+            Diagnostic::error(
+                "file-unreadable",
+                path,
+                format!("cannot read the file: {err}"),
+            )
+        })?;
     if bytes.len() as u64 > limit {
         return Err(Diagnostic::error(
             "file-too-large",
@@ -35,7 +45,12 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, Diagnostic> 
         let offset = err.utf8_error().valid_up_to();
         let bytes = err.as_bytes();
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-        let column = (offset - bytes[..offset].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)) as u64 + 1;
+        let column = (offset
+            - bytes[..offset]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1)) as u64
+            + 1;
         Diagnostic::error("file-not-utf8", path, "the file is not valid UTF-8")
             .at(line, column)
             .with_help("save the file as UTF-8")
@@ -51,13 +66,22 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let big = dir.path().join("big");
         fs::write(&big, vec![b'a'; 11])?;
-        assert_eq!(read_text_limited(&big, 10).unwrap_err().code, "file-too-large");
+        assert_eq!(
+            read_text_limited(&big, 10).unwrap_err().code,
+            "file-too-large"
+        );
         assert_eq!(read_text_limited(&big, 11)?, "a".repeat(11));
         let latin1 = dir.path().join("latin1");
         fs::write(&latin1, b"ok\nab\xe9")?;
         let err = read_text(&latin1).unwrap_err();
-        assert_eq!((err.code, err.line, err.column), ("file-not-utf8", Some(2), Some(3)));
-        assert_eq!(read_text(&dir.path().join("missing")).unwrap_err().code, "file-unreadable");
+        assert_eq!(
+            (err.code, err.line, err.column),
+            ("file-not-utf8", Some(2), Some(3))
+        );
+        assert_eq!(
+            read_text(&dir.path().join("missing")).unwrap_err().code,
+            "file-unreadable"
+        );
         Ok(())
     }
 }

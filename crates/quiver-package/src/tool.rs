@@ -302,9 +302,9 @@ pub fn parse_tool(
     let raw: RawTool = match yaml::parse(text, file, 1) {
         Ok(raw) => raw,
         Err(diag) => {
-            diags.push(diag.with_help(
-                "see docs/package-format.md#toolyaml for the fields of `tool.yaml`",
-            ));
+            diags.push(
+                diag.with_help("see docs/package-format.md#toolyaml for the fields of `tool.yaml`"),
+            );
             return (None, diags);
         }
     };
@@ -344,9 +344,13 @@ pub fn parse_tool(
     };
     if description.summary_line().is_empty() {
         diags.push(
-            Diagnostic::error("tool-missing-description", file, "the tool has no description")
-                .at_line(line("description"))
-                .with_help("add `description:` (a string, or `summary:` and `when_to_use:` parts)"),
+            Diagnostic::error(
+                "tool-missing-description",
+                file,
+                "the tool has no description",
+            )
+            .at_line(line("description"))
+            .with_help("add `description:` (a string, or `summary:` and `when_to_use:` parts)"),
         );
         return (None, diags);
     }
@@ -379,9 +383,13 @@ pub fn parse_tool(
     let input_line = line("input").or(line("inputSchema")).or(line("inputs"));
     if input.get("type").and_then(Value::as_str) != Some("object") {
         diags.push(
-            Diagnostic::error("tool-input-not-object", file, "the input schema's root must have `type: object`")
-                .at_line(input_line)
-                .with_help("wrap the parameters in `type: object` and `properties:`"),
+            Diagnostic::error(
+                "tool-input-not-object",
+                file,
+                "the input schema's root must have `type: object`",
+            )
+            .at_line(input_line)
+            .with_help("wrap the parameters in `type: object` and `properties:`"),
         );
         return (None, diags);
     }
@@ -389,8 +397,12 @@ pub fn parse_tool(
         Ok(v) => v,
         Err(message) => {
             diags.push(
-                Diagnostic::error("tool-invalid-schema", file, format!("the input schema is invalid: {message}"))
-                    .at_line(input_line),
+                Diagnostic::error(
+                    "tool-invalid-schema",
+                    file,
+                    format!("the input schema is invalid: {message}"),
+                )
+                .at_line(input_line),
             );
             return (None, diags);
         }
@@ -399,8 +411,12 @@ pub fn parse_tool(
         && let Err(message) = crate::schema::compile(output)
     {
         diags.push(
-            Diagnostic::error("tool-invalid-schema", file, format!("the output schema is invalid: {message}"))
-                .at_line(line("output")),
+            Diagnostic::error(
+                "tool-invalid-schema",
+                file,
+                format!("the output schema is invalid: {message}"),
+            )
+            .at_line(line("output")),
         );
         return (None, diags);
     }
@@ -421,8 +437,12 @@ pub fn parse_tool(
             Some(run) => run,
             None => {
                 diags.push(
-                    Diagnostic::error("tool-missing-run", file, "the tool declares no `run` and has no `main.py` or `run.sh`")
-                        .with_help("add `run: {command: [python3, main.py]}` or similar"),
+                    Diagnostic::error(
+                        "tool-missing-run",
+                        file,
+                        "the tool declares no `run` and has no `main.py` or `run.sh`",
+                    )
+                    .with_help("add `run: {command: [python3, main.py]}` or similar"),
                 );
                 return (None, diags);
             }
@@ -451,7 +471,10 @@ pub fn parse_tool(
                 Diagnostic::error(
                     "tool-example-invalid-arguments",
                     file,
-                    format!("the arguments of example `{}` do not match the input schema: {message}", example.query),
+                    format!(
+                        "the arguments of example `{}` do not match the input schema: {message}",
+                        example.query
+                    ),
                 )
                 .at_line(line("examples")),
             );
@@ -464,8 +487,12 @@ pub fn parse_tool(
     }
     if raw.cache.is_some() && category != Category::Perception {
         diags.push(
-            Diagnostic::warning("tool-cache-not-perception", file, "`cache` only applies to `perception` tools and is ignored")
-                .at_line(line("cache")),
+            Diagnostic::warning(
+                "tool-cache-not-perception",
+                file,
+                "`cache` only applies to `perception` tools and is ignored",
+            )
+            .at_line(line("cache")),
         );
     }
     for rule in &raw.permissions {
@@ -527,7 +554,10 @@ pub fn parse_tool(
 
 fn to_example(value: Value) -> Option<Example> {
     match value {
-        Value::String(query) => Some(Example { query, arguments: None }),
+        Value::String(query) => Some(Example {
+            query,
+            arguments: None,
+        }),
         Value::Object(mut map) => {
             let query = match map.remove("query")? {
                 Value::String(q) => q,
@@ -558,7 +588,9 @@ pub(crate) fn empty_list_error(file: &Path, key: &str, line: Option<u64>) -> Dia
         format!("`{key}` is declared but empty, which would match nothing"),
     )
     .at_line(line)
-    .with_help(format!("remove `{key}:` to allow everywhere, or list at least one entry"))
+    .with_help(format!(
+        "remove `{key}:` to allow everywhere, or list at least one entry"
+    ))
 }
 
 fn to_run(run: RawRun) -> Result<Run, String> {
@@ -590,7 +622,12 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> (Option<Tool>, Vec<Diagnostic>) {
-        parse_tool(text, Path::new("tools/t/tool.yaml"), "t", ToolScope::Package)
+        parse_tool(
+            text,
+            Path::new("tools/t/tool.yaml"),
+            "t",
+            ToolScope::Package,
+        )
     }
 
     fn codes(d: &[Diagnostic]) -> Vec<&'static str> {
@@ -616,25 +653,65 @@ mod tests {
     fn table_of_problems() {
         let cases: &[(&str, &[&str])] = &[
             ("category: perception\n", &["tool-missing-description"]),
-            ("description: x\ncategory: perception\ninput: {type: string}\n", &["tool-input-not-object"]),
-            ("description: x\ncategory: perception\ninputSchema: {type: object}\n", &["tool-input-alias"]),
-            ("description: x\ncategory: perception\ninputs: {type: object}\n", &["tool-input-alias"]),
-            ("description: x\ncategory: perception\ninput: {type: object, properties: {a: {type: 7}}}\n", &["tool-invalid-schema"]),
-            ("description: x\ncategory: perception\nname: Bad\n", &["tool-invalid-name"]),
-            ("description: x\ncategory: perception\nname: other\n", &["tool-name-dir-mismatch"]),
-            ("description: x\ncategory: perception\nplatforms: []\n", &["empty-restriction-list"]),
-            ("description: x\ncategory: perception\npermissions: [bogus(1)]\n", &["invalid-permission-rule"]),
-            ("description: x\ncategory: action\ncache: 5\n", &["tool-cache-not-perception"]),
-            ("description: x\ncategory: perception\nalways_loaded: true\n", &["tool-always-loaded-ignored"]),
-            ("description: x\ncategory: sometimes\n", &["yaml-wrong-type"]),
-            ("description: x\ncategory: perception\nfoo: 1\n", &["yaml-wrong-type"]),
+            (
+                "description: x\ncategory: perception\ninput: {type: string}\n",
+                &["tool-input-not-object"],
+            ),
+            (
+                "description: x\ncategory: perception\ninputSchema: {type: object}\n",
+                &["tool-input-alias"],
+            ),
+            (
+                "description: x\ncategory: perception\ninputs: {type: object}\n",
+                &["tool-input-alias"],
+            ),
+            (
+                "description: x\ncategory: perception\ninput: {type: object, properties: {a: {type: 7}}}\n",
+                &["tool-invalid-schema"],
+            ),
+            (
+                "description: x\ncategory: perception\nname: Bad\n",
+                &["tool-invalid-name"],
+            ),
+            (
+                "description: x\ncategory: perception\nname: other\n",
+                &["tool-name-dir-mismatch"],
+            ),
+            (
+                "description: x\ncategory: perception\nplatforms: []\n",
+                &["empty-restriction-list"],
+            ),
+            (
+                "description: x\ncategory: perception\npermissions: [bogus(1)]\n",
+                &["invalid-permission-rule"],
+            ),
+            (
+                "description: x\ncategory: action\ncache: 5\n",
+                &["tool-cache-not-perception"],
+            ),
+            (
+                "description: x\ncategory: perception\nalways_loaded: true\n",
+                &["tool-always-loaded-ignored"],
+            ),
+            (
+                "description: x\ncategory: sometimes\n",
+                &["yaml-wrong-type"],
+            ),
+            (
+                "description: x\ncategory: perception\nfoo: 1\n",
+                &["yaml-wrong-type"],
+            ),
             (
                 "description: x\ncategory: perception\ninput: {type: object, properties: {n: {type: integer}}}\nexamples: [{query: q, arguments: {n: two}}]\n",
                 &["tool-example-invalid-arguments"],
             ),
         ];
         for (yaml, want) in cases {
-            let text = if yaml.contains("run:") { (*yaml).to_owned() } else { format!("{yaml}{RUN}") };
+            let text = if yaml.contains("run:") {
+                (*yaml).to_owned()
+            } else {
+                format!("{yaml}{RUN}")
+            };
             let (_, diags) = parse(&text);
             assert_eq!(codes(&diags), *want, "{yaml}");
         }
@@ -643,9 +720,21 @@ mod tests {
     #[test]
     fn run_kinds() {
         let cases: &[(&str, Option<Run>)] = &[
-            ("run: {command: python3 main.py}", Some(Run::Command(vec!["python3".into(), "main.py".into()]))),
-            ("run: {worker: [node, w.js]}", Some(Run::Worker(vec!["node".into(), "w.js".into()]))),
-            ("run: {mcp: files, tool: read}", Some(Run::Mcp { server: "files".into(), tool: "read".into() })),
+            (
+                "run: {command: python3 main.py}",
+                Some(Run::Command(vec!["python3".into(), "main.py".into()])),
+            ),
+            (
+                "run: {worker: [node, w.js]}",
+                Some(Run::Worker(vec!["node".into(), "w.js".into()])),
+            ),
+            (
+                "run: {mcp: files, tool: read}",
+                Some(Run::Mcp {
+                    server: "files".into(),
+                    tool: "read".into(),
+                }),
+            ),
             ("run: {mcp: files}", None),
             ("run: {command: []}", None),
             ("run: {command: [a], worker: [b]}", None),

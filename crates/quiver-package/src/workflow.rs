@@ -137,18 +137,29 @@ pub fn parse_workflow(
                 Trigger::Schedule(v.clone())
             }
             _ => {
-                err("workflow-invalid-trigger", "`trigger` must be `manual`, `{event: NAME}` or `{schedule: CRON}`".into());
+                err(
+                    "workflow-invalid-trigger",
+                    "`trigger` must be `manual`, `{event: NAME}` or `{schedule: CRON}`".into(),
+                );
                 Trigger::Manual
             }
         },
         Some(_) => {
-            err("workflow-invalid-trigger", "`trigger` must be `manual`, `{event: NAME}` or `{schedule: CRON}`".into());
+            err(
+                "workflow-invalid-trigger",
+                "`trigger` must be `manual`, `{event: NAME}` or `{schedule: CRON}`".into(),
+            );
             Trigger::Manual
         }
     };
-    let input = raw.input.unwrap_or_else(|| serde_json::json!({"type": "object"}));
+    let input = raw
+        .input
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}));
     if let Err(message) = crate::schema::compile(&input) {
-        err("workflow-invalid-schema", format!("the input schema is invalid: {message}"));
+        err(
+            "workflow-invalid-schema",
+            format!("the input schema is invalid: {message}"),
+        );
     }
     let input_fields: Option<BTreeSet<String>> = input
         .get("properties")
@@ -162,7 +173,12 @@ pub fn parse_workflow(
     for (index, raw_step) in raw.steps.into_iter().enumerate() {
         let n = index + 1;
         let id = raw_step.id.clone();
-        let action = match (raw_step.tool, raw_step.agent, raw_step.approval, raw_step.wait) {
+        let action = match (
+            raw_step.tool,
+            raw_step.agent,
+            raw_step.approval,
+            raw_step.wait,
+        ) {
             (Some(tool), None, None, None) => StepAction::Tool {
                 name: tool,
                 arguments: raw_step.arguments.unwrap_or_else(|| serde_json::json!({})),
@@ -172,9 +188,16 @@ pub fn parse_workflow(
                 task: raw_step.task.unwrap_or_default(),
             },
             (None, None, Some(message), None) => StepAction::Approval { message },
-            (None, None, None, Some(wait)) => StepAction::Wait { seconds: wait.0.as_secs_f64() },
+            (None, None, None, Some(wait)) => StepAction::Wait {
+                seconds: wait.0.as_secs_f64(),
+            },
             _ => {
-                err("workflow-invalid-step", format!("step {n} must have exactly one of `tool`, `agent`, `approval` or `wait`"));
+                err(
+                    "workflow-invalid-step",
+                    format!(
+                        "step {n} must have exactly one of `tool`, `agent`, `approval` or `wait`"
+                    ),
+                );
                 continue;
             }
         };
@@ -182,7 +205,10 @@ pub fn parse_workflow(
             && !name.contains('.')
             && !local_items.contains(name)
         {
-            err("workflow-unknown-target", format!("step {n} calls `{name}`, which this package does not define"));
+            err(
+                "workflow-unknown-target",
+                format!("step {n} calls `{name}`, which this package does not define"),
+            );
         }
         let mut templates = Vec::new();
         match &action {
@@ -198,9 +224,15 @@ pub fn parse_workflow(
         }
         if let Some(id) = &id {
             if check_name(id).is_err() {
-                err("workflow-invalid-step", format!("step {n} has an invalid id `{id}`"));
+                err(
+                    "workflow-invalid-step",
+                    format!("step {n} has an invalid id `{id}`"),
+                );
             } else if !earlier.insert(id.clone()) {
-                err("workflow-invalid-step", format!("step id `{id}` is used twice"));
+                err(
+                    "workflow-invalid-step",
+                    format!("step id `{id}` is used twice"),
+                );
             }
         }
         steps.push(Step { id, action });
@@ -257,26 +289,41 @@ fn templates_in(text: &str, out: &mut Vec<String>) {
     }
 }
 
-fn check_reference(reference: &str, input: Option<&BTreeSet<String>>, earlier: &BTreeSet<String>) -> Option<String> {
+fn check_reference(
+    reference: &str,
+    input: Option<&BTreeSet<String>>,
+    earlier: &BTreeSet<String>,
+) -> Option<String> {
     let mut parts = reference.split('.');
     match (parts.next(), parts.next()) {
         (Some("input"), Some(field)) => match input {
-            Some(fields) if !fields.contains(field) => Some(format!("`{{{{ {reference} }}}}` names an input field the schema does not declare")),
+            Some(fields) if !fields.contains(field) => Some(format!(
+                "`{{{{ {reference} }}}}` names an input field the schema does not declare"
+            )),
             _ => None,
         },
         (Some("input"), None) => None,
         (Some("steps"), Some(step)) if earlier.contains(step) => None,
-        (Some("steps"), Some(step)) => Some(format!("`{{{{ {reference} }}}}` names step `{step}`, which does not come earlier")),
-        _ => Some(format!("`{{{{ {reference} }}}}` must start with `input.` or `steps.<id>.`")),
+        (Some("steps"), Some(step)) => Some(format!(
+            "`{{{{ {reference} }}}}` names step `{step}`, which does not come earlier"
+        )),
+        _ => Some(format!(
+            "`{{{{ {reference} }}}}` must start with `input.` or `steps.<id>.`"
+        )),
     }
 }
 
 /// Checks a 5-field (or 6-field, with seconds) cron expression's shape.
 fn check_cron(expr: &str) -> Result<(), String> {
     let fields: Vec<&str> = expr.split_whitespace().collect();
-    let ok_chars = |f: &&str| f.chars().all(|c| c.is_ascii_alphanumeric() || "*/,-?LW#".contains(c));
+    let ok_chars = |f: &&str| {
+        f.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "*/,-?LW#".contains(c))
+    };
     if !(5..=6).contains(&fields.len()) || !fields.iter().all(ok_chars) {
-        return Err(format!("`{expr}` is not a cron expression (5 fields: minute hour day month weekday)"));
+        return Err(format!(
+            "`{expr}` is not a cron expression (5 fields: minute hour day month weekday)"
+        ));
     }
     Ok(())
 }
@@ -295,14 +342,42 @@ mod tests {
                 &[],
             ),
             ("description: d\nsteps: []\n", false, &["workflow-no-steps"]),
-            ("description: d\nsteps: [{tool: nope}]\n", false, &["workflow-unknown-target"]),
+            (
+                "description: d\nsteps: [{tool: nope}]\n",
+                false,
+                &["workflow-unknown-target"],
+            ),
             ("description: d\nsteps: [{tool: other.tool}]\n", true, &[]),
-            ("description: d\nsteps: [{tool: fetch, agent: writer}]\n", false, &["workflow-invalid-step"]),
-            ("description: d\ntrigger: {schedule: 'every day'}\nsteps: [{tool: fetch}]\n", false, &["workflow-invalid-schedule"]),
-            ("description: d\ntrigger: sometimes\nsteps: [{tool: fetch}]\n", false, &["workflow-invalid-trigger"]),
-            ("description: d\nsteps: [{tool: fetch, arguments: {x: '{{ steps.b.output }}'}}, {id: b, tool: fetch}]\n", false, &["workflow-bad-template"]),
-            ("description: d\ninput: {type: object, properties: {a: {}}}\nsteps: [{tool: fetch, arguments: {x: '{{ input.b }}'}}]\n", false, &["workflow-bad-template"]),
-            ("description: d\nsteps: [{id: a, tool: fetch}, {id: a, tool: fetch}]\n", false, &["workflow-invalid-step"]),
+            (
+                "description: d\nsteps: [{tool: fetch, agent: writer}]\n",
+                false,
+                &["workflow-invalid-step"],
+            ),
+            (
+                "description: d\ntrigger: {schedule: 'every day'}\nsteps: [{tool: fetch}]\n",
+                false,
+                &["workflow-invalid-schedule"],
+            ),
+            (
+                "description: d\ntrigger: sometimes\nsteps: [{tool: fetch}]\n",
+                false,
+                &["workflow-invalid-trigger"],
+            ),
+            (
+                "description: d\nsteps: [{tool: fetch, arguments: {x: '{{ steps.b.output }}'}}, {id: b, tool: fetch}]\n",
+                false,
+                &["workflow-bad-template"],
+            ),
+            (
+                "description: d\ninput: {type: object, properties: {a: {}}}\nsteps: [{tool: fetch, arguments: {x: '{{ input.b }}'}}]\n",
+                false,
+                &["workflow-bad-template"],
+            ),
+            (
+                "description: d\nsteps: [{id: a, tool: fetch}, {id: a, tool: fetch}]\n",
+                false,
+                &["workflow-invalid-step"],
+            ),
             ("steps: [{tool: fetch}]\n", false, &["yaml-wrong-type"]),
         ];
         for (text, ok, want) in cases {

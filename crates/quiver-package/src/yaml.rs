@@ -25,9 +25,14 @@ fn options() -> serde_saphyr::Options {
 /// Parses `text` (which starts on 1-based line `first_line` of `file`) into `T`.
 ///
 /// An empty document is read as an empty mapping, so optional-only types parse from it.
-pub fn parse<T: DeserializeOwned>(text: &str, file: &Path, first_line: u64) -> Result<T, Diagnostic> {
+pub fn parse<T: DeserializeOwned>(
+    text: &str,
+    file: &Path,
+    first_line: u64,
+) -> Result<T, Diagnostic> {
     let source = if text.trim().is_empty() { "{}" } else { text };
-    serde_saphyr::from_str_with_options::<T>(source, options()).map_err(|err| to_diagnostic(&err, file, first_line))
+    serde_saphyr::from_str_with_options::<T>(source, options())
+        .map_err(|err| to_diagnostic(&err, file, first_line))
 }
 
 /// Turns a serde-saphyr error into a diagnostic at the right line of the file.
@@ -80,7 +85,10 @@ fn classify(err: &serde_saphyr::Error) -> Kind {
         | E::SerdeVariantId { .. } => Kind::WrongType,
         other => {
             let text = other.to_string();
-            if text.contains("recursion limit") || text.contains("nesting") || text.contains("depth") {
+            if text.contains("recursion limit")
+                || text.contains("nesting")
+                || text.contains("depth")
+            {
                 Kind::TooComplex
             } else {
                 Kind::Syntax
@@ -165,9 +173,12 @@ mod tests {
     #[test]
     fn absurd_nesting_is_refused() {
         let deep = format!("a: {}1{}", "[".repeat(5000), "]".repeat(5000));
-        let err = parse::<BTreeMap<String, serde_json::Value>>(&deep, Path::new("x"), 1).unwrap_err();
+        let err =
+            parse::<BTreeMap<String, serde_json::Value>>(&deep, Path::new("x"), 1).unwrap_err();
         assert!(err.is_error());
-        let deep_block: String = (0..200).map(|i| format!("{}k{i}:\n", "  ".repeat(i))).collect();
+        let deep_block: String = (0..200)
+            .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+            .collect();
         assert!(parse::<serde_json::Value>(&deep_block, Path::new("x"), 1).is_err());
     }
 
@@ -176,7 +187,11 @@ mod tests {
         let text = "# c\nname: a\nnested:\n  x: 1\n\"quoted\": 2\nurl:http\n";
         assert_eq!(
             top_level_key_lines(text, 2),
-            vec![("name".into(), 3), ("nested".into(), 4), ("quoted".into(), 6)]
+            vec![
+                ("name".into(), 3),
+                ("nested".into(), 4),
+                ("quoted".into(), 6)
+            ]
         );
     }
 }

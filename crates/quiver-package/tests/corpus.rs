@@ -1,5 +1,7 @@
 //! Load mode over the real-world corpus: all 123 skills load, with the expected warnings.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +12,11 @@ fn corpus() -> PathBuf {
 }
 
 fn skill_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -29,10 +35,19 @@ fn every_corpus_skill_loads_leniently() {
     let mut warnings: BTreeMap<&str, usize> = BTreeMap::new();
     for dir in &dirs {
         let loaded = load_package(dir);
-        let errors: Vec<_> = loaded.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+        let errors: Vec<_> = loaded
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .collect();
         assert!(errors.is_empty(), "{}: {errors:#?}", dir.display());
-        let package = loaded.package.unwrap_or_else(|| panic!("{} did not load", dir.display()));
-        let skill = package.skill.as_ref().expect("a plain skill folder has its own skill");
+        let package = loaded
+            .package
+            .unwrap_or_else(|| panic!("{} did not load", dir.display()));
+        let skill = package
+            .skill
+            .as_ref()
+            .expect("a plain skill folder has its own skill");
         assert_eq!(skill.id, package.id.as_str());
         assert!(!skill.description.is_empty());
         assert!(skill.read_body().is_ok());
@@ -41,8 +56,25 @@ fn every_corpus_skill_loads_leniently() {
         }
     }
     // The corpus's documented quirks (shared/corpus/skills/SOURCES.md) are warnings.
-    assert_eq!(warnings.get("skill-name-dir-mismatch"), Some(&4), "{warnings:?}");
-    assert_eq!(warnings.get("skill-allowed-tools-list"), Some(&3), "{warnings:?}");
-    assert_eq!(warnings.get("skill-description-too-long"), Some(&1), "{warnings:?}");
-    assert!(warnings.get("skill-unknown-field").is_some_and(|&n| n >= 14), "{warnings:?}");
+    assert_eq!(
+        warnings.get("skill-name-dir-mismatch"),
+        Some(&4),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        warnings.get("skill-allowed-tools-list"),
+        Some(&3),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        warnings.get("skill-description-too-long"),
+        Some(&1),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .get("skill-unknown-field")
+            .is_some_and(|&n| n >= 14),
+        "{warnings:?}"
+    );
 }

@@ -45,14 +45,21 @@ pub(crate) fn stem(word: &str, out: &mut String) {
 }
 
 fn has_vowel(s: &str) -> bool {
-    s.bytes().any(|b| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
+    s.bytes()
+        .any(|b| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
 }
 
 /// `runn` → `run`, `stopp` → `stop`, but `fill` and `pass` stay.
 fn undouble(s: &str) -> &str {
     let b = s.as_bytes();
     let n = b.len();
-    if n >= 3 && b[n - 1] == b[n - 2] && !matches!(b[n - 1], b'l' | b's' | b'z' | b'a' | b'e' | b'i' | b'o' | b'u') {
+    if n >= 3
+        && b[n - 1] == b[n - 2]
+        && !matches!(
+            b[n - 1],
+            b'l' | b's' | b'z' | b'a' | b'e' | b'i' | b'o' | b'u'
+        )
+    {
         &s[..n - 1]
     } else {
         s

@@ -13,6 +13,9 @@ pub(crate) static JIEBA: LazyLock<Jieba> = LazyLock::new(Jieba::new);
 /// Longest text analyzed, in bytes; the rest of a longer text is ignored.
 pub(crate) const MAX_TEXT_BYTES: usize = 256 * 1024;
 
+/// Length of the [`Kind::Prefix`] terms of longer words.
+const PREFIX: usize = 5;
+
 /// What kind of token a term is; the index weighs kinds differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
@@ -46,7 +49,8 @@ impl Kind {
 /// documents and queries: lowercased, full-width ASCII folded, English stopwords dropped and
 /// words lightly stemmed, identifiers (`get_current_weather`, `getWeather`, `requests.get`) given
 /// as their parts plus the whole, and CJK text given as jieba words plus every character and
-/// every pair of adjacent characters.
+/// every pair of adjacent characters. Long English words also give their first five letters
+/// (`conversion` → `conve`), a weak extra term that lets word families meet.
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     analyze(text, &mut |term, _kind| out.push(term.to_owned()));
@@ -85,16 +89,115 @@ pub(crate) fn analyze(text: &str, emit: &mut dyn FnMut(&str, Kind)) {
     }
 }
 
-/// Analyzes a name: its parts as in [`analyze`], plus the whole name lowercased as one term.
+/// Analyzes a query like [`analyze`], also telling for each term whether it stands in a negated
+/// part of a Chinese clause ("不用二维码，就要个短链接": 二维码 is what the user does not want).
+/// Such a part runs from a negation word (不用, 不要, 不是, 别, 先别, a lone 不 before a word...)
+/// to the end of its clause.
+pub(crate) fn analyze_query(query: &str, emit: &mut dyn FnMut(&str, Kind, bool)) {
+    let query = clip(query, MAX_TEXT_BYTES);
+    let negated = negated_ranges(query);
+    let mut at = 0;
+    for (start, end) in negated {
+        if start > at {
+            analyze(&query[at..start], &mut |t, k| emit(t, k, false));
+        }
+        analyze(&query[start..end], &mut |t, k| emit(t, k, true));
+        at = end;
+    }
+    if at < query.len() {
+        analyze(&query[at..], &mut |t, k| emit(t, k, false));
+    }
+}
+
+/// Words after which the rest of a clause is what the user does not want.
+const NEGATIONS: &[&str] = &[
+    "不",
+    "不用",
+    "不要",
+    "不需要",
+    "无需",
+    "不必",
+    "没必要",
+    "不想",
+    "不是",
+    "并非",
+    "而不是",
+    "不再",
+    "不看",
+    "别",
+    "先别",
+    "别光",
+    "别看",
+    "别再",
+    "甭",
+];
+
+fn is_clause_end(c: char) -> bool {
+    matches!(
+        c,
+        '，' | '。' | '；' | '！' | '？' | '、' | '：' | '…' | ',' | ';' | '!' | '?' | '\n' | '\r'
+    )
+}
+
+/// Byte ranges of `query` in negated parts of clauses, in order, not overlapping.
+fn negated_ranges(query: &str) -> Vec<(usize, usize)> {
+    if !query.chars().any(is_han) {
+        return Vec::new();
+    }
+    let tokens = JIEBA.cut(query, true);
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if !NEGATIONS.contains(&token.word) {
+            continue;
+        }
+        let Some(next) = tokens.get(i + 1) else {
+            continue;
+        };
+        let next_first = next.word.chars().next().unwrap_or(' ');
+        if !(is_han(next_first) || next_first.is_alphanumeric()) {
+            continue;
+        }
+        if token.word == "不" {
+            // A-not-A questions (对不对, 充不充) negate nothing.
+            let prev_last = i
+                .checked_sub(1)
+                .and_then(|p| tokens.get(p))
+                .and_then(|p| p.word.chars().last());
+            if prev_last == Some(next_first) {
+                continue;
+            }
+        }
+        let start = token.byte_end;
+        let end = query[start..]
+            .char_indices()
+            .find(|&(_, c)| is_clause_end(c))
+            .map_or(query.len(), |(o, _)| start + o);
+        if end <= start {
+            continue;
+        }
+        match ranges.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => ranges.push((start, end)),
+        }
+    }
+    ranges
+}
+
+/// Analyzes a name: its parts as in [`analyze`], plus the whole name lowercased as one term
+/// (`Weather Pro` → `weather pro`) when that is not already one of them.
 pub(crate) fn analyze_name(name: &str, emit: &mut dyn FnMut(&str, Kind)) {
-    analyze(name, emit);
     let whole: String = clip(name, MAX_TEXT_BYTES)
         .chars()
         .map(fold)
         .flat_map(char::to_lowercase)
         .collect();
     let whole = whole.trim();
-    if !whole.is_empty() && !whole.chars().any(is_cjk) && whole.chars().any(is_alnum) {
+    let mut seen = false;
+    analyze(name, &mut |term, kind| {
+        seen |= term == whole;
+        emit(term, kind);
+    });
+    if !seen && !whole.is_empty() && !whole.chars().any(is_cjk) && whole.chars().any(is_alnum) {
         emit(whole, Kind::Compound);
     }
 }
@@ -173,9 +276,42 @@ fn is_han(c: char) -> bool {
 fn is_cjk_stop(c: char) -> bool {
     matches!(
         c,
-        '的' | '了' | '吗' | '呢' | '吧' | '啊' | '呀' | '么' | '嘛' | '哦' | '是' | '我' | '你'
-            | '他' | '她' | '它' | '们' | '在' | '和' | '与' | '及' | '或' | '这' | '那' | '就'
-            | '也' | '都' | '还' | '个' | '一' | '把' | '被' | '给' | '让' | '着' | '之' | '其'
+        '的' | '了'
+            | '吗'
+            | '呢'
+            | '吧'
+            | '啊'
+            | '呀'
+            | '么'
+            | '嘛'
+            | '哦'
+            | '是'
+            | '我'
+            | '你'
+            | '他'
+            | '她'
+            | '它'
+            | '们'
+            | '在'
+            | '和'
+            | '与'
+            | '及'
+            | '或'
+            | '这'
+            | '那'
+            | '就'
+            | '也'
+            | '都'
+            | '还'
+            | '个'
+            | '一'
+            | '把'
+            | '被'
+            | '给'
+            | '让'
+            | '着'
+            | '之'
+            | '其'
     )
 }
 
@@ -186,22 +322,17 @@ fn analyze_identifier(run: &[char], emit: &mut dyn FnMut(&str, Kind)) {
         split_case(segment, &mut parts);
     }
     let mut buf = String::new();
-    let nonum = std::env::var("NONUM").is_ok();
-    let nosingle = std::env::var("NOSINGLE").is_ok();
     for part in &parts {
         if is_stopword(part) {
             continue;
         }
-        if nonum && part.chars().all(|c| c.is_numeric()) { continue; }
-        if nosingle && part.chars().count() == 1 { continue; }
         buf.clear();
         stem(part, &mut buf);
         if !buf.is_empty() {
             emit(&buf, Kind::Word);
         }
-        let plen: usize = std::env::var("PLEN").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
-        if part.len() > plen && part.bytes().all(|b| b.is_ascii_lowercase()) {
-            emit(&part[..plen], Kind::Prefix);
+        if part.len() > PREFIX && part.bytes().all(|b| b.is_ascii_lowercase()) {
+            emit(&part[..PREFIX], Kind::Prefix);
         }
     }
     if parts.len() > 1 {
@@ -338,6 +469,18 @@ mod tests {
         let t = tokenize("getCurrentWeather");
         assert!(t.contains(&"weather".to_owned()), "{t:?}");
         assert!(t.contains(&"getcurrentweather".to_owned()), "{t:?}");
+        let t = tokenize("get_current_weather");
+        assert_eq!(
+            t,
+            [
+                "get",
+                "current",
+                "curre",
+                "weather",
+                "weath",
+                "get_current_weather"
+            ]
+        );
         let t = tokenize("HTTPServer requests.get");
         assert!(t.contains(&"http".to_owned()), "{t:?}");
         assert!(t.contains(&"server".to_owned()), "{t:?}");
@@ -350,6 +493,23 @@ mod tests {
         assert!(t.contains(&"天气".to_owned()), "{t:?}");
         assert!(t.contains(&"气预".to_owned()), "{t:?}");
         assert!(t.contains(&"天".to_owned()), "{t:?}");
+    }
+
+    #[test]
+    fn negated_parts_of_chinese_clauses() {
+        let parts = |q: &'static str| -> Vec<&'static str> {
+            negated_ranges(q)
+                .into_iter()
+                .map(|(s, e)| &q[s..e])
+                .collect()
+        };
+        assert_eq!(parts("不用二维码，就要个短点的链接"), ["二维码"]);
+        assert_eq!(parts("先别充，看看话费还有多少"), ["充"]);
+        assert_eq!(parts("这笔自己掏的不报销，记本子上"), ["报销"]);
+        // A-not-A questions and question particles negate nothing.
+        assert!(parts("下载的iso校验下sha256对不对").is_empty());
+        assert!(parts("服务器现在能进不 mc.example.cn").is_empty());
+        assert!(parts("help me, not that").is_empty());
     }
 
     #[test]

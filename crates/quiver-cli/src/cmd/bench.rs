@@ -41,7 +41,11 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
     let (tools, queries) = match (args.corpus, args.tools, args.queries) {
         (Some(dir), _, _) => (dir.join("tools.jsonl"), dir.join("queries.jsonl")),
         (None, Some(tools), Some(queries)) => (tools, queries),
-        _ => return Err(miette!("give --corpus DIR, or both --tools PATH and --queries PATH")),
+        _ => {
+            return Err(miette!(
+                "give --corpus DIR, or both --tools PATH and --queries PATH"
+            ));
+        }
     };
     let report = run_retrieval(&tools, &queries).map_err(|e| miette!("{e}"))?;
     let text = if args.json {

@@ -45,9 +45,15 @@ pub struct SearchArgs {
 pub fn load(roots: &RootArgs) -> miette::Result<Catalog> {
     let (roots, options) = resolve(roots)?;
     let catalog = Catalog::load(&roots, &options);
-    let errors = catalog.diagnostics().iter().filter(|d| d.is_error()).count();
+    let errors = catalog
+        .diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .count();
     if errors > 0 {
-        crate::err(&format!("warning: {errors} problem(s) kept some packages or items from loading; run `quiver lint` for details"));
+        crate::err(&format!(
+            "warning: {errors} problem(s) kept some packages or items from loading; run `quiver lint` for details"
+        ));
     }
     Ok(catalog)
 }
@@ -80,13 +86,33 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
     }
     let mut text = String::new();
     for row in &rows {
-        let shadow = if row["shadowed"] == true { " [shadowed]" } else { "" };
-        text.push_str(&format!("{}  {}{}  {}\n", row["id"].as_str().unwrap_or(""), row["scope"].as_str().unwrap_or(""), shadow, row["description"].as_str().unwrap_or("")));
+        let shadow = if row["shadowed"] == true {
+            " [shadowed]"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "{}  {}{}  {}\n",
+            row["id"].as_str().unwrap_or(""),
+            row["scope"].as_str().unwrap_or(""),
+            shadow,
+            row["description"].as_str().unwrap_or("")
+        ));
         for item in row["items"].as_array().into_iter().flatten() {
-            text.push_str(&format!("  {:<32} {:<8} {}\n", item["name"].as_str().unwrap_or(""), item["kind"].as_str().unwrap_or(""), item["summary"].as_str().unwrap_or("")));
+            text.push_str(&format!(
+                "  {:<32} {:<8} {}\n",
+                item["name"].as_str().unwrap_or(""),
+                item["kind"].as_str().unwrap_or(""),
+                item["summary"].as_str().unwrap_or("")
+            ));
         }
         for skill in row["skills"].as_array().into_iter().flatten() {
-            text.push_str(&format!("  {:<32} {:<8} {}\n", skill["id"].as_str().unwrap_or(""), "skill", quiver_package::tool::first_sentence(skill["description"].as_str().unwrap_or(""))));
+            text.push_str(&format!(
+                "  {:<32} {:<8} {}\n",
+                skill["id"].as_str().unwrap_or(""),
+                "skill",
+                quiver_package::tool::first_sentence(skill["description"].as_str().unwrap_or(""))
+            ));
         }
     }
     crate::out(text.trim_end());
@@ -108,10 +134,18 @@ pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
         json!({"item": item, "definition": detail})
     } else if let Some(cp) = catalog.package(name) {
         json!({"package": cp.package.id, "name": cp.package.name, "scope": cp.scope, "description": cp.package.description, "version": cp.package.version, "root": cp.package.root, "manifest": cp.package.manifest})
-    } else if let Some(skill) = catalog.packages().iter().flat_map(|cp| cp.package.all_skills()).find(|s| s.id == name) {
+    } else if let Some(skill) = catalog
+        .packages()
+        .iter()
+        .flat_map(|cp| cp.package.all_skills())
+        .find(|s| s.id == name)
+    {
         json!({"skill": skill})
     } else {
-        return Err(miette::miette!(help = "`quiver list --all` shows every name", "nothing is named `{name}`"));
+        return Err(miette::miette!(
+            help = "`quiver list --all` shows every name",
+            "nothing is named `{name}`"
+        ));
     };
     crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
     Ok(ExitCode::SUCCESS)
@@ -142,7 +176,14 @@ pub fn search(roots: &RootArgs, args: SearchArgs) -> miette::Result<ExitCode> {
             EntryKind::Skill => "skill",
             EntryKind::Builtin => "built-in",
         };
-        text.push_str(&format!("{:>2}. {:<32} {:<8} {:>6.2}  {}\n", rank + 1, f.entry.id, kind, f.score, f.entry.summary));
+        text.push_str(&format!(
+            "{:>2}. {:<32} {:<8} {:>6.2}  {}\n",
+            rank + 1,
+            f.entry.id,
+            kind,
+            f.score,
+            f.entry.summary
+        ));
     }
     crate::out(text.trim_end());
     Ok(ExitCode::SUCCESS)

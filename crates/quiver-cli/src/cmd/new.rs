@@ -31,7 +31,8 @@ pub struct NewArgs {
 
 /// Runs `quiver new`.
 pub fn run(args: NewArgs) -> miette::Result<ExitCode> {
-    check_name(&args.name).map_err(|e| miette::miette!(help = "names match `[a-z0-9][a-z0-9_-]{{0,63}}`", "{e}"))?;
+    check_name(&args.name)
+        .map_err(|e| miette::miette!(help = "names match `[a-z0-9][a-z0-9_-]{{0,63}}`", "{e}"))?;
     let name = args.name.as_str();
     let created = match args.kind {
         Kind::Skill => {
@@ -51,10 +52,15 @@ pub fn run(args: NewArgs) -> miette::Result<ExitCode> {
             ensure_new(&dir)?;
             write(
                 &dir.join("quiver.yaml"),
-                &format!("id: {name}\nname: {name}\nversion: 0.1.0\ndescription: One line saying what {name} offers.\nlicense: Apache-2.0\npermissions: {{}}\n"),
+                &format!(
+                    "id: {name}\nname: {name}\nversion: 0.1.0\ndescription: One line saying what {name} offers.\nlicense: Apache-2.0\npermissions: {{}}\n"
+                ),
             )?;
             write(&dir.join("SKILL.md"), &skill_md(name))?;
-            write(&dir.join("docs/README.md"), &format!("# {name}\n\nWhat this package does, for people.\n"))?;
+            write(
+                &dir.join("docs/README.md"),
+                &format!("# {name}\n\nWhat this package does, for people.\n"),
+            )?;
             write_tool(&dir.join("tools/hello"), "hello")?;
             dir
         }
@@ -84,14 +90,19 @@ fn write_tool(dir: &Path, name: &str) -> miette::Result<()> {
 
 fn ensure_new(dir: &Path) -> miette::Result<()> {
     if dir.exists() {
-        return Err(miette::miette!(help = "pick another name or remove it", "`{}` already exists", dir.display()));
+        return Err(miette::miette!(
+            help = "pick another name or remove it",
+            "`{}` already exists",
+            dir.display()
+        ));
     }
     Ok(())
 }
 
 fn write(path: &Path, text: &str) -> miette::Result<()> {
     if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(|e| miette::miette!("cannot create `{}`: {e}", parent.display()))?;
+        fs::create_dir_all(parent)
+            .map_err(|e| miette::miette!("cannot create `{}`: {e}", parent.display()))?;
     }
     fs::write(path, text).map_err(|e| miette::miette!("cannot write `{}`: {e}", path.display()))
 }
