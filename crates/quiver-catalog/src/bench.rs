@@ -9,6 +9,9 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use quiver_package::tool::first_sentence;
+
+use crate::params::schema_params;
 use crate::search::{SearchDoc, SearchIndex};
 
 /// How many results each query asks for.
@@ -304,8 +307,7 @@ fn ms(start: Instant) -> f64 {
 /// the parameters flattened.
 pub fn tool_doc(name: &str, description: &str, parameters: &Value) -> SearchDoc {
     let (summary, description, when_not_to_use) = split_description(description);
-    let mut params = Vec::new();
-    flatten_params(parameters, "", &mut params, 0);
+    let params = schema_params(parameters);
     SearchDoc {
         name: name.to_owned(),
         summary,
@@ -376,59 +378,11 @@ fn split_description(text: &str) -> (String, String, String) {
         }
     }
     let summary = if structured {
-        body.first().map_or("", |s| first_sentence(s))
+        body.first().map_or_else(String::new, |s| first_sentence(s))
     } else {
-        first_sentence(text.trim())
+        first_sentence(text)
     };
-    (summary.to_owned(), body.join("\n"), when_not.join("\n"))
-}
-
-/// The text up to the first sentence end (`. `, `。`, `! `, `? `, newline).
-fn first_sentence(text: &str) -> &str {
-    let mut prev_end = false;
-    for (i, c) in text.char_indices() {
-        if matches!(c, '。' | '！' | '？' | '\n') {
-            return &text[..i];
-        }
-        if prev_end && c.is_whitespace() {
-            return &text[..i - 1];
-        }
-        prev_end = matches!(c, '.' | '!' | '?');
-    }
-    text
-}
-
-/// Flattens a parameter schema (JSON Schema `object` or BFCL `dict`) into (path, description)
-/// pairs, nested properties and array items included. Enum values join the description.
-fn flatten_params(schema: &Value, prefix: &str, out: &mut Vec<(String, String)>, depth: usize) {
-    if depth > 16 {
-        return;
-    }
-    if let Some(items) = schema.get("items") {
-        flatten_params(items, prefix, out, depth + 1);
-    }
-    let Some(Value::Object(properties)) = schema.get("properties") else {
-        return;
-    };
-    for (name, property) in properties {
-        let path = if prefix.is_empty() {
-            name.clone()
-        } else {
-            format!("{prefix}.{name}")
-        };
-        let mut description = str_field(property, "description").unwrap_or("").to_owned();
-        if let Some(Value::Array(values)) = property.get("enum") {
-            for v in values {
-                description.push(' ');
-                match v {
-                    Value::String(s) => description.push_str(s),
-                    other => description.push_str(&other.to_string()),
-                }
-            }
-        }
-        out.push((path.clone(), description));
-        flatten_params(property, &path, out, depth + 1);
-    }
+    (summary, body.join("\n"), when_not.join("\n"))
 }
 
 fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -502,12 +456,12 @@ mod tests {
         let (summary, description, when_not) = split_description(
             "查询天气。\n何时使用：用户问天气。\n何时不用：问空气质量用 get_aqi。\n参数规则：city 必填。",
         );
-        assert_eq!(summary, "查询天气");
+        assert_eq!(summary, "查询天气。");
         assert_eq!(description, "查询天气。\n用户问天气。\ncity 必填。");
         assert_eq!(when_not, "问空气质量用 get_aqi。");
         let (summary, description, when_not) =
             split_description("Gets the weather. Uses the v2 API.\nWhen not to use: forecasts.");
-        assert_eq!(summary, "Gets the weather");
+        assert_eq!(summary, "Gets the weather.");
         assert_eq!(description, "Gets the weather. Uses the v2 API.");
         assert_eq!(when_not, "forecasts.");
         let (summary, _, _) = split_description("Plain text without end");

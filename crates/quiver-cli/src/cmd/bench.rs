@@ -5,12 +5,29 @@ use std::process::ExitCode;
 
 use miette::{IntoDiagnostic, miette};
 use quiver_catalog::bench::{RetrievalReport, run_retrieval};
+use quiver_catalog::load_bench;
 
 /// Subcommands of `quiver bench`.
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
     /// Tool retrieval: rank a corpus's tools for each query and score the rankings.
     Retrieval(RetrievalArgs),
+    /// Loading: generate many packages, then time scan + parse + index.
+    Load(LoadArgs),
+}
+
+/// Arguments of `quiver bench load`.
+#[derive(Debug, clap::Args)]
+pub struct LoadArgs {
+    /// How many packages to generate (a manifest, a skill and two tools each).
+    #[arg(long, default_value_t = 10_000)]
+    packages: usize,
+    /// Where to generate them (default: a fresh folder under the system temp folder, removed after).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `quiver bench retrieval`.
@@ -34,7 +51,38 @@ pub struct RetrievalArgs {
 pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
     match command {
         BenchCommand::Retrieval(args) => retrieval(args),
+        BenchCommand::Load(args) => load(args),
     }
+}
+
+fn load(args: LoadArgs) -> miette::Result<ExitCode> {
+    let (dir, remove) = match args.dir {
+        Some(dir) => (dir, false),
+        None => (load_bench::temp_dir(), true),
+    };
+    if dir.exists() && std::fs::read_dir(&dir).into_diagnostic()?.next().is_some() {
+        return Err(miette!(
+            help = "give an empty or new folder",
+            "`{}` is not empty",
+            dir.display()
+        ));
+    }
+    let report = load_bench::run(&dir, args.packages);
+    if remove {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let report =
+        report.map_err(|e| miette!("cannot generate packages in `{}`: {e}", dir.display()))?;
+    let text = if args.json {
+        serde_json::to_string(&report).into_diagnostic()?
+    } else {
+        format!(
+            "packages    {}\ntools       {}\nerrors      {}\ngenerate    {:.0} ms (not counted)\nload        {:.0} ms (scan + parse + index)",
+            report.packages, report.tools, report.errors, report.generate_ms, report.load_ms
+        )
+    };
+    crate::out(&text);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
@@ -53,10 +101,7 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
     } else {
         table(&report)
     };
-    #[allow(clippy::print_stdout)]
-    {
-        println!("{text}");
-    }
+    crate::out(&text);
     Ok(ExitCode::SUCCESS)
 }
 
