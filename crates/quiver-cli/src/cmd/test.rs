@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use quiver_catalog::{Catalog, CatalogOptions, Entry, EntryKind, Root, Scope};
+use quiver_package::Package;
 use serde::Serialize;
 
 /// Rank within which an example must find its item.
@@ -37,33 +38,82 @@ pub struct Check {
 }
 
 /// Runs every declared example against the catalog's search.
+///
+/// Example requests are themselves indexed (they help search), so each one is checked with
+/// itself held out: the catalog is rebuilt without that request, which asks whether a new
+/// request like it would find the item. Negative examples run against the full catalog.
 pub fn check_examples(catalog: &Catalog) -> Vec<Check> {
+    let packages: Vec<(Package, Scope)> = catalog
+        .packages()
+        .iter()
+        .map(|cp| (cp.package.clone(), cp.scope))
+        .collect();
     let mut checks = Vec::new();
     for entry in catalog.entries() {
         let (examples, negatives) = declared_examples(catalog, entry);
-        for (queries, kind) in [(examples, "example"), (negatives, "negative")] {
-            for query in queries {
-                let found = catalog.search(&query, TOP, &|_| true);
-                let rank = found
-                    .iter()
-                    .position(|f| f.entry.id == entry.id)
-                    .map(|r| r + 1);
-                let passed = if kind == "example" {
-                    rank.is_some()
-                } else {
-                    rank != Some(1)
-                };
-                checks.push(Check {
-                    target: entry.id.clone(),
-                    kind,
-                    query,
-                    rank,
-                    passed,
-                });
-            }
+        for (held_out, query) in examples.into_iter().enumerate() {
+            let without = catalog_without_example(catalog, &packages, entry, held_out);
+            let rank = rank_of(&without, &query, entry);
+            checks.push(Check {
+                target: entry.id.clone(),
+                kind: "example",
+                query,
+                rank,
+                passed: rank.is_some(),
+            });
+        }
+        for query in negatives {
+            let rank = rank_of(catalog, &query, entry);
+            checks.push(Check {
+                target: entry.id.clone(),
+                kind: "negative",
+                query,
+                rank,
+                passed: rank != Some(1),
+            });
         }
     }
     checks
+}
+
+/// 1-based rank of `entry` in the top 5 for `query`.
+fn rank_of(catalog: &Catalog, query: &str, entry: &Entry) -> Option<usize> {
+    catalog
+        .search(query, TOP, &|_| true)
+        .iter()
+        .position(|f| f.entry.id == entry.id)
+        .map(|r| r + 1)
+}
+
+/// The catalog rebuilt with example number `held_out` of `entry` removed.
+fn catalog_without_example(
+    catalog: &Catalog,
+    packages: &[(Package, Scope)],
+    entry: &Entry,
+    held_out: usize,
+) -> Catalog {
+    let mut packages = packages.to_vec();
+    if let Some(pi) = entry.package {
+        let package = &mut packages[pi].0;
+        match entry.item.map(|i| &catalog.items()[i]) {
+            Some(item) => {
+                if let Some(tool) = package.tools.get_mut(item.index) {
+                    tool.examples.remove(held_out);
+                }
+            }
+            None => {
+                let skill = package
+                    .skill
+                    .iter_mut()
+                    .chain(package.skills.iter_mut())
+                    .find(|s| s.id == entry.id);
+                if let Some(skill) = skill {
+                    skill.meta.examples.remove(held_out);
+                }
+            }
+        }
+    }
+    Catalog::build(packages, Vec::new(), &CatalogOptions::default())
 }
 
 fn declared_examples(catalog: &Catalog, entry: &Entry) -> (Vec<String>, Vec<String>) {

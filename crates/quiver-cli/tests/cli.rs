@@ -1,0 +1,261 @@
+//! The built `quiver` binary, spoken to as a user would: exit codes, stdout and stderr.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn quiver(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("QUIVER_HOME", cwd.join(".quiver-home"))
+        .env_remove("QUIVER_PATH")
+        .env_remove("QUIVER_CONFIG")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Exit code, stdout and stderr with the temporary folder replaced by `[TMP]`.
+fn transcript(out: &Output, tmp: &Path) -> String {
+    let tmp = tmp.display().to_string();
+    format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout).replace(&tmp, "[TMP]"),
+        text(&out.stderr).replace(&tmp, "[TMP]")
+    )
+}
+
+fn write(root: &Path, rel: &str, body: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, body).unwrap();
+}
+
+fn broken_package(root: &Path) {
+    write(
+        root,
+        "pkg/quiver.yaml",
+        "id: pkg\ndescription: A test package\n",
+    );
+    write(
+        root,
+        "pkg/tools/good/tool.yaml",
+        "description: Works.\ncategory: decision\nexpose: true\nrun: {command: [python3, main.py]}\n",
+    );
+    write(
+        root,
+        "pkg/tools/bad/tool.yaml",
+        "description: Broken.\ncategory: sometimes\nrun: {command: [python3, main.py]}\n",
+    );
+}
+
+#[test]
+fn lint_renders_diagnostics_for_people() {
+    let tmp = tempfile::tempdir().unwrap();
+    broken_package(tmp.path());
+    let out = quiver(&["lint", "pkg"], tmp.path());
+    insta::assert_snapshot!(transcript(&out, tmp.path()));
+}
+
+#[test]
+fn lint_json_is_data_on_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    broken_package(tmp.path());
+    let out = quiver(&["lint", "--json", "pkg"], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    let diags: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &diags[0];
+    assert_eq!(first["code"], "yaml-wrong-type");
+    assert_eq!(first["severity"], "error");
+    assert_eq!(
+        (first["line"].as_u64(), first["column"].as_u64()),
+        (Some(2), Some(11))
+    );
+    assert!(
+        first["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("pkg/tools/bad/tool.yaml")
+    );
+    assert!(first["help"].is_string());
+    assert!(text(&out.stderr).contains("1 package, 1 error, 0 warnings"));
+}
+
+#[test]
+fn lint_of_a_missing_path_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = quiver(&["lint", "nowhere"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`nowhere` does not exist"));
+}
+
+#[test]
+fn examples_pass_lint_and_test() {
+    let examples = repo().join("examples/packages");
+    let out = quiver(&["lint", examples.to_str().unwrap()], &repo());
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out, &repo()));
+    assert!(
+        text(&out.stderr).contains("7 packages, 0 errors, 0 warnings"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = quiver(&["test", examples.to_str().unwrap()], &repo());
+    assert_eq!(out.status.code(), Some(0), "{}", transcript(&out, &repo()));
+    assert!(!text(&out.stdout).contains("MISS"));
+}
+
+#[test]
+fn test_fails_on_a_miss() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "p/quiver.yaml", "id: p\n");
+    write(
+        tmp.path(),
+        "p/tools/add/tool.yaml",
+        "description: Add two numbers.\ncategory: decision\nexpose: true\nexamples: [book a flight to Paris]\nnegative_examples: [add two numbers]\nrun: {command: [a]}\n",
+    );
+    let out = quiver(&["test", "p"], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches("MISS").count(), 2, "{stdout}");
+    assert!(text(&out.stderr).contains("2 checks, 0 passed, 2 failed"));
+}
+
+#[test]
+fn search_ranks_the_weather_tool_first_for_a_colloquial_chinese_query() {
+    let out = quiver(
+        &[
+            "--root",
+            "examples/packages",
+            "search",
+            "北京明天多少度",
+            "--json",
+            "-k",
+            "3",
+        ],
+        &repo(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found[0]["id"], "weather.forecast");
+    assert_eq!(found[0]["wire"], "weather__forecast");
+    assert_eq!(found.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn list_and_show() {
+    let out = quiver(&["--root", "examples/packages", "list", "--json"], &repo());
+    let packages: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = packages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "calc",
+            "daily-report",
+            "group-admin",
+            "notes",
+            "travel-advice",
+            "weather",
+            "web-fetch"
+        ]
+    );
+    let out = quiver(
+        &["--root", "examples/packages", "show", "weather__forecast"],
+        &repo(),
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["item"]["qualified"], "weather.forecast");
+    assert_eq!(shown["definition"]["category"], "perception");
+    let out = quiver(&["--root", "examples/packages", "show", "no.such"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn new_scaffolds_pass_lint_and_test() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (kind, name) in [("package", "demo"), ("skill", "helper")] {
+        let out = quiver(&["new", kind, name], tmp.path());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            transcript(&out, tmp.path())
+        );
+    }
+    let out = quiver(&["lint", "--strict", "demo", "helper"], tmp.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        transcript(&out, tmp.path())
+    );
+    assert!(
+        text(&out.stderr).contains("2 packages, 0 errors, 0 warnings"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = quiver(&["test", "demo"], tmp.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        transcript(&out, tmp.path())
+    );
+    // A second scaffolded tool is a placeholder twin of the first: lint passes, with the
+    // collision lint's warning until the descriptions are written.
+    let out = quiver(&["new", "tool", "extra", "--dir", "demo"], tmp.path());
+    assert_eq!(out.status.code(), Some(0));
+    let out = quiver(&["lint", "demo"], tmp.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        transcript(&out, tmp.path())
+    );
+    let out = quiver(&["new", "package", "demo"], tmp.path());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an existing folder is never overwritten"
+    );
+    let out = quiver(&["new", "skill", "Bad Name"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn roots_come_from_quiver_path_when_no_root_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "pkgs/only/SKILL.md",
+        "---\nname: only\ndescription: The only skill here.\n---\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .args(["list", "--json"])
+        .current_dir(tmp.path())
+        .env("HOME", tmp.path())
+        .env("QUIVER_PATH", tmp.path().join("pkgs"))
+        .env_remove("QUIVER_CONFIG")
+        .env_remove("QUIVER_HOME")
+        .output()
+        .unwrap();
+    let packages: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(packages[0]["id"], "only");
+    assert_eq!(packages.as_array().unwrap().len(), 1);
+}
