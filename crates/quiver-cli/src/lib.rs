@@ -37,6 +37,13 @@ enum Command {
     Test(cmd::test::TestArgs),
     /// Create a skill, tool or package that passes `quiver lint`.
     New(cmd::new::NewArgs),
+    /// Run one call through the whole pipeline (consent, approvals, audit).
+    Call(cmd::runtime::CallArgs),
+    /// List, show and end sessions.
+    #[command(subcommand)]
+    Session(cmd::runtime::SessionCommand),
+    /// Show the audit log.
+    Audit(cmd::runtime::AuditArgs),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
@@ -55,6 +62,9 @@ pub fn main() -> ExitCode {
         Command::Search(args) => cmd::catalog::search(&cli.roots, args),
         Command::Test(args) => cmd::test::run(args),
         Command::New(args) => cmd::new::run(args),
+        Command::Call(args) => cmd::runtime::call(&cli.roots, args),
+        Command::Session(command) => cmd::runtime::session(command),
+        Command::Audit(args) => cmd::runtime::audit(args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };

@@ -4,5 +4,6 @@ pub mod bench;
 pub mod catalog;
 pub mod lint;
 pub mod new;
+pub mod runtime;
 pub mod skill;
 pub mod test;

@@ -1,0 +1,330 @@
+//! `quiver call`, `quiver session` and `quiver audit`: the runtime from the command line.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use quiver_package::rules::Role;
+use quiver_policy::{ConversationScope, Origin, Principal, ScopeKind};
+use quiver_runtime::approver::TerminalApprover;
+use quiver_runtime::executor::BuiltinExecutor;
+use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, RuntimeConfig, SessionRequest};
+use quiver_store::{AuditQuery, SessionFilter, SessionStatus, SqliteStore, Store};
+use serde_json::{Value, json};
+
+use crate::roots::RootArgs;
+
+/// Where the state database lives.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StateArgs {
+    /// The SQLite database (default: `state.db` in Quiver's state folder).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl StateArgs {
+    fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            crate::roots::state_dir(&home).join("state.db")
+        })
+    }
+
+    fn open(&self) -> miette::Result<Arc<SqliteStore>> {
+        let path = self.path();
+        SqliteStore::open(&path).map(Arc::new).map_err(|e| {
+            miette::miette!("cannot open the state database `{}`: {e}", path.display())
+        })
+    }
+}
+
+/// Arguments of `quiver call`.
+#[derive(Debug, clap::Args)]
+pub struct CallArgs {
+    /// The tool: a wire name (`weather__forecast`), a qualified name (`weather.forecast`) or a
+    /// meta-tool (`read_skill`, `tool_search`).
+    pub tool: String,
+    /// The arguments, as a JSON object.
+    #[arg(long, default_value = "{}")]
+    pub args: String,
+    /// Who calls, `USER:ROLE` (role `master`, `trusted` or `user`); default the local owner.
+    #[arg(long = "as", value_name = "USER:ROLE")]
+    pub as_user: Option<String>,
+    /// The platform the conversation is on (none for the CLI).
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// The conversation scope, `group:ID`, `private:ID` or `channel:ID`.
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// The user's message of this turn (relative dates are read from it).
+    #[arg(long, default_value = "")]
+    pub message: String,
+    /// Continue this session instead of starting one.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Answer consent and ordinary approvals with yes. Never a dangerous or `human` tool's
+    /// approval: those always need a person at the terminal.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+/// `quiver session ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionCommand {
+    /// List sessions.
+    List {
+        /// Ended sessions too.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Show one session: its state, loaded tools, opened packages, skills and consents.
+    Show {
+        /// The session id.
+        id: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// End a session (its active skills end).
+    End {
+        /// The session id.
+        id: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// Arguments of `quiver audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Only this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// At most this many records (newest first).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+fn principal(spec: Option<&str>) -> miette::Result<Principal> {
+    let Some(spec) = spec else {
+        return Ok(Principal::user("local", Role::Master));
+    };
+    let (user, role) = spec.split_once(':').unwrap_or((spec, "user"));
+    let role = Role::parse(role)
+        .ok_or_else(|| miette::miette!("unknown role `{role}`; use master, trusted or user"))?;
+    Ok(Principal::user(user, role))
+}
+
+fn origin(platform: Option<&str>, scope: Option<&str>) -> miette::Result<Origin> {
+    let scope = match scope {
+        None => None,
+        Some(text) => {
+            let (kind, id) = text.split_once(':').ok_or_else(|| {
+                miette::miette!("`--scope` is `group:ID`, `private:ID` or `channel:ID`")
+            })?;
+            let kind = match kind {
+                "group" => ScopeKind::Group,
+                "private" => ScopeKind::Private,
+                "channel" => ScopeKind::Channel,
+                other => return Err(miette::miette!("unknown scope kind `{other}`")),
+            };
+            Some(ConversationScope {
+                kind,
+                id: id.to_owned(),
+            })
+        }
+    };
+    Ok(Origin {
+        platform: platform.map(str::to_owned),
+        scope,
+        channel: None,
+    })
+}
+
+/// Runs `quiver call`: exit 0 when the call ran, 1 otherwise.
+pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
+    let arguments: Value = serde_json::from_str(&args.args).map_err(|e| {
+        miette::miette!(
+            help = "pass a JSON object, such as '{{\"city\": \"北京\"}}'",
+            "`--args` is not JSON: {e}"
+        )
+    })?;
+    let catalog = super::catalog::load(roots)?;
+    let store = args.state.open()?;
+    let sender = principal(args.as_user.as_deref())?;
+    let interactive = std::io::stdin().is_terminal();
+    let person = TerminalApprover::new(
+        std::io::BufReader::new(std::io::stdin()),
+        std::io::stderr(),
+        interactive,
+        args.yes,
+    );
+    let approvers = ApproverSet {
+        person: Some(Arc::new(person)),
+        console: None,
+        reviewer: None,
+    };
+    let wire = if args.tool.contains('.') {
+        catalog
+            .item(&args.tool)
+            .and_then(|i| i.wire.clone())
+            .unwrap_or(args.tool.clone())
+    } else {
+        args.tool.clone()
+    };
+    let runtime = Runtime::new(
+        catalog,
+        store,
+        Arc::new(BuiltinExecutor::new()),
+        approvers,
+        RuntimeConfig::default(),
+    );
+    let session = match &args.session {
+        Some(id) => id.clone(),
+        None => runtime
+            .create_session(&SessionRequest {
+                origin: origin(args.platform.as_deref(), args.scope.as_deref())?,
+                agent: "chat".into(),
+                principal: sender.clone(),
+                profile: Profile::Interactive,
+            })
+            .map_err(|e| miette::miette!("{e}"))?,
+    };
+    let mut turn = runtime
+        .begin_turn(&session, sender, &args.message)
+        .map_err(|e| miette::miette!("{e}"))?;
+    let outcome = turn
+        .call(&wire, arguments)
+        .map_err(|e| miette::miette!("{e}"))?;
+    crate::out(
+        &serde_json::to_string_pretty(&json!({"session": session, "outcome": outcome}))
+            .unwrap_or_default(),
+    );
+    Ok(if outcome.status == CallStatus::Ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs `quiver session ...`.
+pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
+    match command {
+        SessionCommand::List { all, json, state } => {
+            let store = state.open()?;
+            let filter = SessionFilter {
+                status: if all {
+                    SessionStatus::Any
+                } else {
+                    SessionStatus::Active
+                },
+                agent: None,
+                limit: None,
+            };
+            let sessions = store
+                .list_sessions(&filter)
+                .map_err(|e| miette::miette!("{e}"))?;
+            if json {
+                crate::out(&serde_json::to_string_pretty(&sessions).unwrap_or_default());
+            } else {
+                let lines: Vec<String> = sessions
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{}  {}  {}  {}",
+                            s.id,
+                            s.agent,
+                            if s.is_active() { "active" } else { "ended" },
+                            s.origin
+                        )
+                    })
+                    .collect();
+                crate::out(&lines.join("\n"));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionCommand::Show { id, state } => {
+            let store = state.open()?;
+            let err = |e: quiver_store::StoreError| miette::miette!("{e}");
+            let Some(session) = store.session(&id).map_err(err)? else {
+                return Err(miette::miette!("no session `{id}`"));
+            };
+            let value = json!({
+                "session": session,
+                "loaded_tools": store.loaded_tools(&id).map_err(err)?,
+                "opened_packages": store.opened_packages(&id).map_err(err)?,
+                "active_skills": store.active_skills(&id).map_err(err)?,
+                "consents": store.consents(&id).map_err(err)?,
+            });
+            crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionCommand::End { id, state } => {
+            let store = state.open()?;
+            let ended = store.end_session(&id).map_err(|e| miette::miette!("{e}"))?;
+            crate::err(if ended {
+                "ended"
+            } else {
+                "no such active session"
+            });
+            Ok(if ended {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+/// Runs `quiver audit`.
+pub fn audit(args: AuditArgs) -> miette::Result<ExitCode> {
+    let store = args.state.open()?;
+    let query = AuditQuery {
+        session: args.session,
+        limit: Some(args.limit),
+        ..AuditQuery::default()
+    };
+    let records = store
+        .query_audit(&query)
+        .map_err(|e| miette::miette!("{e}"))?;
+    if args.json {
+        crate::out(&serde_json::to_string_pretty(&records).unwrap_or_default());
+    } else {
+        let lines: Vec<String> = records
+            .iter()
+            .map(|r| {
+                let e = &r.entry;
+                let last = e
+                    .decisions
+                    .last()
+                    .map(|d| format!("{}: {} ({})", d.step, d.decision, d.reason))
+                    .unwrap_or_default();
+                format!(
+                    "{:>5}  {}  {}  {}  {}  {}",
+                    r.id,
+                    e.session,
+                    e.tool.as_deref().or(e.skill.as_deref()).unwrap_or("-"),
+                    e.status,
+                    e.duration_ms,
+                    last
+                )
+            })
+            .collect();
+        crate::out(&lines.join("\n"));
+    }
+    Ok(ExitCode::SUCCESS)
+}

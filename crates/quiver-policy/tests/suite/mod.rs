@@ -1,0 +1,12 @@
+mod admission;
+mod approval;
+mod common;
+mod consent;
+mod control;
+mod example;
+mod gate;
+mod identity;
+mod rules;
+mod turn;
+mod unattended;
+mod visibility;

@@ -1,0 +1,289 @@
+//! Approvers: who answers the questions the policy asks (package consent, approval of a call,
+//! `ask_user`). One interface, four kinds: a person at a terminal, a queue answered later (the
+//! console), a reviewing model, and deny-all for unattended turns.
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quiver_store::{ApprovalCard, ApprovalStatus, Store};
+use serde::Serialize;
+
+/// What a question is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Question {
+    /// May the model use this package in this conversation?
+    Consent,
+    /// May this call run?
+    Approval,
+}
+
+/// The card an approver sees: the package, the tool, the exact arguments, why it asks and the
+/// risk category.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Card {
+    /// What is asked.
+    pub question: Question,
+    /// The session.
+    pub session: String,
+    /// The package.
+    pub package: String,
+    /// The tool, `<package>.<tool>`.
+    pub tool: String,
+    /// The exact arguments of the call.
+    pub arguments: serde_json::Value,
+    /// Why it asks, in words.
+    pub reasons: Vec<String>,
+    /// The dangerous gate's risk categories (`member`, `publish`, `funds`, `identity`).
+    pub risk_categories: Vec<String>,
+    /// Whether only a person may answer (dangerous and `human` tools).
+    pub needs_person: bool,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Yes, this once.
+    Allow,
+    /// Yes, for the rest of this conversation (consent, `once`).
+    AllowForSession,
+    /// No.
+    Deny,
+    /// Nobody answered in time.
+    TimedOut,
+}
+
+/// Something that answers questions.
+pub trait Approver: Send + Sync {
+    /// Answers a card.
+    fn decide(&self, card: &Card) -> Answer;
+
+    /// Answers the model's `ask_user` question, when a person is there.
+    fn answer_question(&self, _question: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Refuses everything (unattended turns).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DenyAll;
+
+impl Approver for DenyAll {
+    fn decide(&self, _card: &Card) -> Answer {
+        Answer::Deny
+    }
+}
+
+/// A person at a terminal: the card on stderr, the answer read from stdin.
+///
+/// `assume_yes` answers consent and ordinary approvals with yes (the CLI's `--yes`), but never a
+/// card that needs a person: those are always asked, and refused without a terminal.
+pub struct TerminalApprover<R, W> {
+    input: Mutex<R>,
+    output: Mutex<W>,
+    assume_yes: bool,
+    interactive: bool,
+}
+
+impl<R: BufRead + Send, W: Write + Send> TerminalApprover<R, W> {
+    /// An approver reading `input` and writing `output`; `interactive` says whether a person is
+    /// there to type.
+    pub fn new(input: R, output: W, interactive: bool, assume_yes: bool) -> Self {
+        Self {
+            input: Mutex::new(input),
+            output: Mutex::new(output),
+            assume_yes,
+            interactive,
+        }
+    }
+
+    fn prompt(&self, text: &str) -> Option<String> {
+        if !self.interactive {
+            return None;
+        }
+        let mut output = self.output.lock().ok()?;
+        let _ = write!(output, "{text}");
+        let _ = output.flush();
+        let mut line = String::new();
+        let read = self.input.lock().ok()?.read_line(&mut line).ok()?;
+        (read > 0).then(|| line.trim().to_owned())
+    }
+}
+
+impl<R: BufRead + Send, W: Write + Send> Approver for TerminalApprover<R, W> {
+    fn decide(&self, card: &Card) -> Answer {
+        if self.assume_yes && !card.needs_person {
+            return Answer::AllowForSession;
+        }
+        let what = match card.question {
+            Question::Consent => format!(
+                "Allow the model to use package `{}` in this conversation?",
+                card.package
+            ),
+            Question::Approval => format!("Run `{}`?", card.tool),
+        };
+        let risk = if card.risk_categories.is_empty() {
+            String::new()
+        } else {
+            format!("\n  risk: {}", card.risk_categories.join(", "))
+        };
+        let text = format!(
+            "\n{what}\n  package: {}\n  tool: {}\n  arguments: {}\n  why: {}{risk}\n[y] once  [a] for this conversation  [n] deny: ",
+            card.package,
+            card.tool,
+            card.arguments,
+            card.reasons.join("; ")
+        );
+        match self
+            .prompt(&text)
+            .as_deref()
+            .map(str::to_lowercase)
+            .as_deref()
+        {
+            Some("y" | "yes") => Answer::Allow,
+            Some("a" | "always") if !card.needs_person || card.question == Question::Consent => {
+                Answer::AllowForSession
+            }
+            Some("a" | "always") => Answer::Allow,
+            Some(_) => Answer::Deny,
+            None => Answer::TimedOut,
+        }
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        self.prompt(&format!("\nThe assistant asks: {question}\n> "))
+    }
+}
+
+/// A queue: the card is stored as a pending approval and the answer awaited (given in the
+/// console or with `quiver approve`), up to a timeout.
+pub struct QueueApprover {
+    store: Arc<dyn Store>,
+    timeout: Duration,
+}
+
+impl QueueApprover {
+    /// A queue on `store`, waiting at most `timeout` for each answer.
+    pub fn new(store: Arc<dyn Store>, timeout: Duration) -> Self {
+        Self { store, timeout }
+    }
+}
+
+impl Approver for QueueApprover {
+    fn decide(&self, card: &Card) -> Answer {
+        let stored = ApprovalCard {
+            id: crate::ids::new_id("apr"),
+            session: card.session.clone(),
+            package: card.package.clone(),
+            tool: card.tool.clone(),
+            arguments: card.arguments.clone(),
+            reason: card.reasons.join("; "),
+            risk_category: card.risk_categories.first().cloned(),
+            created_at: quiver_store::now_ms(),
+        };
+        let Ok(pending) = self.store.enqueue_approval(&stored) else {
+            return Answer::Deny;
+        };
+        match self.store.wait_approval(&pending.card.id, self.timeout) {
+            Ok(approval) => match approval.status {
+                ApprovalStatus::Approved => Answer::Allow,
+                ApprovalStatus::Denied => Answer::Deny,
+                ApprovalStatus::Pending | ApprovalStatus::Expired => {
+                    // Nobody answered: the card expires so a late answer cannot run the call.
+                    let _ = self.store.expire_approval(&pending.card.id);
+                    Answer::TimedOut
+                }
+            },
+            Err(_) => Answer::TimedOut,
+        }
+    }
+}
+
+/// A reviewing model: a function that reads the card and says yes or no. Never consulted for
+/// cards that need a person (the policy never routes those here).
+pub struct ModelReviewer<F> {
+    review: F,
+}
+
+impl<F: Fn(&Card) -> bool + Send + Sync> ModelReviewer<F> {
+    /// A reviewer calling `review`.
+    pub fn new(review: F) -> Self {
+        Self { review }
+    }
+}
+
+impl<F: Fn(&Card) -> bool + Send + Sync> Approver for ModelReviewer<F> {
+    fn decide(&self, card: &Card) -> Answer {
+        if card.needs_person {
+            return Answer::Deny;
+        }
+        if (self.review)(card) {
+            Answer::Allow
+        } else {
+            Answer::Deny
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(needs_person: bool) -> Card {
+        Card {
+            question: Question::Approval,
+            session: "s".into(),
+            package: "group-admin".into(),
+            tool: "group-admin.kick_member".into(),
+            arguments: serde_json::json!({"user": "42"}),
+            reasons: vec!["a dangerous tool".into()],
+            risk_categories: vec!["member".into()],
+            needs_person,
+        }
+    }
+
+    #[test]
+    fn terminal_answers() {
+        let cases: &[(&str, bool, bool, bool, Answer)] = &[
+            ("y\n", true, false, false, Answer::Allow),
+            ("a\n", true, false, false, Answer::AllowForSession),
+            ("a\n", true, false, true, Answer::Allow),
+            ("n\n", true, false, false, Answer::Deny),
+            ("", true, false, false, Answer::TimedOut),
+            ("", false, true, false, Answer::AllowForSession),
+            ("y\n", false, true, true, Answer::TimedOut),
+            ("y\n", true, true, true, Answer::Allow),
+        ];
+        for (input, interactive, yes, person, want) in cases {
+            let mut out = Vec::new();
+            {
+                let approver =
+                    TerminalApprover::new(input.as_bytes(), &mut out, *interactive, *yes);
+                assert_eq!(
+                    approver.decide(&card(*person)),
+                    *want,
+                    "{input:?} interactive={interactive} yes={yes} person={person}"
+                );
+            }
+            let asked = *interactive && (*person || !*yes);
+            if asked {
+                let shown = String::from_utf8(out).unwrap();
+                assert!(
+                    shown.contains("arguments: {\"user\":\"42\"}")
+                        && shown.contains("risk: member"),
+                    "{shown}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reviewer_never_answers_for_a_person() {
+        let reviewer = ModelReviewer::new(|_: &Card| true);
+        assert_eq!(reviewer.decide(&card(false)), Answer::Allow);
+        assert_eq!(reviewer.decide(&card(true)), Answer::Deny);
+        assert_eq!(DenyAll.decide(&card(false)), Answer::Deny);
+    }
+}

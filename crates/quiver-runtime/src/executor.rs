@@ -1,0 +1,104 @@
+//! Running tools: the [`Executor`] interface, the call context every tool receives, built-in
+//! tools that run in-process, and the refusal to run package code without a sandbox.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_package::tool::Run;
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+/// The context a tool gets with its arguments (DESIGN.md §3 step 6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallContext {
+    /// The call's id.
+    pub call_id: String,
+    /// The session's id.
+    pub session_id: String,
+    /// Where the conversation is: platform, scope (kind and id), channel.
+    pub origin: Value,
+    /// Who asked: user id, role, platform roles.
+    pub principal: Value,
+    /// Whether nobody is present.
+    pub unattended: bool,
+    /// The decisions the policy took for this call.
+    pub policy: Value,
+    /// Key under which a retry of the same call is the same call.
+    pub idempotency_key: String,
+}
+
+/// One execution request.
+#[derive(Debug, Clone)]
+pub struct Execution<'a> {
+    /// The package.
+    pub package: &'a str,
+    /// The tool's local name.
+    pub tool: &'a str,
+    /// How it runs.
+    pub run: &'a Run,
+    /// The package folder.
+    pub package_dir: &'a std::path::Path,
+    /// Validated arguments.
+    pub arguments: &'a Value,
+    /// The context.
+    pub context: &'a CallContext,
+    /// The timeout.
+    pub timeout: Duration,
+}
+
+/// Why a tool did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ExecError {
+    /// The tool ran and failed; the model may re-plan.
+    #[error("the tool failed: {0}")]
+    Failed(String),
+    /// It ran past its timeout and was stopped.
+    #[error("the tool timed out after {0:?}")]
+    TimedOut(Duration),
+    /// This machine cannot run it safely (no sandbox), and the operator did not allow
+    /// unsandboxed execution.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Runs tools.
+pub trait Executor: Send + Sync {
+    /// Runs one call and returns its JSON result.
+    fn execute(&self, execution: &Execution<'_>) -> Result<Value, ExecError>;
+}
+
+/// A built-in tool: a function of the arguments and context.
+pub type BuiltinFn = Arc<dyn Fn(&Value, &CallContext) -> Result<Value, String> + Send + Sync>;
+
+/// Runs registered built-in tools in-process, keyed `<package>.<tool>`; refuses every other
+/// tool until the sandbox can run it (package code never runs unsandboxed).
+#[derive(Default, Clone)]
+pub struct BuiltinExecutor {
+    tools: BTreeMap<String, BuiltinFn>,
+}
+
+impl BuiltinExecutor {
+    /// An executor with no built-in tools.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `f` as the implementation of `<package>.<tool>`.
+    pub fn register(&mut self, qualified: &str, f: BuiltinFn) {
+        self.tools.insert(qualified.to_owned(), f);
+    }
+}
+
+impl Executor for BuiltinExecutor {
+    fn execute(&self, execution: &Execution<'_>) -> Result<Value, ExecError> {
+        let key = format!("{}.{}", execution.package, execution.tool);
+        match self.tools.get(&key) {
+            Some(f) => f(execution.arguments, execution.context).map_err(ExecError::Failed),
+            None => Err(ExecError::Unavailable(format!(
+                "`{key}` cannot run: package tools run only in Quiver's sandbox, which this build does not have yet; nothing was executed"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Quiver's runtime: sessions and turns, the meta-tools, system prompt assembly and the
+//! governed call pipeline of DESIGN.md §3.
+//!
+//! The main types are [`Runtime`] (the catalog, the store, the executor and the approvers),
+//! and the [`Turn`] it begins for each user message, whose [`Turn::call`] runs a call through
+//! every step and writes its audit record.
+
+pub mod approver;
+pub mod dates;
+pub mod executor;
+mod ids;
+pub mod output;
+pub mod presence;
+pub mod prompt;
+pub mod runtime;
+
+pub use runtime::{
+    ApproverSet, CallOutcome, CallStatus, Profile, Runtime, RuntimeConfig, RuntimeError,
+    SessionRequest, ToolDefinition, Turn,
+};

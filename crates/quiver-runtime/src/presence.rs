@@ -1,0 +1,352 @@
+//! Presence: which tools a turn offers the model, and which names a direct call may load
+//! (DESIGN.md §3 "Presence" and "What a direct call may load").
+//!
+//! Offered every turn: the meta-tools (elsewhere), admitted tools that declare `platforms`
+//! (resident once admitted), up to [`MAX_ALWAYS_LOADED`] `always_loaded` tools in catalog order
+//! plus the operator's list, the exposed items of opened (pinned) packages, and the session's
+//! loaded tools. Everything is filtered by this turn's admission.
+
+use std::collections::BTreeSet;
+
+use quiver_catalog::{Catalog, Item, ItemKind};
+use quiver_package::tool::ToolScope;
+
+/// Most `always_loaded` tools offered from packages' own declarations.
+pub const MAX_ALWAYS_LOADED: usize = 8;
+
+/// The session state presence depends on.
+#[derive(Debug, Clone, Default)]
+pub struct SessionView {
+    /// Package ids opened in this session (their exposed items are pinned).
+    pub opened: BTreeSet<String>,
+    /// Loaded tools, qualified names, most recently used first.
+    pub loaded: Vec<String>,
+    /// Active skill ids.
+    pub active_skills: BTreeSet<String>,
+    /// The agent this session runs, as `(package, agent)`, when it is a package's own agent.
+    pub agent: Option<(String, String)>,
+}
+
+/// The operator's `always_loaded` list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OperatorAlwaysLoaded {
+    /// Only the packages' own declarations.
+    #[default]
+    None,
+    /// These qualified names in addition to the packages' declarations.
+    Extend(Vec<String>),
+    /// These qualified names instead of the packages' declarations.
+    Replace(Vec<String>),
+}
+
+/// The `always_loaded` tools of a catalog: at most 8 declared ones in catalog order (package
+/// id, then tool name), never private, hidden or skill- and agent-scoped; the overflow is
+/// returned so the caller can log it once per catalog. The operator's list does not count
+/// toward the 8.
+pub fn always_loaded(
+    catalog: &Catalog,
+    operator: &OperatorAlwaysLoaded,
+) -> (Vec<usize>, Vec<String>) {
+    let declared: Vec<usize> = if matches!(operator, OperatorAlwaysLoaded::Replace(_)) {
+        Vec::new()
+    } else {
+        let mut declared: Vec<usize> = catalog
+            .items()
+            .iter()
+            .enumerate()
+            .filter(|(_, item)| {
+                item.exposed
+                    && !item.hidden
+                    && item.wire.is_some()
+                    && catalog
+                        .tool(item)
+                        .is_some_and(|t| t.always_loaded && t.scope == ToolScope::Package)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        declared.sort_by(|&a, &b| {
+            let (a, b) = (&catalog.items()[a], &catalog.items()[b]);
+            let pa = catalog.packages()[a.package].package.id.as_str();
+            let pb = catalog.packages()[b.package].package.id.as_str();
+            (pa, a.name.as_str()).cmp(&(pb, b.name.as_str()))
+        });
+        declared
+    };
+    let overflow = declared
+        .iter()
+        .skip(MAX_ALWAYS_LOADED)
+        .map(|&i| catalog.items()[i].qualified.clone())
+        .collect();
+    let mut out: Vec<usize> = declared.into_iter().take(MAX_ALWAYS_LOADED).collect();
+    if let OperatorAlwaysLoaded::Extend(names) | OperatorAlwaysLoaded::Replace(names) = operator {
+        for name in names {
+            if let Some(index) = item_index(catalog, name)
+                && !out.contains(&index)
+            {
+                out.push(index);
+            }
+        }
+    }
+    (out, overflow)
+}
+
+/// The index of the item with qualified name `name`.
+pub fn item_index(catalog: &Catalog, name: &str) -> Option<usize> {
+    let item = catalog.item(name)?;
+    catalog.items().iter().position(|i| std::ptr::eq(i, item))
+}
+
+/// Whether `item` belongs to the agent this session runs (its own package).
+fn is_own(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
+    view.agent
+        .as_ref()
+        .is_some_and(|(package, _)| catalog.packages()[item.package].package.id.as_str() == package)
+}
+
+/// Whether the item is in scope for this session at all: skill-scoped tools need their skill
+/// active, agent-scoped tools need that agent's session.
+fn scope_open(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
+    let Some(tool) = catalog.tool(item) else {
+        return true;
+    };
+    match &tool.scope {
+        ToolScope::Package => true,
+        ToolScope::Skill(skill) => view.active_skills.contains(skill),
+        ToolScope::Agent(agent) => view.agent.as_ref().is_some_and(|(package, a)| {
+            a == agent && catalog.packages()[item.package].package.id.as_str() == package
+        }),
+    }
+}
+
+/// Resolves a wire name for a direct call (DESIGN.md §3 steps 1–2): the item's index when
+/// the caller may name it — an admitted exposed item, a root tool of an opened package, a tool
+/// unlocked by an active skill, a hidden tool by its exact name, or anything of the session's
+/// own package — and `None` for "unknown tool", with no hint that it exists. Whether a private
+/// item may then run is the policy's decision.
+pub fn reach(
+    catalog: &Catalog,
+    view: &SessionView,
+    wire: &str,
+    admitted: &dyn Fn(&Item) -> bool,
+) -> Option<usize> {
+    let item = catalog.item_by_wire(wire)?;
+    let index = item_index(catalog, &item.qualified)?;
+    if !admitted(item) || !scope_open(catalog, view, item) {
+        return None;
+    }
+    let package = catalog.packages()[item.package].package.id.as_str();
+    let scoped = catalog
+        .tool(item)
+        .is_some_and(|t| t.scope != ToolScope::Package);
+    let root_tool_of_opened =
+        item.kind == ItemKind::Tool && !scoped && view.opened.contains(package);
+    let nameable =
+        item.exposed || item.hidden || root_tool_of_opened || scoped || is_own(catalog, view, item);
+    nameable.then_some(index)
+}
+
+/// The items offered this turn (besides the meta-tools), in a stable order without duplicates.
+pub fn offered(
+    catalog: &Catalog,
+    view: &SessionView,
+    always: &[usize],
+    admitted: &dyn Fn(&Item) -> bool,
+) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    let push = |i: usize, out: &mut Vec<usize>| {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    };
+    let items = catalog.items();
+    for (i, item) in items.iter().enumerate() {
+        let visible = item.wire.is_some() && admitted(item) && scope_open(catalog, view, item);
+        if !visible {
+            continue;
+        }
+        let platform_tool = catalog.tool(item).is_some_and(|t| t.platforms.is_some())
+            && item.exposed
+            && !item.hidden;
+        let pinned = item.exposed
+            && !item.hidden
+            && view
+                .opened
+                .contains(catalog.packages()[item.package].package.id.as_str());
+        let unlocked = catalog
+            .tool(item)
+            .is_some_and(|t| !matches!(t.scope, ToolScope::Package));
+        if platform_tool || pinned || unlocked {
+            push(i, &mut out);
+        }
+    }
+    for &i in always {
+        if admitted(&items[i]) {
+            push(i, &mut out);
+        }
+    }
+    for name in &view.loaded {
+        if let Some(i) = item_index(catalog, name)
+            && admitted(&items[i])
+            && scope_open(catalog, view, &items[i])
+        {
+            push(i, &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::path::Path;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    fn tool(extra: &str) -> String {
+        format!("description: d\ncategory: perception\nrun: {{command: [a]}}\n{extra}")
+    }
+
+    fn catalog() -> (tempfile::TempDir, Catalog) {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        write(r, "p/quiver.yaml", "id: p\n");
+        write(r, "p/tools/open/tool.yaml", &tool("expose: true\n"));
+        write(r, "p/tools/private/tool.yaml", &tool(""));
+        write(r, "p/tools/secret/tool.yaml", &tool("hidden: true\n"));
+        write(
+            r,
+            "p/tools/qq_only/tool.yaml",
+            &tool("expose: true\nplatforms: [qq]\n"),
+        );
+        write(
+            r,
+            "p/skills/deep/SKILL.md",
+            "---\nname: deep\ndescription: d\n---\n",
+        );
+        write(r, "p/skills/deep/tools/deep_tool/tool.yaml", &tool(""));
+        write(r, "p/agents/helper/agent.yaml", "description: d\n");
+        write(r, "p/agents/helper/system.md", "You help.\n");
+        write(r, "p/agents/helper/tools/agent_tool/tool.yaml", &tool(""));
+        for i in 0..10 {
+            write(r, &format!("a{i}/quiver.yaml"), &format!("id: a{i}\n"));
+            write(
+                r,
+                &format!("a{i}/tools/t/tool.yaml"),
+                &tool("expose: true\nalways_loaded: true\n"),
+            );
+        }
+        let catalog = Catalog::load_dirs(&[r]);
+        assert!(
+            catalog.diagnostics().iter().all(|d| !d.is_error()),
+            "{:?}",
+            catalog.diagnostics()
+        );
+        (tmp, catalog)
+    }
+
+    fn all(_: &Item) -> bool {
+        true
+    }
+
+    #[test]
+    fn direct_calls_reach_only_what_may_be_loaded() {
+        let (_tmp, catalog) = catalog();
+        let mut view = SessionView::default();
+        let name = |r: Option<usize>| {
+            r.map_or("unknown".to_owned(), |i| {
+                catalog.items()[i].qualified.clone()
+            })
+        };
+        let closed = [
+            ("p__open", "p.open"),
+            ("p__private", "unknown"),
+            ("p__secret", "p.secret"),
+            ("p__deep_tool", "unknown"),
+            ("p__agent_tool", "unknown"),
+            ("p__nothing", "unknown"),
+        ];
+        for (wire, want) in closed {
+            assert_eq!(name(reach(&catalog, &view, wire, &all)), want, "{wire}");
+        }
+        // Not admitted this turn: unknown, with no hint.
+        assert_eq!(reach(&catalog, &view, "p__open", &|_| false), None);
+        // Opening the package makes its private root tools nameable (the policy refuses them).
+        view.opened.insert("p".into());
+        assert_eq!(
+            name(reach(&catalog, &view, "p__private", &all)),
+            "p.private"
+        );
+        // An active skill unlocks its tools.
+        view.active_skills.insert("p/deep".into());
+        assert_eq!(
+            name(reach(&catalog, &view, "p__deep_tool", &all)),
+            "p.deep_tool"
+        );
+        // Agent tools only in that agent's session.
+        assert_eq!(
+            name(reach(&catalog, &view, "p__agent_tool", &all)),
+            "unknown"
+        );
+        view.agent = Some(("p".into(), "helper".into()));
+        assert_eq!(
+            name(reach(&catalog, &view, "p__agent_tool", &all)),
+            "p.agent_tool"
+        );
+    }
+
+    #[test]
+    fn always_loaded_is_capped_in_catalog_order() {
+        let (_tmp, catalog) = catalog();
+        let (always, overflow) = always_loaded(&catalog, &OperatorAlwaysLoaded::None);
+        let names: Vec<&str> = always
+            .iter()
+            .map(|&i| catalog.items()[i].qualified.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "a0.t", "a1.t", "a2.t", "a3.t", "a4.t", "a5.t", "a6.t", "a7.t"
+            ]
+        );
+        assert_eq!(overflow, ["a8.t", "a9.t"]);
+        let (always, _) = always_loaded(
+            &catalog,
+            &OperatorAlwaysLoaded::Extend(vec!["p.open".into()]),
+        );
+        assert_eq!(
+            always.len(),
+            9,
+            "the operator's list does not count toward 8"
+        );
+        let (always, overflow) = always_loaded(
+            &catalog,
+            &OperatorAlwaysLoaded::Replace(vec!["p.open".into()]),
+        );
+        assert_eq!((always.len(), overflow.len()), (1, 0));
+    }
+
+    #[test]
+    fn offered_tools() {
+        let (_tmp, catalog) = catalog();
+        let mut view = SessionView::default();
+        let names = |v: &SessionView, admitted: &dyn Fn(&Item) -> bool| -> Vec<String> {
+            offered(&catalog, v, &[], admitted)
+                .iter()
+                .map(|&i| catalog.items()[i].qualified.clone())
+                .collect()
+        };
+        // Platform tools are resident once admitted.
+        assert_eq!(names(&view, &all), ["p.qq_only"]);
+        assert!(names(&view, &|i| i.name != "qq_only").is_empty());
+        view.opened.insert("p".into());
+        view.loaded.push("a3.t".into());
+        assert_eq!(names(&view, &all), ["p.open", "p.qq_only", "a3.t"]);
+        view.active_skills.insert("p/deep".into());
+        assert!(names(&view, &all).contains(&"p.deep_tool".to_owned()));
+    }
+}

@@ -1,0 +1,157 @@
+//! read_skill, tool_search, load_tool, ask_user, tool_output.
+
+use quiver_runtime::CallStatus;
+use quiver_runtime::approver::Answer;
+use serde_json::json;
+
+use super::common::*;
+
+#[test]
+fn read_skill_activates_opens_and_never_shows_host_paths() {
+    let h = harness();
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "天气怎么样").unwrap();
+    let out = turn.call("read_skill", json!({"id": "weather"})).unwrap();
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content["status"], "activated");
+    assert!(
+        out.content["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("weather__forecast")
+    );
+    assert_eq!(
+        out.content["files"],
+        json!(["weather/references/cities.md"])
+    );
+    assert!(
+        out.content["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "weather__forecast")
+    );
+    let text = out.content.to_string();
+    assert!(
+        !text.contains(&*h._dir.path().to_string_lossy()),
+        "no host path: {text}"
+    );
+    // Opening pins the package's exposed items.
+    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"weather__forecast".to_owned()), "{names:?}");
+    // A second read is short.
+    let again = turn.call("read_skill", json!({"id": "weather"})).unwrap();
+    assert!(
+        again.content["status"]
+            .as_str()
+            .unwrap()
+            .starts_with("already active")
+    );
+    assert!(again.content.get("instructions").is_none());
+    // Files under the skill, by relative path (and seed 000's form).
+    let file = turn
+        .call("read_skill", json!({"id": "weather/references/cities.md"}))
+        .unwrap();
+    assert_eq!(file.content["text"], "Beijing, Shanghai\n");
+}
+
+#[test]
+fn missing_and_hidden_skills_get_the_same_answer() {
+    let h = harness();
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let missing = turn
+        .call("read_skill", json!({"id": "weather/nope"}))
+        .unwrap();
+    let hidden = turn
+        .call("read_skill", json!({"id": "weather/manual"}))
+        .unwrap();
+    assert_eq!(error_text(&missing.content), "no such skill: weather/nope");
+    assert_eq!(error_text(&hidden.content), "no such skill: weather/manual");
+    let escape = turn
+        .call(
+            "read_skill",
+            json!({"id": "weather/references/../../notes/quiver.yaml"}),
+        )
+        .unwrap();
+    assert!(error_text(&escape.content).starts_with("no such skill"));
+}
+
+#[test]
+fn a_package_without_a_skill_opens_too() {
+    let h = harness();
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn.call("read_skill", json!({"id": "notes"})).unwrap();
+    assert_eq!(out.content["status"], "opened");
+    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"notes__add_note".to_owned()));
+}
+
+#[test]
+fn tool_search_finds_at_most_five_and_loads_tools() {
+    let h = harness();
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "北京明天多少度").unwrap();
+    let out = turn
+        .call("tool_search", json!({"query": "北京明天多少度"}))
+        .unwrap();
+    let results = out.content["results"].as_array().unwrap();
+    assert!(results.len() <= 5);
+    let first_tool = results.iter().find(|r| r["kind"] == "tool").unwrap();
+    assert_eq!(first_tool["name"], "weather__forecast");
+    assert_eq!(first_tool["loaded"], true);
+    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"weather__forecast".to_owned()));
+    // Private and hidden items are never found.
+    let out = turn
+        .call("tool_search", json!({"query": "internal"}))
+        .unwrap();
+    assert!(!out.content.to_string().contains("private_helper"));
+}
+
+#[test]
+fn long_output_is_trimmed_and_readable_with_tool_output_in_the_same_session_only() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn.call("notes__long_list", json!({})).unwrap();
+    assert_eq!(out.content["has_more"], true, "{out:?}");
+    assert_eq!(out.content["summary"].as_str().unwrap().chars().count(), 50);
+    let rest = turn
+        .call("tool_output", json!({"call": out.call_id, "offset": 50}))
+        .unwrap();
+    assert_eq!(rest.content["text"].as_str().unwrap().len(), 70);
+    let other = cli_session(&h);
+    let mut other_turn = h.runtime.begin_turn(&other, owner(), "").unwrap();
+    let stolen = other_turn
+        .call("tool_output", json!({"call": out.call_id}))
+        .unwrap();
+    assert_eq!(stolen.status, CallStatus::Error);
+}
+
+#[test]
+fn ask_user_is_answered_by_the_person_and_absent_when_unattended() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person.replies.lock().unwrap().push_back("Beijing".into());
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn
+        .call("ask_user", json!({"question": "Which city?"}))
+        .unwrap();
+    assert_eq!(out.content["answer"], "Beijing");
+    let unattended = h
+        .runtime
+        .create_session(&quiver_runtime::SessionRequest {
+            origin: Default::default(),
+            agent: "chat".into(),
+            principal: owner(),
+            profile: quiver_runtime::Profile::Schedule,
+        })
+        .unwrap();
+    let mut turn = h.runtime.begin_turn(&unattended, owner(), "").unwrap();
+    assert!(!turn.tools().unwrap().iter().any(|t| t.name == "ask_user"));
+    let out = turn.call("ask_user", json!({"question": "?"})).unwrap();
+    assert_eq!(out.status, CallStatus::Unknown);
+}

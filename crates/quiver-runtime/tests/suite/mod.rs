@@ -1,0 +1,4 @@
+mod common;
+mod meta_tools;
+mod pipeline;
+mod sessions;

@@ -1,0 +1,109 @@
+//! Sessions: persistence across restarts, isolation, loaded-tool limits, prompt assembly.
+
+use quiver_runtime::RuntimeConfig;
+use quiver_runtime::approver::Answer;
+use serde_json::json;
+
+use super::common::*;
+
+#[test]
+fn a_restart_keeps_every_sessions_state() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession, Answer::Allow]);
+    {
+        let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+        assert_eq!(
+            turn.call("notes__add_note", json!({"text": "x"}))
+                .unwrap()
+                .status,
+            quiver_runtime::CallStatus::Ok
+        );
+        let mut next = h.runtime.begin_turn(&s, owner(), "").unwrap();
+        next.call("read_skill", json!({"id": "weather"})).unwrap();
+    }
+    let packages = h._dir.path().join("packages");
+    let db = h.db.clone();
+    let Harness { _dir, runtime, .. } = h;
+    drop(runtime);
+    let h2 = build(_dir, &packages, db, RuntimeConfig::default());
+    let mut turn = h2.runtime.begin_turn(&s, owner(), "").unwrap();
+    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(
+        names.contains(&"weather__forecast".to_owned())
+            && names.contains(&"notes__add_note".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        turn.call("read_skill", json!({"id": "weather"}))
+            .unwrap()
+            .content["status"]
+            .as_str()
+            .unwrap()
+            .starts_with("already active")
+    );
+    // Consent survived too: only the approval is asked.
+    h2.person.answer(&[Answer::Allow]);
+    turn.call("notes__add_note", json!({"text": "y"})).unwrap();
+    assert_eq!(h2.person.cards().len(), 1);
+}
+
+#[test]
+fn concurrent_sessions_never_see_each_others_state() {
+    let h = harness();
+    let a = cli_session(&h);
+    let b = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&a, owner(), "").unwrap();
+    turn.call("read_skill", json!({"id": "weather"})).unwrap();
+    let turn_b = h.runtime.begin_turn(&b, owner(), "").unwrap();
+    let names: Vec<String> = turn_b
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        !names.contains(&"weather__forecast".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn loaded_tools_are_capped_least_recently_used_first() {
+    let config = RuntimeConfig {
+        max_loaded: 1,
+        ..RuntimeConfig::default()
+    };
+    let h = harness_with(config);
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    turn.call("load_tool", json!({"name": "weather__forecast"}))
+        .unwrap();
+    turn.call("load_tool", json!({"name": "notes__long_list"}))
+        .unwrap();
+    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(
+        names.contains(&"notes__long_list".to_owned())
+            && !names.contains(&"weather__forecast".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn the_system_prompt_has_the_date_and_the_catalog_without_hidden_skills() {
+    let h = harness();
+    let s = cli_session(&h);
+    let turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let (prompt, report) = turn.system_prompt().unwrap();
+    assert!(prompt.contains("Today's date is 2026-11-29."), "{prompt}");
+    assert!(
+        prompt.contains("- 天气 (weather): 天气预报 Weather forecasts"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("manual") && !prompt.contains("private_helper"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("group_poll"), "scoped to groups: {prompt}");
+    assert!(report.catalog_dropped.is_empty());
+}

@@ -1,0 +1,189 @@
+//! Quiver's state store: sessions, loaded tools, opened packages, active skills, consents,
+//! approvals and the audit log, behind the object-safe [`Store`] trait, with [`SqliteStore`] as
+//! the embedded implementation (PostgreSQL will implement the same trait).
+//!
+//! ```no_run
+//! use quiver_store::{NewSession, SqliteStore, Store, DEFAULT_LOADED_TOOLS};
+//! # fn main() -> Result<(), quiver_store::StoreError> {
+//! let store = SqliteStore::open("quiver.db")?;
+//! store.create_session(&NewSession::new("s1", "chat"))?;
+//! let evicted = store.load_tool("s1", "weather.forecast", DEFAULT_LOADED_TOOLS)?;
+//! assert!(evicted.is_empty());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Decisions
+//!
+//! - **Synchronous.** Every method blocks; the runtime calls the store from
+//!   `tokio::task::spawn_blocking` or its own threads. Methods take `&self` and the store is
+//!   `Send + Sync`, so one `Arc<dyn Store>` serves every session.
+//! - **Durability.** A write method returns only after its transaction is committed with
+//!   `synchronous=FULL` in WAL mode, so what the caller was told survives a process crash and a
+//!   power loss (DESIGN.md §7: an approval, an audit record). Writes go through one writer thread
+//!   that commits whatever writes are waiting in one transaction (group commit): one `fsync`
+//!   covers many callers, each write in its own savepoint so a failing write never undoes its
+//!   neighbours. Reads use a small pool of read-only connections and never wait for writers.
+//! - **Loaded tools** are an LRU set per session with a capacity the caller passes (the runtime's
+//!   configured 12, [`DEFAULT_LOADED_TOOLS`]); loading returns what it evicted, as a list
+//!   because a capacity lowered by the configuration evicts several at once.
+//! - **Reads of an unknown session** return nothing (an empty list, `None`); writes to one
+//!   return [`StoreError::NotFound`]. Ending a session only stamps `ended_at`: its state stays
+//!   readable, and the runtime ends (and audits) its active skills itself.
+//! - **Approvals** are resolved exactly once: approved, denied or expired; any second
+//!   resolution is [`StoreError::AlreadyAnswered`], so a late answer after a timeout is never
+//!   honoured by mistake, and an answer that raced the timeout is seen by whoever lost. A card
+//!   keeps the call's exact arguments, because the approver must see them: removing secret
+//!   fields from a card is the runtime's job.
+//! - **Audit** records are append-only (triggers refuse `UPDATE` and `DELETE`) and hold an
+//!   [`argument_digest`], never the arguments.
+//! - **Schema** versions are `PRAGMA user_version`, migrated in one transaction at open; a file
+//!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
+//!   foreign `application_id` is not touched either.
+
+mod digest;
+mod error;
+mod sqlite;
+mod types;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use digest::{argument_digest, canonical_json};
+pub use error::{Result, StoreError};
+pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
+pub use types::{
+    Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
+    AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, NewSession, OnceApproval,
+    Session, SessionFilter, SessionStatus, now_ms,
+};
+
+/// Everything the runtime keeps between calls, keyed by session id. Object-safe and
+/// `Send + Sync`: share one `Arc<dyn Store>`. Write methods return once the write is durable.
+pub trait Store: Send + Sync {
+    // --- sessions ---
+
+    /// Creates a session, stamped now. [`StoreError::AlreadyExists`] if the id is taken,
+    /// [`StoreError::NotFound`] if its parent does not exist.
+    fn create_session(&self, new: &NewSession) -> Result<Session>;
+
+    /// The session with this id, if any.
+    fn session(&self, id: &str) -> Result<Option<Session>>;
+
+    /// Sessions matching the filter, most recently updated first.
+    fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>>;
+
+    /// Sets the session's `updated_at` to now.
+    fn touch_session(&self, id: &str) -> Result<()>;
+
+    /// Replaces the session's opaque state and sets `updated_at` to now.
+    fn set_session_state(&self, id: &str, state: &Value) -> Result<()>;
+
+    /// Ends the session now. `true` if it was active, `false` if it had already ended.
+    fn end_session(&self, id: &str) -> Result<bool>;
+
+    // --- loaded tools (LRU) ---
+
+    /// Loads a tool into the session's loaded set, or marks it most recently used if it is
+    /// already there, then evicts least recently used tools until at most `capacity` remain.
+    /// Returns the evicted tools, least recently used first: at most one, unless the capacity
+    /// shrank since the last load. A capacity of 0 is [`StoreError::Invalid`].
+    fn load_tool(&self, session: &str, tool: &str, capacity: usize) -> Result<Vec<String>>;
+
+    /// The session's loaded tools, most recently used first.
+    fn loaded_tools(&self, session: &str) -> Result<Vec<String>>;
+
+    /// Marks a loaded tool most recently used. `false` if it is not loaded.
+    fn touch_tool(&self, session: &str, tool: &str) -> Result<bool>;
+
+    /// Removes a tool from the loaded set. `false` if it was not loaded.
+    fn unload_tool(&self, session: &str, tool: &str) -> Result<bool>;
+
+    // --- opened (pinned) packages ---
+
+    /// Opens a package in the session. `true` if it was not open before.
+    fn open_package(&self, session: &str, package: &str) -> Result<bool>;
+
+    /// Closes a package (it was switched off, say). `false` if it was not open.
+    fn close_package(&self, session: &str, package: &str) -> Result<bool>;
+
+    /// The session's opened packages, in the order they were opened.
+    fn opened_packages(&self, session: &str) -> Result<Vec<String>>;
+
+    // --- active skills ---
+
+    /// Marks a skill active. `true` if it is newly active, `false` if it already was.
+    fn activate_skill(&self, session: &str, skill: &str) -> Result<bool>;
+
+    /// Ends one active skill. `false` if it was not active.
+    fn end_skill(&self, session: &str, skill: &str) -> Result<bool>;
+
+    /// Ends every active skill of the session (`/reset`, compaction) and returns them, in the
+    /// order they were activated.
+    fn end_all_skills(&self, session: &str) -> Result<Vec<String>>;
+
+    /// The session's active skills, in the order they were activated.
+    fn active_skills(&self, session: &str) -> Result<Vec<String>>;
+
+    // --- package consent ---
+
+    /// Records that `by` granted (or refused) package `package` in the session, now. A later
+    /// answer replaces an earlier one.
+    fn set_consent(&self, session: &str, package: &str, granted: bool, by: &str)
+    -> Result<Consent>;
+
+    /// The session's consent answer for a package, if it was asked.
+    fn consent(&self, session: &str, package: &str) -> Result<Option<Consent>>;
+
+    /// Every consent answer of the session, by package id.
+    fn consents(&self, session: &str) -> Result<Vec<Consent>>;
+
+    // --- `once` approvals ---
+
+    /// Records that `by` approved the first call of `tool` in the session (approval mode
+    /// `once`). Recording it again keeps the first record.
+    fn grant_once(&self, session: &str, tool: &str, by: &str) -> Result<OnceApproval>;
+
+    /// The session's `once` approval for a tool, if any.
+    fn once_approval(&self, session: &str, tool: &str) -> Result<Option<OnceApproval>>;
+
+    // --- the pending approval queue ---
+
+    /// Puts a card in the queue as pending. [`StoreError::AlreadyExists`] if the id is taken,
+    /// [`StoreError::NotFound`] if the session does not exist.
+    fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval>;
+
+    /// The approval with this id, if any (for polling).
+    fn approval(&self, id: &str) -> Result<Option<Approval>>;
+
+    /// Pending approvals, oldest first, of one session or (`None`) of all.
+    fn pending_approvals(&self, session: Option<&str>) -> Result<Vec<Approval>>;
+
+    /// Answers a pending approval. Exactly once: a second answer, or an answer after it
+    /// expired, is [`StoreError::AlreadyAnswered`].
+    fn answer_approval(
+        &self,
+        id: &str,
+        decision: Decision,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Approval>;
+
+    /// Marks a pending approval expired (nobody answered in time). Like an answer, exactly
+    /// once: if it was answered first, [`StoreError::AlreadyAnswered`] carries that answer.
+    fn expire_approval(&self, id: &str) -> Result<Approval>;
+
+    /// Waits until the approval is resolved or `timeout` passes, and returns it as it then
+    /// stands (still pending after a timeout). Answers from this process wake it at once;
+    /// answers from another process are seen within a poll interval.
+    fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval>;
+
+    // --- audit ---
+
+    /// Appends an audit record and returns its id.
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64>;
+
+    /// Audit records matching the query, newest first.
+    fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>>;
+}

@@ -1,0 +1,394 @@
+//! [`SqliteStore`]: the [`Store`] on one SQLite file.
+
+mod ops;
+mod pool;
+mod schema;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Sender};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::Store;
+use crate::error::{Result, StoreError};
+use crate::types::{
+    Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
+    NewSession, OnceApproval, Session, SessionFilter, now_ms,
+};
+
+use ops::SetTable;
+use pool::{Job, Notify, Readers};
+
+pub use schema::SCHEMA_VERSION;
+
+/// How hard SQLite syncs a commit to disk (`PRAGMA synchronous`, in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit is synced before the write returns: it survives a power loss. The default,
+    /// and what DESIGN.md §7 asks of writes that matter.
+    #[default]
+    Full,
+    /// Commits survive a crash of the process but the last ones may be lost on a power loss.
+    /// For benchmarks and throwaway stores.
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+/// How a [`SqliteStore`] is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Read-only connections in the pool (at least 1; default 4).
+    pub readers: usize,
+    /// How long a connection waits for a lock held by another process (default 5 s).
+    pub busy_timeout: Duration,
+    /// Sync level of commits (default [`Synchronous::Full`]).
+    pub synchronous: Synchronous,
+    /// At most this many queued writes share one transaction (default 512).
+    pub max_batch: usize,
+    /// How often [`Store::wait_approval`] re-reads the database, to see answers written by
+    /// another process (default 100 ms).
+    pub poll_interval: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            readers: 4,
+            busy_timeout: Duration::from_secs(5),
+            synchronous: Synchronous::Full,
+            max_batch: 512,
+            poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// The [`Store`] on one SQLite file, in WAL mode: a writer thread that group-commits queued
+/// writes, and a pool of read-only connections. Several processes may open the same file; they
+/// wait for each other's locks up to the busy timeout.
+pub struct SqliteStore {
+    path: PathBuf,
+    jobs: Option<Sender<Box<dyn Job>>>,
+    writer: Option<JoinHandle<()>>,
+    readers: Readers,
+    notify: Arc<Notify>,
+    poll_interval: Duration,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` with default options, and migrates it to
+    /// [`SCHEMA_VERSION`].
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        SqliteStore::open_with(path, &StoreOptions::default())
+    }
+
+    /// Opens (creating if needed) the store at `path`, creating its folder too, and migrates it
+    /// to [`SCHEMA_VERSION`] in one transaction. A file written by a newer Quiver is refused
+    /// ([`StoreError::SchemaTooNew`]) and a foreign database is not touched
+    /// ([`StoreError::NotQuiver`]).
+    pub fn open_with(path: impl AsRef<Path>, options: &StoreOptions) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder).map_err(|source| StoreError::Io {
+                path: folder.to_path_buf(),
+                source,
+            })?;
+        }
+        let writer = connect(&path, options, Role::Writer)?;
+        // Migrate before switching to WAL, so a refused or failed open leaves the file as it was.
+        schema::migrate(&writer, &path)?;
+        enable_wal(&writer, &path, options)?;
+        let readers = (0..options.readers.max(1))
+            .map(|_| connect(&path, options, Role::Reader))
+            .collect::<Result<Vec<_>>>()?;
+        let notify = Arc::new(Notify::default());
+        let (jobs, queue) = mpsc::channel();
+        let writer_notify = Arc::clone(&notify);
+        let max_batch = options.max_batch.max(1);
+        let writer = thread::Builder::new()
+            .name("quiver-store-writer".to_owned())
+            .spawn(move || pool::writer_loop(writer, queue, writer_notify, max_batch))
+            .map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(SqliteStore {
+            path,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            readers: Readers::new(readers),
+            notify,
+            poll_interval: options.poll_interval,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        pool::submit(self.jobs.as_ref(), op)
+    }
+
+    fn read<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.readers.with(op)
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Closing the queue lets the writer finish what is queued and stop.
+        self.jobs.take();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Writer,
+    Reader,
+}
+
+fn connect(path: &Path, options: &StoreOptions, role: Role) -> Result<Connection> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open(path).map_err(open_error)?;
+    let setup = || -> rusqlite::Result<()> {
+        conn.busy_timeout(options.busy_timeout)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        conn.pragma_update(None, "foreign_keys", true)?;
+        if role == Role::Reader {
+            conn.pragma_update(None, "query_only", true)?;
+        }
+        // Reads the header: a file that is not a database fails here.
+        conn.query_row("PRAGMA user_version", [], |_| Ok(()))
+    };
+    setup().map_err(open_error)?;
+    Ok(conn)
+}
+
+/// Puts the writer connection in WAL mode (persistent in the file) with the chosen sync level.
+fn enable_wal(conn: &Connection, path: &Path, options: &StoreOptions) -> Result<()> {
+    let setup = || -> rusqlite::Result<String> {
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
+        Ok(mode)
+    };
+    let mode = setup().map_err(|source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Invalid(format!(
+            "{} cannot use WAL journaling (journal mode {mode})",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+impl Store for SqliteStore {
+    fn create_session(&self, new: &NewSession) -> Result<Session> {
+        let new = new.clone();
+        self.write(move |c| ops::create_session(c, &new, now_ms()))
+    }
+
+    fn session(&self, id: &str) -> Result<Option<Session>> {
+        self.read(|c| ops::session(c, id))
+    }
+
+    fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
+        self.read(|c| ops::list_sessions(c, filter))
+    }
+
+    fn touch_session(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        self.write(move |c| ops::touch_session(c, &id, now_ms()))
+    }
+
+    fn set_session_state(&self, id: &str, state: &Value) -> Result<()> {
+        let (id, state) = (id.to_owned(), ops::encode(state));
+        self.write(move |c| ops::set_session_state(c, &id, &state, now_ms()))
+    }
+
+    fn end_session(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.write(move |c| ops::end_session(c, &id, now_ms()))
+    }
+
+    fn load_tool(&self, session: &str, tool: &str, capacity: usize) -> Result<Vec<String>> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        self.write(move |c| ops::load_tool(c, &session, &tool, capacity))
+    }
+
+    fn loaded_tools(&self, session: &str) -> Result<Vec<String>> {
+        self.read(|c| ops::loaded_tools(c, session))
+    }
+
+    fn touch_tool(&self, session: &str, tool: &str) -> Result<bool> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        self.write(move |c| ops::touch_tool(c, &session, &tool))
+    }
+
+    fn unload_tool(&self, session: &str, tool: &str) -> Result<bool> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        self.write(move |c| ops::unload_tool(c, &session, &tool))
+    }
+
+    fn open_package(&self, session: &str, package: &str) -> Result<bool> {
+        let (session, package) = (session.to_owned(), package.to_owned());
+        self.write(move |c| ops::set_add(c, SetTable::Packages, &session, &package, now_ms()))
+    }
+
+    fn close_package(&self, session: &str, package: &str) -> Result<bool> {
+        let (session, package) = (session.to_owned(), package.to_owned());
+        self.write(move |c| ops::set_remove(c, SetTable::Packages, &session, &package))
+    }
+
+    fn opened_packages(&self, session: &str) -> Result<Vec<String>> {
+        self.read(|c| ops::set_list(c, SetTable::Packages, session))
+    }
+
+    fn activate_skill(&self, session: &str, skill: &str) -> Result<bool> {
+        let (session, skill) = (session.to_owned(), skill.to_owned());
+        self.write(move |c| ops::set_add(c, SetTable::Skills, &session, &skill, now_ms()))
+    }
+
+    fn end_skill(&self, session: &str, skill: &str) -> Result<bool> {
+        let (session, skill) = (session.to_owned(), skill.to_owned());
+        self.write(move |c| ops::set_remove(c, SetTable::Skills, &session, &skill))
+    }
+
+    fn end_all_skills(&self, session: &str) -> Result<Vec<String>> {
+        let session = session.to_owned();
+        self.write(move |c| ops::set_clear(c, SetTable::Skills, &session))
+    }
+
+    fn active_skills(&self, session: &str) -> Result<Vec<String>> {
+        self.read(|c| ops::set_list(c, SetTable::Skills, session))
+    }
+
+    fn set_consent(
+        &self,
+        session: &str,
+        package: &str,
+        granted: bool,
+        by: &str,
+    ) -> Result<Consent> {
+        let (session, package, by) = (session.to_owned(), package.to_owned(), by.to_owned());
+        self.write(move |c| ops::set_consent(c, &session, &package, granted, &by, now_ms()))
+    }
+
+    fn consent(&self, session: &str, package: &str) -> Result<Option<Consent>> {
+        self.read(|c| ops::consent(c, session, package))
+    }
+
+    fn consents(&self, session: &str) -> Result<Vec<Consent>> {
+        self.read(|c| ops::consents(c, session))
+    }
+
+    fn grant_once(&self, session: &str, tool: &str, by: &str) -> Result<OnceApproval> {
+        let (session, tool, by) = (session.to_owned(), tool.to_owned(), by.to_owned());
+        self.write(move |c| ops::grant_once(c, &session, &tool, &by, now_ms()))
+    }
+
+    fn once_approval(&self, session: &str, tool: &str) -> Result<Option<OnceApproval>> {
+        self.read(|c| ops::once_approval(c, session, tool))
+    }
+
+    fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
+        let card = card.clone();
+        self.write(move |c| ops::enqueue_approval(c, &card))
+    }
+
+    fn approval(&self, id: &str) -> Result<Option<Approval>> {
+        self.read(|c| ops::approval(c, id))
+    }
+
+    fn pending_approvals(&self, session: Option<&str>) -> Result<Vec<Approval>> {
+        self.read(|c| ops::pending_approvals(c, session))
+    }
+
+    fn answer_approval(
+        &self,
+        id: &str,
+        decision: Decision,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Approval> {
+        let (id, by, note) = (id.to_owned(), by.to_owned(), note.map(str::to_owned));
+        self.write(move |c| {
+            let status = ops::decided(decision);
+            ops::resolve_approval(c, &id, status, Some(&by), note.as_deref(), now_ms())
+        })
+    }
+
+    fn expire_approval(&self, id: &str) -> Result<Approval> {
+        let id = id.to_owned();
+        self.write(move |c| {
+            ops::resolve_approval(c, &id, ApprovalStatus::Expired, None, None, now_ms())
+        })
+    }
+
+    fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            let seen = self.notify.generation();
+            let current = self.approval(id)?.ok_or_else(|| StoreError::NotFound {
+                what: "approval",
+                id: id.to_owned(),
+            })?;
+            if current.status != ApprovalStatus::Pending {
+                return Ok(current);
+            }
+            let mut wait = self.poll_interval;
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(current);
+                }
+                wait = wait.min(left);
+            }
+            self.notify.wait_past(seen, wait);
+        }
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
+        let entry = ops::EncodedAudit::new(entry)?;
+        self.write(move |c| ops::append_audit(c, &entry))
+    }
+
+    fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
+        self.read(|c| ops::query_audit(c, query))
+    }
+}

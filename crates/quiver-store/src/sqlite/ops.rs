@@ -1,0 +1,735 @@
+//! The SQL of every operation, as functions of a connection. Writes run on the writer
+//! connection inside the group transaction; reads on a pooled read-only connection.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, Row, params, params_from_iter};
+use serde_json::Value;
+
+use crate::error::{Result, StoreError};
+use crate::types::{
+    Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
+    AuditRecord, AuditStatus, Consent, Decision, NewSession, OnceApproval, Session, SessionFilter,
+    SessionStatus,
+};
+
+// --- helpers ---
+
+/// A JSON value as compact text.
+pub(crate) fn encode(value: &Value) -> String {
+    // `Value`'s Display writes compact JSON and cannot fail.
+    value.to_string()
+}
+
+fn decode<T: serde::de::DeserializeOwned>(
+    text: &str,
+    table: &'static str,
+    column: &'static str,
+) -> Result<T> {
+    serde_json::from_str(text).map_err(|source| StoreError::CorruptJson {
+        table,
+        column,
+        source,
+    })
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn limit_of(limit: Option<usize>) -> i64 {
+    limit.map_or(-1, to_i64)
+}
+
+fn require(value: &str, what: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(StoreError::Invalid(format!("{what} must not be empty")));
+    }
+    Ok(())
+}
+
+/// [`StoreError::NotFound`] unless the session exists.
+fn ensure_session(conn: &Connection, id: &str) -> Result<()> {
+    let found = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .exists([id])?;
+    if found {
+        Ok(())
+    } else {
+        Err(StoreError::NotFound {
+            what: "session",
+            id: id.to_owned(),
+        })
+    }
+}
+
+/// Collects a query's rows through a fallible conversion.
+fn collect<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    convert: impl Fn(&Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(convert(row)?);
+    }
+    Ok(out)
+}
+
+// --- sessions ---
+
+const SESSION_COLUMNS: &str = "id, parent_id, created_at, updated_at, ended_at, origin, agent, \
+     principal, catalog_version, prompt_versions, state";
+
+fn session_row(row: &Row<'_>) -> Result<Session> {
+    let json = |index: usize, column: &'static str| -> Result<Value> {
+        let text: String = row.get(index)?;
+        decode(&text, "sessions", column)
+    };
+    Ok(Session {
+        id: row.get(0)?,
+        parent: row.get(1)?,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        ended_at: row.get(4)?,
+        origin: json(5, "origin")?,
+        agent: row.get(6)?,
+        principal: json(7, "principal")?,
+        catalog_version: row.get(8)?,
+        prompt_versions: json(9, "prompt_versions")?,
+        state: json(10, "state")?,
+    })
+}
+
+pub(crate) fn create_session(conn: &Connection, new: &NewSession, now: i64) -> Result<Session> {
+    require(&new.id, "session id")?;
+    let taken = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .exists([&new.id])?;
+    if taken {
+        return Err(StoreError::AlreadyExists {
+            what: "session",
+            id: new.id.clone(),
+        });
+    }
+    if let Some(parent) = &new.parent {
+        ensure_session(conn, parent)?;
+    }
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, parent_id, created_at, updated_at, ended_at, origin, agent, \
+         principal, catalog_version, prompt_versions, state) \
+         VALUES (?1, ?2, ?3, ?3, NULL, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        new.id,
+        new.parent,
+        now,
+        encode(&new.origin),
+        new.agent,
+        encode(&new.principal),
+        new.catalog_version,
+        encode(&new.prompt_versions),
+        encode(&new.state),
+    ])?;
+    Ok(Session {
+        id: new.id.clone(),
+        parent: new.parent.clone(),
+        created_at: now,
+        updated_at: now,
+        ended_at: None,
+        origin: new.origin.clone(),
+        agent: new.agent.clone(),
+        principal: new.principal.clone(),
+        catalog_version: new.catalog_version.clone(),
+        prompt_versions: new.prompt_versions.clone(),
+        state: new.state.clone(),
+    })
+}
+
+pub(crate) fn session(conn: &Connection, id: &str) -> Result<Option<Session>> {
+    let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1");
+    Ok(collect(conn, &sql, [id], session_row)?.into_iter().next())
+}
+
+pub(crate) fn list_sessions(conn: &Connection, filter: &SessionFilter) -> Result<Vec<Session>> {
+    let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE 1");
+    match filter.status {
+        SessionStatus::Any => {}
+        SessionStatus::Active => sql.push_str(" AND ended_at IS NULL"),
+        SessionStatus::Ended => sql.push_str(" AND ended_at IS NOT NULL"),
+    }
+    let mut args: Vec<SqlValue> = Vec::new();
+    if let Some(agent) = &filter.agent {
+        sql.push_str(" AND agent = ?");
+        args.push(SqlValue::Text(agent.clone()));
+    }
+    sql.push_str(" ORDER BY updated_at DESC, id LIMIT ?");
+    args.push(SqlValue::Integer(limit_of(filter.limit)));
+    collect(conn, &sql, params_from_iter(args), session_row)
+}
+
+pub(crate) fn touch_session(conn: &Connection, id: &str, now: i64) -> Result<()> {
+    let changed = conn
+        .prepare_cached("UPDATE sessions SET updated_at = max(updated_at, ?2) WHERE id = ?1")?
+        .execute(params![id, now])?;
+    if changed == 0 {
+        ensure_session(conn, id)?;
+    }
+    Ok(())
+}
+
+/// Replaces a session's state with `state`, already encoded as JSON text.
+pub(crate) fn set_session_state(conn: &Connection, id: &str, state: &str, now: i64) -> Result<()> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE sessions SET state = ?2, updated_at = max(updated_at, ?3) WHERE id = ?1",
+        )?
+        .execute(params![id, state, now])?;
+    if changed == 0 {
+        ensure_session(conn, id)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn end_session(conn: &Connection, id: &str, now: i64) -> Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE sessions SET ended_at = ?2, updated_at = max(updated_at, ?2) \
+             WHERE id = ?1 AND ended_at IS NULL",
+        )?
+        .execute(params![id, now])?;
+    if changed == 0 {
+        ensure_session(conn, id)?;
+    }
+    Ok(changed > 0)
+}
+
+// --- loaded tools, opened packages, active skills: per-session ordered sets ---
+
+/// The three per-session ordered sets: each row has a `seq`, larger for later (or more recently
+/// used) items.
+#[derive(Clone, Copy)]
+pub(crate) enum SetTable {
+    /// `loaded_tools`, ordered by last use.
+    Tools,
+    /// `opened_packages`, ordered by opening.
+    Packages,
+    /// `active_skills`, ordered by activation.
+    Skills,
+}
+
+impl SetTable {
+    /// Table and item column.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            SetTable::Tools => ("loaded_tools", "tool"),
+            SetTable::Packages => ("opened_packages", "package"),
+            SetTable::Skills => ("active_skills", "skill"),
+        }
+    }
+}
+
+/// A session's items with their `seq`, oldest first.
+///
+/// The order (and the largest `seq`) is computed here rather than with `ORDER BY` or `max()`
+/// on purpose: SQLite re-prepares a statement that sorts or aggregates rows filtered by a bound
+/// parameter each time that parameter's value changes, which cost the writer a third of its
+/// time. A session's sets are small (12 tools by default).
+fn items(conn: &Connection, table: SetTable, session: &str) -> Result<Vec<(String, i64)>> {
+    let (name, column) = table.names();
+    let mut rows = collect(
+        conn,
+        &format!("SELECT {column}, seq FROM {name} WHERE session_id = ?1"),
+        [session],
+        |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
+    )?;
+    rows.sort_by_key(|(_, seq)| *seq);
+    Ok(rows)
+}
+
+/// The `seq` for a new or refreshed item.
+fn next_seq(items: &[(String, i64)]) -> i64 {
+    items.last().map_or(1, |(_, seq)| seq.saturating_add(1))
+}
+
+pub(crate) fn load_tool(
+    conn: &Connection,
+    session: &str,
+    tool: &str,
+    capacity: usize,
+) -> Result<Vec<String>> {
+    if capacity == 0 {
+        return Err(StoreError::Invalid(
+            "the loaded-tool capacity must be at least 1".to_owned(),
+        ));
+    }
+    require(tool, "tool name")?;
+    ensure_session(conn, session)?;
+    let mut others = items(conn, SetTable::Tools, session)?;
+    let seq = next_seq(&others);
+    conn.prepare_cached(
+        "INSERT INTO loaded_tools (session_id, tool, seq) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (session_id, tool) DO UPDATE SET seq = excluded.seq",
+    )?
+    .execute(params![session, tool, seq])?;
+    // The other tools, least recently used first; `tool` takes one of the slots.
+    others.retain(|(name, _)| name != tool);
+    let evict = others.len().saturating_sub(capacity - 1);
+    let evicted: Vec<String> = others.drain(..evict).map(|(name, _)| name).collect();
+    let mut delete =
+        conn.prepare_cached("DELETE FROM loaded_tools WHERE session_id = ?1 AND tool = ?2")?;
+    for name in &evicted {
+        delete.execute(params![session, name])?;
+    }
+    Ok(evicted)
+}
+
+/// The session's loaded tools, most recently used first.
+pub(crate) fn loaded_tools(conn: &Connection, session: &str) -> Result<Vec<String>> {
+    let mut tools = set_list(conn, SetTable::Tools, session)?;
+    tools.reverse();
+    Ok(tools)
+}
+
+pub(crate) fn touch_tool(conn: &Connection, session: &str, tool: &str) -> Result<bool> {
+    ensure_session(conn, session)?;
+    let seq = next_seq(&items(conn, SetTable::Tools, session)?);
+    let changed = conn
+        .prepare_cached("UPDATE loaded_tools SET seq = ?3 WHERE session_id = ?1 AND tool = ?2")?
+        .execute(params![session, tool, seq])?;
+    Ok(changed > 0)
+}
+
+pub(crate) fn unload_tool(conn: &Connection, session: &str, tool: &str) -> Result<bool> {
+    set_remove(conn, SetTable::Tools, session, tool)
+}
+
+/// Adds an opened package or an active skill; `false` if it was already there.
+pub(crate) fn set_add(
+    conn: &Connection,
+    table: SetTable,
+    session: &str,
+    item: &str,
+    now: i64,
+) -> Result<bool> {
+    let (name, column) = table.names();
+    let at = match table {
+        SetTable::Packages => "opened_at",
+        SetTable::Skills => "activated_at",
+        SetTable::Tools => {
+            return Err(StoreError::Invalid(
+                "tools are loaded with load_tool".to_owned(),
+            ));
+        }
+    };
+    require(item, column)?;
+    ensure_session(conn, session)?;
+    let seq = next_seq(&items(conn, table, session)?);
+    let changed = conn
+        .prepare_cached(&format!(
+            "INSERT INTO {name} (session_id, {column}, seq, {at}) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (session_id, {column}) DO NOTHING"
+        ))?
+        .execute(params![session, item, seq, now])?;
+    Ok(changed > 0)
+}
+
+pub(crate) fn set_remove(
+    conn: &Connection,
+    table: SetTable,
+    session: &str,
+    item: &str,
+) -> Result<bool> {
+    let (name, column) = table.names();
+    ensure_session(conn, session)?;
+    let changed = conn
+        .prepare_cached(&format!(
+            "DELETE FROM {name} WHERE session_id = ?1 AND {column} = ?2"
+        ))?
+        .execute(params![session, item])?;
+    Ok(changed > 0)
+}
+
+pub(crate) fn set_clear(conn: &Connection, table: SetTable, session: &str) -> Result<Vec<String>> {
+    let (name, _) = table.names();
+    ensure_session(conn, session)?;
+    let removed = set_list(conn, table, session)?;
+    conn.prepare_cached(&format!("DELETE FROM {name} WHERE session_id = ?1"))?
+        .execute([session])?;
+    Ok(removed)
+}
+
+/// A session's items, oldest (least recently used) first.
+pub(crate) fn set_list(conn: &Connection, table: SetTable, session: &str) -> Result<Vec<String>> {
+    Ok(items(conn, table, session)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+// --- consents and `once` approvals ---
+
+fn consent_row(row: &Row<'_>) -> Result<Consent> {
+    Ok(Consent {
+        session: row.get(0)?,
+        package: row.get(1)?,
+        granted: row.get(2)?,
+        by: row.get(3)?,
+        at: row.get(4)?,
+    })
+}
+
+pub(crate) fn set_consent(
+    conn: &Connection,
+    session: &str,
+    package: &str,
+    granted: bool,
+    by: &str,
+    now: i64,
+) -> Result<Consent> {
+    require(package, "package id")?;
+    ensure_session(conn, session)?;
+    conn.prepare_cached(
+        "INSERT INTO consents (session_id, package, granted, decided_by, decided_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5) \
+         ON CONFLICT (session_id, package) DO UPDATE SET granted = excluded.granted, \
+         decided_by = excluded.decided_by, decided_at = excluded.decided_at",
+    )?
+    .execute(params![session, package, granted, by, now])?;
+    Ok(Consent {
+        session: session.to_owned(),
+        package: package.to_owned(),
+        granted,
+        by: by.to_owned(),
+        at: now,
+    })
+}
+
+const CONSENT_COLUMNS: &str = "session_id, package, granted, decided_by, decided_at";
+
+pub(crate) fn consent(conn: &Connection, session: &str, package: &str) -> Result<Option<Consent>> {
+    let sql =
+        format!("SELECT {CONSENT_COLUMNS} FROM consents WHERE session_id = ?1 AND package = ?2");
+    Ok(collect(conn, &sql, [session, package], consent_row)?
+        .into_iter()
+        .next())
+}
+
+pub(crate) fn consents(conn: &Connection, session: &str) -> Result<Vec<Consent>> {
+    // Sorted here, not by `ORDER BY`: see `items`.
+    let sql = format!("SELECT {CONSENT_COLUMNS} FROM consents WHERE session_id = ?1");
+    let mut consents = collect(conn, &sql, [session], consent_row)?;
+    consents.sort_by(|a, b| a.package.cmp(&b.package));
+    Ok(consents)
+}
+
+fn once_row(row: &Row<'_>) -> Result<OnceApproval> {
+    Ok(OnceApproval {
+        session: row.get(0)?,
+        tool: row.get(1)?,
+        by: row.get(2)?,
+        at: row.get(3)?,
+    })
+}
+
+const ONCE_SELECT: &str = "SELECT session_id, tool, approved_by, approved_at FROM once_approvals \
+     WHERE session_id = ?1 AND tool = ?2";
+
+pub(crate) fn grant_once(
+    conn: &Connection,
+    session: &str,
+    tool: &str,
+    by: &str,
+    now: i64,
+) -> Result<OnceApproval> {
+    require(tool, "tool name")?;
+    ensure_session(conn, session)?;
+    conn.prepare_cached(
+        "INSERT INTO once_approvals (session_id, tool, approved_by, approved_at) \
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (session_id, tool) DO NOTHING",
+    )?
+    .execute(params![session, tool, by, now])?;
+    once_approval(conn, session, tool)?.ok_or_else(|| StoreError::Corrupt {
+        table: "once_approvals",
+        detail: format!("the approval of {tool} in {session} vanished"),
+    })
+}
+
+pub(crate) fn once_approval(
+    conn: &Connection,
+    session: &str,
+    tool: &str,
+) -> Result<Option<OnceApproval>> {
+    Ok(collect(conn, ONCE_SELECT, [session, tool], once_row)?
+        .into_iter()
+        .next())
+}
+
+// --- approval queue ---
+
+const APPROVAL_COLUMNS: &str = "id, session_id, package, tool, arguments, reason, risk_category, \
+     created_at, status, answered_by, answered_at, note";
+
+fn approval_row(row: &Row<'_>) -> Result<Approval> {
+    let arguments: String = row.get(4)?;
+    let status: String = row.get(8)?;
+    Ok(Approval {
+        card: ApprovalCard {
+            id: row.get(0)?,
+            session: row.get(1)?,
+            package: row.get(2)?,
+            tool: row.get(3)?,
+            arguments: decode(&arguments, "approvals", "arguments")?,
+            reason: row.get(5)?,
+            risk_category: row.get(6)?,
+            created_at: row.get(7)?,
+        },
+        status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt {
+            table: "approvals",
+            detail: format!("unknown status {status:?}"),
+        })?,
+        answered_by: row.get(9)?,
+        answered_at: row.get(10)?,
+        note: row.get(11)?,
+    })
+}
+
+pub(crate) fn enqueue_approval(conn: &Connection, card: &ApprovalCard) -> Result<Approval> {
+    require(&card.id, "approval id")?;
+    ensure_session(conn, &card.session)?;
+    let taken = conn
+        .prepare_cached("SELECT 1 FROM approvals WHERE id = ?1")?
+        .exists([&card.id])?;
+    if taken {
+        return Err(StoreError::AlreadyExists {
+            what: "approval",
+            id: card.id.clone(),
+        });
+    }
+    conn.prepare_cached(
+        "INSERT INTO approvals (id, session_id, package, tool, arguments, reason, risk_category, \
+         created_at, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending')",
+    )?
+    .execute(params![
+        card.id,
+        card.session,
+        card.package,
+        card.tool,
+        encode(&card.arguments),
+        card.reason,
+        card.risk_category,
+        card.created_at,
+    ])?;
+    Ok(Approval {
+        card: card.clone(),
+        status: ApprovalStatus::Pending,
+        answered_by: None,
+        answered_at: None,
+        note: None,
+    })
+}
+
+pub(crate) fn approval(conn: &Connection, id: &str) -> Result<Option<Approval>> {
+    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
+    Ok(collect(conn, &sql, [id], approval_row)?.into_iter().next())
+}
+
+pub(crate) fn pending_approvals(conn: &Connection, session: Option<&str>) -> Result<Vec<Approval>> {
+    match session {
+        Some(session) => collect(
+            conn,
+            &format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' \
+                 AND session_id = ?1 ORDER BY created_at, id"
+            ),
+            [session],
+            approval_row,
+        ),
+        None => collect(
+            conn,
+            &format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' \
+                 ORDER BY created_at, id"
+            ),
+            [],
+            approval_row,
+        ),
+    }
+}
+
+/// Moves a pending approval to `status`; exactly once.
+pub(crate) fn resolve_approval(
+    conn: &Connection,
+    id: &str,
+    status: ApprovalStatus,
+    by: Option<&str>,
+    note: Option<&str>,
+    now: i64,
+) -> Result<Approval> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE approvals SET status = ?2, answered_by = ?3, answered_at = ?4, note = ?5 \
+             WHERE id = ?1 AND status = 'pending'",
+        )?
+        .execute(params![id, status.as_str(), by, now, note])?;
+    let current = approval(conn, id)?.ok_or_else(|| StoreError::NotFound {
+        what: "approval",
+        id: id.to_owned(),
+    })?;
+    if changed == 0 {
+        return Err(StoreError::AlreadyAnswered {
+            id: id.to_owned(),
+            status: current.status,
+        });
+    }
+    Ok(current)
+}
+
+/// The status an approver's decision leads to.
+pub(crate) fn decided(decision: Decision) -> ApprovalStatus {
+    match decision {
+        Decision::Approve => ApprovalStatus::Approved,
+        Decision::Deny => ApprovalStatus::Denied,
+    }
+}
+
+// --- audit ---
+
+/// An audit entry with its JSON already encoded, so the encoding happens on the caller's
+/// thread and the writer only binds text.
+pub(crate) struct EncodedAudit {
+    time: i64,
+    kind: String,
+    session: String,
+    call_id: Option<String>,
+    principal: String,
+    origin: String,
+    tool: Option<String>,
+    skill: Option<String>,
+    argument_digest: Option<String>,
+    decisions: String,
+    status: String,
+    duration_ms: i64,
+    cached: bool,
+    detail: Option<String>,
+}
+
+impl EncodedAudit {
+    /// Encodes an entry; an empty session id is [`StoreError::Invalid`].
+    pub(crate) fn new(entry: &AuditEntry) -> Result<EncodedAudit> {
+        require(&entry.session, "session id")?;
+        Ok(EncodedAudit {
+            time: entry.time,
+            kind: entry.kind.as_str().to_owned(),
+            session: entry.session.clone(),
+            call_id: entry.call_id.clone(),
+            principal: encode(&entry.principal),
+            origin: encode(&entry.origin),
+            tool: entry.tool.clone(),
+            skill: entry.skill.clone(),
+            argument_digest: entry.argument_digest.clone(),
+            decisions: serde_json::to_string(&entry.decisions).map_err(StoreError::Encode)?,
+            status: entry.status.as_str().to_owned(),
+            duration_ms: i64::try_from(entry.duration_ms).unwrap_or(i64::MAX),
+            cached: entry.cached,
+            detail: entry.detail.as_ref().map(encode),
+        })
+    }
+}
+
+pub(crate) fn append_audit(conn: &Connection, entry: &EncodedAudit) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO audit (time, kind, session_id, call_id, principal, origin, tool, skill, \
+         argument_digest, decisions, status, duration_ms, cached, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?
+    .execute(params![
+        entry.time,
+        entry.kind,
+        entry.session,
+        entry.call_id,
+        entry.principal,
+        entry.origin,
+        entry.tool,
+        entry.skill,
+        entry.argument_digest,
+        entry.decisions,
+        entry.status,
+        entry.duration_ms,
+        entry.cached,
+        entry.detail,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+const AUDIT_COLUMNS: &str = "id, time, kind, session_id, call_id, principal, origin, tool, skill, \
+     argument_digest, decisions, status, duration_ms, cached, detail";
+
+fn audit_row(row: &Row<'_>) -> Result<AuditRecord> {
+    let json = |index: usize, column: &'static str| -> Result<Value> {
+        let text: String = row.get(index)?;
+        decode(&text, "audit", column)
+    };
+    let decisions: String = row.get(10)?;
+    let decisions: Vec<AuditDecision> = decode(&decisions, "audit", "decisions")?;
+    let detail: Option<String> = row.get(14)?;
+    let duration: i64 = row.get(12)?;
+    Ok(AuditRecord {
+        id: row.get(0)?,
+        entry: AuditEntry {
+            time: row.get(1)?,
+            kind: AuditKind::from(row.get::<_, String>(2)?),
+            session: row.get(3)?,
+            call_id: row.get(4)?,
+            principal: json(5, "principal")?,
+            origin: json(6, "origin")?,
+            tool: row.get(7)?,
+            skill: row.get(8)?,
+            argument_digest: row.get(9)?,
+            decisions,
+            status: AuditStatus::from(row.get::<_, String>(11)?),
+            duration_ms: u64::try_from(duration).map_err(|_| StoreError::Corrupt {
+                table: "audit",
+                detail: format!("negative duration_ms {duration}"),
+            })?,
+            cached: row.get(13)?,
+            detail: detail
+                .map(|text| decode(&text, "audit", "detail"))
+                .transpose()?,
+        },
+    })
+}
+
+pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
+    let mut sql = format!("SELECT {AUDIT_COLUMNS} FROM audit WHERE 1");
+    let mut args: Vec<SqlValue> = Vec::new();
+    let mut filter = |clause: &str, value: SqlValue| {
+        sql.push_str(clause);
+        args.push(value);
+    };
+    if let Some(session) = &query.session {
+        filter(" AND session_id = ?", SqlValue::Text(session.clone()));
+    }
+    if let Some(tool) = &query.tool {
+        filter(" AND tool = ?", SqlValue::Text(tool.clone()));
+    }
+    if let Some(kind) = &query.kind {
+        filter(" AND kind = ?", SqlValue::Text(kind.as_str().to_owned()));
+    }
+    if let Some(since) = query.since {
+        filter(" AND time >= ?", SqlValue::Integer(since));
+    }
+    if let Some(until) = query.until {
+        filter(" AND time < ?", SqlValue::Integer(until));
+    }
+    if let Some(before) = query.before_id {
+        filter(" AND id < ?", SqlValue::Integer(before));
+    }
+    filter(
+        " ORDER BY time DESC, id DESC LIMIT ?",
+        SqlValue::Integer(limit_of(query.limit)),
+    );
+    collect(conn, &sql, params_from_iter(args), audit_row)
+}

@@ -1,0 +1,191 @@
+//! The schema and its versioned migrations (`PRAGMA user_version`).
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::error::{Result, StoreError};
+
+/// `PRAGMA application_id` of a Quiver store: "QVSR".
+pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
+
+/// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
+/// Never edit a released entry; append a new one.
+pub(crate) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes (the number of migrations).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const V1: &str = r#"
+CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY NOT NULL,
+    parent_id       TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    ended_at        INTEGER,
+    origin          TEXT NOT NULL,      -- JSON: platform, scope, channel
+    agent           TEXT NOT NULL,
+    principal       TEXT NOT NULL,      -- JSON: the creator
+    catalog_version TEXT NOT NULL,
+    prompt_versions TEXT NOT NULL,      -- JSON: section id -> version
+    state           TEXT NOT NULL       -- JSON: the runtime's
+) STRICT;
+CREATE INDEX sessions_by_update ON sessions (updated_at DESC);
+CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+
+CREATE TABLE loaded_tools (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tool       TEXT NOT NULL,
+    seq        INTEGER NOT NULL,        -- larger = more recently used
+    PRIMARY KEY (session_id, tool)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE opened_packages (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package    TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    opened_at  INTEGER NOT NULL,
+    PRIMARY KEY (session_id, package)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE active_skills (
+    session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    skill        TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    activated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, skill)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE consents (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package    TEXT NOT NULL,
+    granted    INTEGER NOT NULL CHECK (granted IN (0, 1)),
+    decided_by TEXT NOT NULL,
+    decided_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, package)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE once_approvals (
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tool        TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, tool)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE approvals (
+    id            TEXT PRIMARY KEY NOT NULL,
+    session_id    TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package       TEXT NOT NULL,
+    tool          TEXT NOT NULL,
+    arguments     TEXT NOT NULL,        -- JSON: the exact arguments
+    reason        TEXT NOT NULL,
+    risk_category TEXT,
+    created_at    INTEGER NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'pending'
+                  CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+    answered_by   TEXT,
+    answered_at   INTEGER,
+    note          TEXT
+) STRICT;
+CREATE INDEX approvals_pending ON approvals (created_at) WHERE status = 'pending';
+CREATE INDEX approvals_by_session ON approvals (session_id, created_at);
+
+CREATE TABLE audit (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    time            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,      -- call, skill_activated, skill_ended, ...
+    session_id      TEXT NOT NULL,      -- no foreign key: the log outlives sessions
+    call_id         TEXT,
+    principal       TEXT NOT NULL,      -- JSON
+    origin          TEXT NOT NULL,      -- JSON
+    tool            TEXT,
+    skill           TEXT,
+    argument_digest TEXT,               -- sha256 hex of the canonical arguments, secrets removed
+    decisions       TEXT NOT NULL,      -- JSON: [{step, decision, reason}]
+    status          TEXT NOT NULL,      -- ok, error, refused, timed_out, invalid, ...
+    duration_ms     INTEGER NOT NULL,
+    cached          INTEGER NOT NULL CHECK (cached IN (0, 1)),
+    detail          TEXT                -- JSON
+) STRICT;
+CREATE INDEX audit_by_time ON audit (time, id);
+CREATE INDEX audit_by_session ON audit (session_id, time, id);
+CREATE INDEX audit_by_tool ON audit (tool, time, id) WHERE tool IS NOT NULL;
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+"#;
+
+/// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes
+/// opening a fresh file at once migrate it once). A newer version, or a foreign
+/// `application_id`, is refused without changing anything.
+pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let outcome = migrate_in_transaction(conn, path);
+    match outcome {
+        Ok(()) => {
+            if let Err(error) = conn.execute_batch("COMMIT") {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(error.into());
+            }
+            Ok(())
+        }
+        Err(error) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(error)
+        }
+    }
+}
+
+fn migrate_in_transaction(conn: &Connection, path: &Path) -> Result<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let application_id: i64 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let foreign = if version == 0 {
+        application_id != 0 && application_id != APPLICATION_ID
+            || (application_id == 0 && has_tables(conn)?)
+    } else {
+        application_id != APPLICATION_ID
+    };
+    if foreign {
+        return Err(StoreError::NotQuiver {
+            path: path.to_path_buf(),
+            found: application_id,
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if version < 0 {
+        return Err(StoreError::Corrupt {
+            table: "schema",
+            detail: format!("negative user_version {version}"),
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let target = index as i64 + 1;
+        conn.execute_batch(sql)
+            .and_then(|()| conn.pragma_update(None, "user_version", target))
+            .map_err(|source| StoreError::Migration {
+                version: target,
+                source,
+            })?;
+    }
+    if application_id != APPLICATION_ID {
+        conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+    }
+    Ok(())
+}
+
+/// Whether a database with no version already holds tables (someone else's file).
+fn has_tables(conn: &Connection) -> Result<bool> {
+    let count: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+        [],
+        |row| row.get(0),
+    )?;
+    Ok(count > 0)
+}

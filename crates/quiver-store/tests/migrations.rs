@@ -1,0 +1,178 @@
+//! Versioned migrations at open: a fresh file, an idempotent reopen, and the files the store
+//! must refuse without touching them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread;
+
+use rusqlite::Connection;
+
+use quiver_store::{NewSession, SCHEMA_VERSION, SqliteStore, Store, StoreError};
+
+const QUIVER_APPLICATION_ID: i64 = 0x5156_5352;
+
+fn pragma(db: &Path, name: &str) -> i64 {
+    let conn = Connection::open(db).unwrap();
+    conn.query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
+        .unwrap()
+}
+
+fn tables(db: &Path) -> Vec<String> {
+    let conn = Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .unwrap();
+    stmt.query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_fresh_file_gets_the_whole_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("quiver.db");
+    drop(SqliteStore::open(&db).unwrap());
+    assert_eq!(pragma(&db, "user_version"), SCHEMA_VERSION);
+    assert_eq!(pragma(&db, "application_id"), QUIVER_APPLICATION_ID);
+    assert_eq!(
+        tables(&db),
+        [
+            "active_skills",
+            "approvals",
+            "audit",
+            "consents",
+            "loaded_tools",
+            "once_approvals",
+            "opened_packages",
+            "sessions"
+        ]
+    );
+    let conn = Connection::open(&db).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal", "WAL is persistent in the file");
+}
+
+#[test]
+fn reopening_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("quiver.db");
+    {
+        let store = SqliteStore::open(&db).unwrap();
+        store
+            .create_session(&NewSession::new("s1", "chat"))
+            .unwrap();
+    }
+    for _ in 0..3 {
+        let store = SqliteStore::open(&db).unwrap();
+        assert!(store.session("s1").unwrap().is_some());
+        drop(store);
+        assert_eq!(pragma(&db, "user_version"), SCHEMA_VERSION);
+    }
+}
+
+#[test]
+fn many_openers_of_one_fresh_file_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(dir.path().join("quiver.db"));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            thread::spawn(move || {
+                let store = SqliteStore::open(db.as_path()).unwrap();
+                store
+                    .create_session(&NewSession::new(format!("s{i}"), "chat"))
+                    .unwrap();
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(pragma(&db, "user_version"), SCHEMA_VERSION);
+    let store = SqliteStore::open(db.as_path()).unwrap();
+    for i in 0..8 {
+        assert!(store.session(&format!("s{i}")).unwrap().is_some());
+    }
+}
+
+/// How to spoil a database file before the store opens it.
+type Spoil = fn(&Path);
+/// Whether an error is the one expected.
+type Expect = fn(&StoreError) -> bool;
+
+#[test]
+fn files_the_store_refuses_untouched() {
+    let cases: [(&str, Spoil, Expect); 5] = [
+        (
+            "a newer schema version",
+            |db| {
+                drop(SqliteStore::open(db).unwrap());
+                let conn = Connection::open(db).unwrap();
+                conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                    .unwrap();
+            },
+            |e| {
+                matches!(e, StoreError::SchemaTooNew { found, known }
+                    if *found == SCHEMA_VERSION + 1 && *known == SCHEMA_VERSION)
+            },
+        ),
+        (
+            "another application's database",
+            |db| {
+                let conn = Connection::open(db).unwrap();
+                conn.execute_batch("CREATE TABLE songs (title TEXT)")
+                    .unwrap();
+            },
+            |e| matches!(e, StoreError::NotQuiver { found: 0, .. }),
+        ),
+        (
+            "a foreign application id",
+            |db| {
+                let conn = Connection::open(db).unwrap();
+                conn.pragma_update(None, "application_id", 0x1234).unwrap();
+            },
+            |e| matches!(e, StoreError::NotQuiver { found: 0x1234, .. }),
+        ),
+        (
+            "a failing migration is rolled back whole",
+            |db| {
+                let conn = Connection::open(db).unwrap();
+                conn.pragma_update(None, "application_id", QUIVER_APPLICATION_ID)
+                    .unwrap();
+                conn.execute_batch("CREATE TABLE audit (x TEXT)").unwrap();
+            },
+            |e| matches!(e, StoreError::Migration { version: 1, .. }),
+        ),
+        (
+            "not a database at all",
+            |db| {
+                std::fs::write(db, b"this is a text file, not SQLite, and long enough to matter....................................................").unwrap()
+            },
+            |e| matches!(e, StoreError::Open { .. }),
+        ),
+    ];
+    for (name, spoil, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("quiver.db");
+        spoil(&db);
+        let before = std::fs::read(&db).unwrap();
+        let error = SqliteStore::open(&db).expect_err(name);
+        assert!(expected(&error), "{name}: {error:?}");
+        assert!(!error.to_string().is_empty());
+        assert_eq!(std::fs::read(&db).unwrap(), before, "{name}: file changed");
+    }
+}
+
+#[test]
+fn a_too_new_schema_says_what_to_do() {
+    let error = StoreError::SchemaTooNew { found: 9, known: 1 };
+    assert_eq!(
+        error.to_string(),
+        "the store's schema version is 9, newer than this Quiver knows (1); upgrade Quiver"
+    );
+}

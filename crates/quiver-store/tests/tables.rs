@@ -1,0 +1,863 @@
+//! Every table of the store, case by case, on a real database file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use quiver_store::{
+    ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditStatus,
+    Decision, NewSession, SessionFilter, SessionStatus, SqliteStore, Store, StoreError,
+    argument_digest,
+};
+
+fn open() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("quiver.db")).unwrap();
+    (dir, store)
+}
+
+fn session(store: &dyn Store, id: &str) {
+    store.create_session(&NewSession::new(id, "chat")).unwrap();
+}
+
+#[test]
+fn the_store_is_object_safe_and_shareable() {
+    let (_dir, store) = open();
+    let shared: Arc<dyn Store> = Arc::new(store);
+    let other = Arc::clone(&shared);
+    thread::spawn(move || session(other.as_ref(), "s1"))
+        .join()
+        .unwrap();
+    assert!(shared.session("s1").unwrap().is_some());
+}
+
+#[test]
+fn sessions() {
+    let (_dir, store) = open();
+    let new = NewSession {
+        id: "s1".into(),
+        parent: None,
+        origin: json!({"platform": "qq", "scope": "group", "channel": "123"}),
+        agent: "chat".into(),
+        principal: json!({"user": "u1", "role": "user", "platform_roles": ["admin"]}),
+        catalog_version: "7".into(),
+        prompt_versions: json!({"persona": 3}),
+        state: json!({"turn": 0}),
+    };
+    let created = store.create_session(&new).unwrap();
+    assert_eq!(store.session("s1").unwrap().as_ref(), Some(&created));
+    assert_eq!(created.origin, new.origin);
+    assert!(created.is_active());
+    assert!(created.created_at > 0 && created.created_at == created.updated_at);
+
+    let mut child = NewSession::new("s1.child", "helper");
+    child.parent = Some("s1".into());
+    assert_eq!(
+        store.create_session(&child).unwrap().parent.as_deref(),
+        Some("s1")
+    );
+    session(&store, "s3");
+
+    store.set_session_state("s1", &json!({"turn": 1})).unwrap();
+    assert_eq!(
+        store.session("s1").unwrap().unwrap().state,
+        json!({"turn": 1})
+    );
+    store.touch_session("s3").unwrap();
+    assert!(store.end_session("s3").unwrap());
+    assert!(
+        !store.end_session("s3").unwrap(),
+        "ending twice reports false"
+    );
+    let ended = store.session("s3").unwrap().unwrap();
+    assert!(ended.ended_at.is_some() && !ended.is_active());
+
+    let ids = |filter: SessionFilter| -> Vec<String> {
+        let mut ids: Vec<String> = store
+            .list_sessions(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let cases: [(SessionFilter, &[&str]); 5] = [
+        (SessionFilter::default(), &["s1", "s1.child", "s3"]),
+        (
+            SessionFilter {
+                status: SessionStatus::Active,
+                ..SessionFilter::default()
+            },
+            &["s1", "s1.child"],
+        ),
+        (
+            SessionFilter {
+                status: SessionStatus::Ended,
+                ..SessionFilter::default()
+            },
+            &["s3"],
+        ),
+        (
+            SessionFilter {
+                agent: Some("helper".into()),
+                ..SessionFilter::default()
+            },
+            &["s1.child"],
+        ),
+        (
+            SessionFilter {
+                limit: Some(0),
+                ..SessionFilter::default()
+            },
+            &[],
+        ),
+    ];
+    for (filter, want) in cases {
+        assert_eq!(ids(filter.clone()), want, "{filter:?}");
+    }
+    let limited = store
+        .list_sessions(&SessionFilter {
+            limit: Some(2),
+            ..SessionFilter::default()
+        })
+        .unwrap();
+    assert_eq!(limited.len(), 2);
+    assert!(
+        limited[0].updated_at >= limited[1].updated_at,
+        "newest first"
+    );
+
+    assert!(store.session("nope").unwrap().is_none());
+}
+
+#[test]
+fn session_errors() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    let mut orphan = NewSession::new("s2", "chat");
+    orphan.parent = Some("missing".into());
+    let cases: Vec<(&str, Result<(), StoreError>, &str)> = vec![
+        (
+            "duplicate id",
+            store
+                .create_session(&NewSession::new("s1", "chat"))
+                .map(drop),
+            "session s1 already exists",
+        ),
+        (
+            "empty id",
+            store.create_session(&NewSession::new("", "chat")).map(drop),
+            "invalid argument",
+        ),
+        (
+            "missing parent",
+            store.create_session(&orphan).map(drop),
+            "no such session: missing",
+        ),
+        (
+            "touch unknown",
+            store.touch_session("x"),
+            "no such session: x",
+        ),
+        (
+            "end unknown",
+            store.end_session("x").map(drop),
+            "no such session: x",
+        ),
+        (
+            "state of unknown",
+            store.set_session_state("x", &json!({})),
+            "no such session: x",
+        ),
+        (
+            "load into unknown",
+            store.load_tool("x", "t", 12).map(drop),
+            "no such session: x",
+        ),
+        (
+            "consent in unknown",
+            store.set_consent("x", "p", true, "u").map(drop),
+            "no such session: x",
+        ),
+        (
+            "skill in unknown",
+            store.activate_skill("x", "k").map(drop),
+            "no such session: x",
+        ),
+    ];
+    for (name, result, want) in cases {
+        let error = result.expect_err(name);
+        assert!(error.to_string().contains(want), "{name}: {error}");
+    }
+    assert!(store.session("s2").unwrap().is_none(), "nothing half-made");
+    // Reads of an unknown session are empty, not errors.
+    assert!(store.loaded_tools("x").unwrap().is_empty());
+    assert!(store.consent("x", "p").unwrap().is_none());
+}
+
+enum Op {
+    Load(&'static str, &'static [&'static str]),
+    Touch(&'static str, bool),
+    Unload(&'static str, bool),
+}
+
+#[test]
+fn loaded_tools_are_an_lru_set() {
+    use Op::{Load, Touch, Unload};
+    let cases: [(&str, usize, Vec<Op>, &[&str]); 6] = [
+        (
+            "fills without evicting",
+            3,
+            vec![Load("a", &[]), Load("b", &[]), Load("c", &[])],
+            &["c", "b", "a"],
+        ),
+        (
+            "evicts the least recently loaded",
+            3,
+            vec![
+                Load("a", &[]),
+                Load("b", &[]),
+                Load("c", &[]),
+                Load("d", &["a"]),
+                Load("e", &["b"]),
+            ],
+            &["e", "d", "c"],
+        ),
+        (
+            "reloading refreshes instead of duplicating",
+            3,
+            vec![
+                Load("a", &[]),
+                Load("b", &[]),
+                Load("c", &[]),
+                Load("a", &[]),
+                Load("d", &["b"]),
+            ],
+            &["d", "a", "c"],
+        ),
+        (
+            "touch refreshes, unload frees a slot",
+            3,
+            vec![
+                Load("a", &[]),
+                Load("b", &[]),
+                Load("c", &[]),
+                Touch("a", true),
+                Touch("zz", false),
+                Unload("b", true),
+                Unload("b", false),
+                Load("d", &[]),
+                Load("e", &["c"]),
+            ],
+            &["e", "d", "a"],
+        ),
+        (
+            "capacity one",
+            1,
+            vec![Load("a", &[]), Load("b", &["a"]), Load("b", &[])],
+            &["b"],
+        ),
+        (
+            "twelve by default, the thirteenth evicts the first",
+            quiver_store::DEFAULT_LOADED_TOOLS,
+            vec![
+                Load("t01", &[]),
+                Load("t02", &[]),
+                Load("t03", &[]),
+                Load("t04", &[]),
+                Load("t05", &[]),
+                Load("t06", &[]),
+                Load("t07", &[]),
+                Load("t08", &[]),
+                Load("t09", &[]),
+                Load("t10", &[]),
+                Load("t11", &[]),
+                Load("t12", &[]),
+                Load("t13", &["t01"]),
+            ],
+            &[
+                "t13", "t12", "t11", "t10", "t09", "t08", "t07", "t06", "t05", "t04", "t03", "t02",
+            ],
+        ),
+    ];
+    let (_dir, store) = open();
+    for (i, (name, capacity, ops, want)) in cases.into_iter().enumerate() {
+        let id = format!("s{i}");
+        session(&store, &id);
+        for op in ops {
+            match op {
+                Load(tool, evicted) => {
+                    assert_eq!(
+                        store.load_tool(&id, tool, capacity).unwrap(),
+                        evicted,
+                        "{name}"
+                    )
+                }
+                Touch(tool, found) => {
+                    assert_eq!(store.touch_tool(&id, tool).unwrap(), found, "{name}")
+                }
+                Unload(tool, found) => {
+                    assert_eq!(store.unload_tool(&id, tool).unwrap(), found, "{name}")
+                }
+            }
+        }
+        assert_eq!(store.loaded_tools(&id).unwrap(), want, "{name}");
+    }
+}
+
+#[test]
+fn a_shrunk_capacity_evicts_down_to_it_and_sessions_never_share() {
+    let (_dir, store) = open();
+    session(&store, "parent");
+    session(&store, "child");
+    for tool in ["a", "b", "c", "d", "e"] {
+        store.load_tool("parent", tool, 12).unwrap();
+    }
+    assert_eq!(
+        store.load_tool("parent", "f", 3).unwrap(),
+        ["a", "b", "c"],
+        "least recently used first"
+    );
+    store.load_tool("child", "x", 12).unwrap();
+    assert_eq!(store.loaded_tools("parent").unwrap(), ["f", "e", "d"]);
+    assert_eq!(store.loaded_tools("child").unwrap(), ["x"]);
+    assert!(matches!(
+        store.load_tool("parent", "g", 0),
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[test]
+fn opened_packages_and_active_skills() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    let cases = [
+        (store.open_package("s1", "weather").unwrap(), true),
+        (store.open_package("s1", "weather").unwrap(), false),
+        (store.open_package("s1", "calendar").unwrap(), true),
+        (store.close_package("s1", "calendar").unwrap(), true),
+        (store.close_package("s1", "calendar").unwrap(), false),
+        (store.open_package("s1", "mail").unwrap(), true),
+        (store.activate_skill("s1", "weather").unwrap(), true),
+        (store.activate_skill("s1", "weather").unwrap(), false),
+        (store.activate_skill("s1", "mail/compose").unwrap(), true),
+        (store.activate_skill("s1", "notes").unwrap(), true),
+        (store.end_skill("s1", "notes").unwrap(), true),
+        (store.end_skill("s1", "notes").unwrap(), false),
+        (store.activate_skill("s2", "weather").unwrap(), true),
+    ];
+    for (i, (got, want)) in cases.into_iter().enumerate() {
+        assert_eq!(got, want, "case {i}");
+    }
+    assert_eq!(store.opened_packages("s1").unwrap(), ["weather", "mail"]);
+    assert_eq!(
+        store.active_skills("s1").unwrap(),
+        ["weather", "mail/compose"]
+    );
+    assert_eq!(
+        store.end_all_skills("s1").unwrap(),
+        ["weather", "mail/compose"],
+        "/reset reports what it ended"
+    );
+    assert!(store.active_skills("s1").unwrap().is_empty());
+    assert!(store.end_all_skills("s1").unwrap().is_empty());
+    assert_eq!(store.active_skills("s2").unwrap(), ["weather"]);
+    assert!(
+        store.activate_skill("s1", "weather").unwrap(),
+        "readable again"
+    );
+}
+
+#[test]
+fn consents() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    // (session, package, granted, by): each answer replaces the earlier one.
+    let answers = [
+        ("s1", "weather", true, "u1"),
+        ("s1", "mail", false, "u1"),
+        ("s2", "weather", false, "u2"),
+        ("s1", "mail", true, "owner"),
+    ];
+    for (s, package, granted, by) in answers {
+        let consent = store.set_consent(s, package, granted, by).unwrap();
+        assert_eq!(
+            (consent.granted, consent.by.as_str()),
+            (granted, by),
+            "{s} {package}"
+        );
+    }
+    let cases = [
+        ("s1", "weather", Some((true, "u1"))),
+        ("s1", "mail", Some((true, "owner"))),
+        ("s2", "weather", Some((false, "u2"))),
+        ("s2", "mail", None),
+        ("s3", "weather", None),
+    ];
+    for (s, package, want) in cases {
+        let got = store.consent(s, package).unwrap();
+        assert_eq!(
+            got.as_ref().map(|c| (c.granted, c.by.as_str())),
+            want,
+            "{s} {package}"
+        );
+        if let Some(consent) = got {
+            assert!(consent.at > 0);
+        }
+    }
+    let listed: Vec<String> = store
+        .consents("s1")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.package)
+        .collect();
+    assert_eq!(listed, ["mail", "weather"]);
+}
+
+#[test]
+fn once_approvals_are_keyed_on_session_and_tool() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    let first = store.grant_once("s1", "mail.send", "u1").unwrap();
+    let again = store.grant_once("s1", "mail.send", "u2").unwrap();
+    assert_eq!(first, again, "the first approval is kept");
+    let cases = [
+        ("s1", "mail.send", true),
+        ("s1", "mail.delete", false),
+        ("s2", "mail.send", false),
+    ];
+    for (s, tool, want) in cases {
+        assert_eq!(
+            store.once_approval(s, tool).unwrap().is_some(),
+            want,
+            "{s} {tool}"
+        );
+    }
+}
+
+fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
+    ApprovalCard {
+        id: id.into(),
+        session: session.into(),
+        package: "qq".into(),
+        tool: "qq.group_kick".into(),
+        arguments: json!({"group": 1, "user": 2}),
+        reason: "dangerous: member".into(),
+        risk_category: Some("member".into()),
+        created_at,
+    }
+}
+
+#[test]
+fn approvals_are_answered_exactly_once() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    for (id, s, at) in [("a1", "s1", 10), ("a2", "s2", 20), ("a3", "s1", 30)] {
+        let queued = store.enqueue_approval(&card(id, s, at)).unwrap();
+        assert_eq!(queued.status, ApprovalStatus::Pending);
+    }
+    assert!(matches!(
+        store.enqueue_approval(&card("a1", "s1", 40)),
+        Err(StoreError::AlreadyExists { .. })
+    ));
+    assert!(matches!(
+        store.enqueue_approval(&card("a9", "gone", 40)),
+        Err(StoreError::NotFound { .. })
+    ));
+    let ids = |session: Option<&str>| -> Vec<String> {
+        store
+            .pending_approvals(session)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.card.id)
+            .collect()
+    };
+    assert_eq!(ids(None), ["a1", "a2", "a3"], "oldest first");
+    assert_eq!(ids(Some("s1")), ["a1", "a3"]);
+
+    let answered = store
+        .answer_approval("a1", Decision::Approve, "operator", Some("looks right"))
+        .unwrap();
+    assert_eq!(answered.status, ApprovalStatus::Approved);
+    assert_eq!(answered.answered_by.as_deref(), Some("operator"));
+    assert_eq!(answered.note.as_deref(), Some("looks right"));
+    assert_eq!(
+        answered.card,
+        card("a1", "s1", 10),
+        "the card is kept as is"
+    );
+    assert_eq!(
+        store
+            .answer_approval("a2", Decision::Deny, "operator", None)
+            .unwrap()
+            .status,
+        ApprovalStatus::Denied
+    );
+    assert_eq!(
+        store.expire_approval("a3").unwrap().status,
+        ApprovalStatus::Expired
+    );
+
+    // Every second resolution fails and names the first.
+    let cases: [(&str, Result<_, _>, Option<ApprovalStatus>); 5] = [
+        (
+            "approve twice",
+            store.answer_approval("a1", Decision::Approve, "x", None),
+            Some(ApprovalStatus::Approved),
+        ),
+        (
+            "deny after approve",
+            store.answer_approval("a1", Decision::Deny, "x", None),
+            Some(ApprovalStatus::Approved),
+        ),
+        (
+            "expire after deny",
+            store.expire_approval("a2"),
+            Some(ApprovalStatus::Denied),
+        ),
+        (
+            "approve after expiry",
+            store.answer_approval("a3", Decision::Approve, "x", None),
+            Some(ApprovalStatus::Expired),
+        ),
+        (
+            "unknown id",
+            store.answer_approval("zz", Decision::Approve, "x", None),
+            None,
+        ),
+    ];
+    for (name, result, first) in cases {
+        match (result, first) {
+            (Err(StoreError::AlreadyAnswered { status, .. }), Some(want)) => {
+                assert_eq!(status, want, "{name}")
+            }
+            (Err(StoreError::NotFound { what, .. }), None) => assert_eq!(what, "approval"),
+            (other, _) => panic!("{name}: {other:?}"),
+        }
+    }
+    assert!(ids(None).is_empty());
+    let polled = store.approval("a1").unwrap().unwrap();
+    assert_eq!(polled.answered_by.as_deref(), Some("operator"));
+}
+
+#[test]
+fn racing_answers_resolve_once() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    store.enqueue_approval(&card("a1", "s1", 1)).unwrap();
+    let store = Arc::new(store);
+    let handles: Vec<_> = (0..16)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                if i % 2 == 0 {
+                    store
+                        .answer_approval("a1", Decision::Approve, &format!("op{i}"), None)
+                        .is_ok()
+                } else {
+                    store.expire_approval("a1").is_ok()
+                }
+            })
+        })
+        .collect();
+    let winners = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|won| *won)
+        .count();
+    assert_eq!(winners, 1);
+}
+
+#[test]
+fn waiting_for_an_approval() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    store.enqueue_approval(&card("a1", "s1", 1)).unwrap();
+    store.enqueue_approval(&card("a2", "s1", 2)).unwrap();
+    let store = Arc::new(store);
+
+    let start = Instant::now();
+    let timed_out = store
+        .wait_approval("a2", Duration::from_millis(150))
+        .unwrap();
+    assert_eq!(timed_out.status, ApprovalStatus::Pending);
+    assert!(start.elapsed() >= Duration::from_millis(150));
+
+    let answerer = Arc::clone(&store);
+    let handle = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        answerer
+            .answer_approval("a1", Decision::Deny, "op", None)
+            .unwrap();
+    });
+    let start = Instant::now();
+    let answered = store.wait_approval("a1", Duration::from_secs(30)).unwrap();
+    handle.join().unwrap();
+    assert_eq!(answered.status, ApprovalStatus::Denied);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(matches!(
+        store.wait_approval("zz", Duration::from_secs(1)),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+fn call(session: &str, tool: &str, time: i64, status: AuditStatus) -> AuditEntry {
+    let mut entry = AuditEntry::new(AuditKind::Call, session);
+    entry.time = time;
+    entry.tool = Some(tool.into());
+    entry.principal = json!({"user": "u1", "role": "user"});
+    entry.origin = json!({"platform": "qq", "scope": "group"});
+    entry.argument_digest = Some(argument_digest(&json!({"city": "北京"}), &[]));
+    entry.decisions = vec![
+        AuditDecision {
+            step: "admission".into(),
+            decision: "allow".into(),
+            reason: "no restriction".into(),
+        },
+        AuditDecision {
+            step: "consent".into(),
+            decision: "allow".into(),
+            reason: "granted".into(),
+        },
+    ];
+    entry.status = status;
+    entry.duration_ms = 12;
+    entry
+}
+
+#[test]
+fn audit_records_are_queried_newest_first() {
+    let (_dir, store) = open();
+    let entries = [
+        call("s1", "weather.forecast", 100, AuditStatus::Ok),
+        call("s1", "mail.send", 200, AuditStatus::Refused),
+        call("s2", "weather.forecast", 300, AuditStatus::TimedOut),
+        {
+            let mut e = AuditEntry::new(AuditKind::SkillActivated, "s1");
+            e.time = 400;
+            e.skill = Some("weather".into());
+            e
+        },
+        {
+            let mut e = call("s1", "weather.forecast", 500, AuditStatus::Ok);
+            e.cached = true;
+            e.detail = Some(json!({"cache_age_s": 3}));
+            e
+        },
+        {
+            let mut e = AuditEntry::new(AuditKind::Other("workflow_step".into()), "s3");
+            e.time = 600;
+            e.status = AuditStatus::Other("parked".into());
+            e
+        },
+    ];
+    let mut ids = Vec::new();
+    for entry in &entries {
+        ids.push(store.append_audit(entry).unwrap());
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids increase");
+
+    let times = |query: AuditQuery| -> Vec<i64> {
+        store
+            .query_audit(&query)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.entry.time)
+            .collect()
+    };
+    let cases: [(&str, AuditQuery, &[i64]); 9] = [
+        (
+            "all",
+            AuditQuery::default(),
+            &[600, 500, 400, 300, 200, 100],
+        ),
+        (
+            "by session",
+            AuditQuery {
+                session: Some("s1".into()),
+                ..AuditQuery::default()
+            },
+            &[500, 400, 200, 100],
+        ),
+        (
+            "by tool",
+            AuditQuery {
+                tool: Some("weather.forecast".into()),
+                ..AuditQuery::default()
+            },
+            &[500, 300, 100],
+        ),
+        (
+            "by session and tool",
+            AuditQuery {
+                session: Some("s1".into()),
+                tool: Some("weather.forecast".into()),
+                ..AuditQuery::default()
+            },
+            &[500, 100],
+        ),
+        (
+            "by kind",
+            AuditQuery {
+                kind: Some(AuditKind::SkillActivated),
+                ..AuditQuery::default()
+            },
+            &[400],
+        ),
+        (
+            "time range, since inclusive, until exclusive",
+            AuditQuery {
+                since: Some(200),
+                until: Some(500),
+                ..AuditQuery::default()
+            },
+            &[400, 300, 200],
+        ),
+        (
+            "limit",
+            AuditQuery {
+                limit: Some(2),
+                ..AuditQuery::default()
+            },
+            &[600, 500],
+        ),
+        (
+            "page back",
+            AuditQuery {
+                before_id: Some(ids[2]),
+                ..AuditQuery::default()
+            },
+            &[200, 100],
+        ),
+        (
+            "nothing",
+            AuditQuery {
+                session: Some("nobody".into()),
+                ..AuditQuery::default()
+            },
+            &[],
+        ),
+    ];
+    for (name, query, want) in cases {
+        assert_eq!(times(query), want, "{name}");
+    }
+
+    let all = store.query_audit(&AuditQuery::default()).unwrap();
+    let round_trip: Vec<AuditEntry> = all.iter().rev().map(|r| r.entry.clone()).collect();
+    assert_eq!(round_trip, entries, "every field round-trips");
+}
+
+#[test]
+fn audit_is_append_only() {
+    let (dir, store) = open();
+    store
+        .append_audit(&call("s1", "t", 1, AuditStatus::Ok))
+        .unwrap();
+    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
+    for sql in ["UPDATE audit SET status = 'ok'", "DELETE FROM audit"] {
+        let error = raw.execute(sql, []).unwrap_err();
+        assert!(error.to_string().contains("append-only"), "{sql}: {error}");
+    }
+}
+
+#[test]
+fn corrupt_rows_are_errors_not_panics() {
+    let (dir, store) = open();
+    session(&store, "s1");
+    store.enqueue_approval(&card("a1", "s1", 1)).unwrap();
+    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
+    raw.execute_batch(
+        "UPDATE sessions SET state = '{not json' WHERE id = 's1';
+         UPDATE approvals SET arguments = '[' WHERE id = 'a1';",
+    )
+    .unwrap();
+    let cases: [(&str, StoreError, &str); 3] = [
+        (
+            "session",
+            store.session("s1").unwrap_err(),
+            "corrupt JSON in sessions.state",
+        ),
+        (
+            "session list",
+            store.list_sessions(&SessionFilter::default()).unwrap_err(),
+            "corrupt JSON in sessions.state",
+        ),
+        (
+            "approval",
+            store.approval("a1").unwrap_err(),
+            "corrupt JSON in approvals.arguments",
+        ),
+    ];
+    for (name, error, want) in cases {
+        assert!(error.to_string().contains(want), "{name}: {error}");
+    }
+}
+
+#[test]
+fn digests_ignore_key_order_and_secret_fields() {
+    let base = json!({"city": "北京", "days": 3, "auth": {"token": "s3cret", "user": "u"}});
+    let secrets = ["token", "api_key"];
+    let want = argument_digest(&base, &secrets);
+    assert_eq!(want.len(), 64);
+    assert!(
+        want.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
+    let same = [
+        (
+            "key order",
+            json!({"days": 3, "auth": {"user": "u", "token": "s3cret"}, "city": "北京"}),
+        ),
+        (
+            "another secret value",
+            json!({"city": "北京", "days": 3, "auth": {"token": "other", "user": "u"}}),
+        ),
+        (
+            "secret absent",
+            json!({"city": "北京", "days": 3, "auth": {"user": "u"}}),
+        ),
+        (
+            "an extra top-level secret",
+            json!({"api_key": "k", "city": "北京", "days": 3, "auth": {"user": "u"}}),
+        ),
+    ];
+    for (name, args) in same {
+        assert_eq!(argument_digest(&args, &secrets), want, "{name}");
+    }
+    let different = [
+        (
+            "another value",
+            json!({"city": "上海", "days": 3, "auth": {"user": "u"}}),
+        ),
+        (
+            "a number as a string",
+            json!({"city": "北京", "days": "3", "auth": {"user": "u"}}),
+        ),
+        (
+            "a missing field",
+            json!({"city": "北京", "auth": {"user": "u"}}),
+        ),
+    ];
+    for (name, args) in different {
+        assert_ne!(argument_digest(&args, &secrets), want, "{name}");
+    }
+    assert_ne!(
+        argument_digest(&base, &[]),
+        want,
+        "without the secret list the secret counts"
+    );
+    // Secrets inside arrays of objects are removed too.
+    assert_eq!(
+        argument_digest(&json!([{"token": "a", "x": 1}]), &secrets),
+        argument_digest(&json!([{"x": 1, "token": "b"}]), &secrets)
+    );
+}
