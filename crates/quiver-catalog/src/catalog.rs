@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::params::schema_params;
 use crate::scan::{self, Root, Scope};
-use crate::search::{SearchDoc, SearchHit, SearchIndex};
+use crate::search::{self, SearchDoc, SearchHit, SearchIndex};
 use crate::wire::wire_name;
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
@@ -151,11 +151,15 @@ pub struct Catalog {
 impl Catalog {
     /// Scans `roots`, loads every package in parallel and builds the snapshot.
     pub fn load(roots: &[Root], options: &CatalogOptions) -> Catalog {
-        let (found, mut diagnostics) = scan::scan(roots);
-        let loaded: Vec<_> = found
-            .par_iter()
-            .map(|f| (load_package(&f.dir), f.scope))
-            .collect();
+        // The search analyzer's dictionary loads on one thread while the others read packages.
+        let (_, (loaded, mut diagnostics)) = rayon::join(search::prepare, || {
+            let (found, diagnostics) = scan::scan(roots);
+            let loaded: Vec<_> = found
+                .par_iter()
+                .map(|f| (load_package(&f.dir), f.scope))
+                .collect();
+            (loaded, diagnostics)
+        });
         let mut packages = Vec::new();
         for (loaded, scope) in loaded {
             diagnostics.extend(loaded.diagnostics);
@@ -201,13 +205,11 @@ impl Catalog {
             (a.1.id.as_str(), rank(a.2), a.0).cmp(&(b.1.id.as_str(), rank(b.2), b.0))
         });
         let mut packages: Vec<CatalogPackage> = Vec::with_capacity(loaded.len());
+        // Packages sharing an id are adjacent after the sort, and the first of them wins.
+        let mut winner: Option<usize> = None;
         for (_, package, scope) in loaded {
-            let shadowed = match packages
-                .iter()
-                .rev()
-                .find(|p| !p.shadowed && p.package.id == package.id)
-            {
-                Some(winner) => {
+            let shadowed = match winner.map(|w| &packages[w]) {
+                Some(first) if first.package.id == package.id => {
                     diagnostics.push(
                         Diagnostic::warning(
                             "package-shadowed",
@@ -216,8 +218,8 @@ impl Catalog {
                                 "package `{}` here ({}) is shadowed by {} ({}); its items stay reachable as `{}:{}.<item>`",
                                 package.id,
                                 scope.as_str(),
-                                winner.package.root.display(),
-                                winner.scope.as_str(),
+                                first.package.root.display(),
+                                first.scope.as_str(),
                                 scope.as_str(),
                                 package.id
                             ),
@@ -226,7 +228,10 @@ impl Catalog {
                     );
                     true
                 }
-                None => false,
+                _ => {
+                    winner = Some(packages.len());
+                    false
+                }
             };
             packages.push(CatalogPackage {
                 package,
@@ -420,6 +425,10 @@ fn model_view(
 ) -> (Vec<Entry>, Vec<SearchDoc>) {
     let mut entries = Vec::new();
     let mut docs = Vec::new();
+    let mut items_of: Vec<Vec<usize>> = vec![Vec::new(); packages.len()];
+    for (i, item) in items.iter().enumerate() {
+        items_of[item.package].push(i);
+    }
     for (pi, cp) in packages.iter().enumerate() {
         if cp.shadowed {
             continue;
@@ -430,11 +439,10 @@ fn model_view(
         } else {
             format!("{} {}", p.name, p.id)
         };
-        let visible_items: Vec<usize> = items
+        let visible_items: Vec<usize> = items_of[pi]
             .iter()
-            .enumerate()
-            .filter(|(_, it)| it.package == pi && it.exposed && !it.hidden && it.wire.is_some())
-            .map(|(i, _)| i)
+            .copied()
+            .filter(|&i| items[i].exposed && !items[i].hidden && items[i].wire.is_some())
             .collect();
         let visible_skills: Vec<&quiver_package::skill::Skill> = p
             .all_skills()

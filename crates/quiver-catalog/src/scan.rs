@@ -67,15 +67,16 @@ pub struct Found {
 /// by root, then by path.
 pub fn scan(roots: &[Root]) -> (Vec<Found>, Vec<Diagnostic>) {
     use rayon::prelude::*;
-    let per_root: Vec<(Vec<PathBuf>, Vec<Diagnostic>)> =
-        roots.par_iter().map(|root| scan_root(&root.path)).collect();
+    let per_root: Vec<_> = roots
+        .par_iter()
+        .map(|root| scan_root_canonical(&root.path))
+        .collect();
     let mut found = Vec::new();
     let mut diags = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
     for (index, (dirs, d)) in per_root.into_iter().enumerate() {
         diags.extend(d);
-        for dir in dirs {
-            let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        for (dir, canonical) in dirs {
             if seen.insert(canonical) {
                 found.push(Found {
                     dir,
@@ -90,6 +91,12 @@ pub fn scan(roots: &[Root]) -> (Vec<Found>, Vec<Diagnostic>) {
 
 /// Package folders under one root, sorted.
 pub fn scan_root(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
+    let (found, diags) = scan_root_canonical(root);
+    (found.into_iter().map(|(dir, _)| dir).collect(), diags)
+}
+
+/// Package folders under one root, sorted, each with its canonical path.
+fn scan_root_canonical(root: &Path) -> (Vec<(PathBuf, PathBuf)>, Vec<Diagnostic>) {
     let mut state = Walk {
         visited: HashSet::new(),
         folders: 0,
@@ -125,7 +132,8 @@ pub fn scan_root(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
 struct Walk {
     visited: HashSet<PathBuf>,
     folders: usize,
-    found: Vec<PathBuf>,
+    /// (package folder, its canonical path).
+    found: Vec<(PathBuf, PathBuf)>,
     diags: Vec<Diagnostic>,
     truncated: bool,
 }
@@ -140,11 +148,11 @@ impl Walk {
         let Ok(canonical) = fs::canonicalize(dir) else {
             return;
         };
-        if !self.visited.insert(canonical) {
+        if !self.visited.insert(canonical.clone()) {
             return;
         }
         if is_package_dir(dir) {
-            self.found.push(dir.to_path_buf());
+            self.found.push((dir.to_path_buf(), canonical));
             return;
         }
         if depth >= MAX_DEPTH {
@@ -160,7 +168,7 @@ impl Walk {
         };
         let mut subdirs: Vec<(PathBuf, String)> = read
             .flatten()
-            .filter(|e| e.path().is_dir())
+            .filter(is_dir)
             .map(|e| (e.path(), e.file_name().to_string_lossy().into_owned()))
             .collect();
         subdirs.sort();
@@ -177,6 +185,14 @@ impl Walk {
             }
             self.walk(&path, depth + 1);
         }
+    }
+}
+
+/// Whether an entry is a folder, or a link to one; no system call unless it is a link.
+fn is_dir(entry: &fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(kind) if !kind.is_symlink() => kind.is_dir(),
+        _ => entry.path().is_dir(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One package folder read into a [`Package`], with every diagnostic.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -88,6 +89,53 @@ pub fn is_package_dir(dir: &Path) -> bool {
         || dir.join("skill/SKILL.md").is_file()
 }
 
+/// The entries of a folder, listed once. A package has many optional files and folders, most of
+/// them absent; asking the listing first spares a system call for each absent one.
+struct Listing {
+    /// Names and types (not following links), or `None` when the folder could not be listed.
+    entries: Option<Vec<(OsString, Option<fs::FileType>)>>,
+}
+
+impl Listing {
+    fn read(dir: &Path) -> Listing {
+        let entries = fs::read_dir(dir).ok().and_then(|read| {
+            read.map(|e| e.map(|e| (e.file_name(), e.file_type().ok())))
+                .collect::<Result<Vec<_>, _>>()
+                .ok()
+        });
+        Listing { entries }
+    }
+
+    /// A listing that knows nothing: every question goes to the file system.
+    fn unknown() -> Listing {
+        Listing { entries: None }
+    }
+
+    /// Whether `name` may exist in the folder: `false` only when the listing has no entry of
+    /// that name (compared ignoring ASCII case, as case-insensitive file systems would).
+    fn may_have(&self, name: &str) -> bool {
+        self.entries.as_ref().is_none_or(|entries| {
+            entries
+                .iter()
+                .any(|(n, _)| n.to_str().is_some_and(|n| n.eq_ignore_ascii_case(name)))
+        })
+    }
+
+    /// `dir.join(name).is_file()`, answered from the listing when it can be.
+    fn is_file(&self, dir: &Path, name: &str) -> bool {
+        let exact = self
+            .entries
+            .iter()
+            .flatten()
+            .find(|(n, _)| n.as_os_str() == name);
+        match exact.and_then(|(_, kind)| *kind) {
+            Some(kind) if kind.is_file() => true,
+            Some(kind) if kind.is_dir() => false,
+            _ => self.may_have(name) && dir.join(name).is_file(),
+        }
+    }
+}
+
 /// Loads the package in `dir`. Item-level errors drop that item; the rest still loads.
 pub fn load_package(dir: &Path) -> Loaded {
     let mut diags = Vec::new();
@@ -95,9 +143,10 @@ pub fn load_package(dir: &Path) -> Loaded {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let listing = Listing::read(dir);
 
     let manifest_file = dir.join("quiver.yaml");
-    let has_manifest = manifest_file.is_file();
+    let has_manifest = listing.is_file(dir, "quiver.yaml");
     let manifest = if has_manifest {
         let parsed = source::read_text(&manifest_file)
             .map(|text| manifest::parse_manifest(&text, &manifest_file));
@@ -125,19 +174,26 @@ pub fn load_package(dir: &Path) -> Loaded {
     };
 
     // The package's own skill.
-    let (skill_file, skill_dir) = if dir.join("SKILL.md").is_file() {
-        if dir.join("skill/SKILL.md").is_file() {
+    let nested_skill = || listing.may_have("skill") && dir.join("skill/SKILL.md").is_file();
+    let unknown = Listing::unknown();
+    let (skill_file, skill_dir, skill_listing, has_skill) = if listing.is_file(dir, "SKILL.md") {
+        if nested_skill() {
             diags.push(Diagnostic::warning(
                 "package-two-skills",
                 dir.join("skill/SKILL.md"),
                 "both `SKILL.md` and `skill/SKILL.md` exist; `skill/SKILL.md` is ignored",
             ));
         }
-        (dir.join("SKILL.md"), dir.to_path_buf())
+        (dir.join("SKILL.md"), dir.to_path_buf(), &listing, true)
     } else {
-        (dir.join("skill/SKILL.md"), dir.join("skill"))
+        (
+            dir.join("skill/SKILL.md"),
+            dir.join("skill"),
+            &unknown,
+            nested_skill(),
+        )
     };
-    let own_skill = if skill_file.is_file() {
+    let own_skill = if has_skill {
         read_skill(&skill_file, &skill_dir, Some(&dir_name), &mut diags)
     } else {
         None
@@ -159,19 +215,20 @@ pub fn load_package(dir: &Path) -> Loaded {
             id.to_string(),
             skill_file.clone(),
             skill_dir.clone(),
+            skill_listing,
         )
     });
 
+    // The path of `name` in the package folder, unless the listing tells that it is absent.
+    let present = |name: &str| listing.may_have(name).then(|| dir.join(name));
+
     let mut tools = Vec::new();
-    load_tools(
-        &dir.join("tools"),
-        ToolScope::Package,
-        &mut tools,
-        &mut diags,
-    );
+    if let Some(tools_dir) = present("tools") {
+        load_tools(&tools_dir, ToolScope::Package, &mut tools, &mut diags);
+    }
 
     let mut skills = Vec::new();
-    for sub in subdirs(&dir.join("skills")) {
+    for sub in present("skills").map(|d| subdirs(&d)).unwrap_or_default() {
         let file = sub.join("SKILL.md");
         if !file.is_file() {
             continue;
@@ -194,7 +251,13 @@ pub fn load_package(dir: &Path) -> Loaded {
             continue;
         }
         let local = ItemName::derive(&parsed.name);
-        let skill = finish_skill(parsed, format!("{id}/{local}"), file, sub.clone());
+        let skill = finish_skill(
+            parsed,
+            format!("{id}/{local}"),
+            file,
+            sub.clone(),
+            &Listing::unknown(),
+        );
         load_tools(
             &sub.join("tools"),
             ToolScope::Skill(skill.id.clone()),
@@ -212,7 +275,7 @@ pub fn load_package(dir: &Path) -> Loaded {
     );
 
     let mut agents = Vec::new();
-    for entry in entries(&dir.join("agents")) {
+    for entry in present("agents").map(|d| entries(&d)).unwrap_or_default() {
         if let Some(agent) = load_agent(&entry, &id, &mut tools, &mut diags) {
             agents.push(agent);
         }
@@ -220,7 +283,9 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     let mut local_items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
     local_items.extend(agents.iter().map(|a| a.name.to_string()));
-    let mut workflows = load_workflows(&dir.join("workflows"), &local_items, &mut diags);
+    let mut workflows = present("workflows")
+        .map(|d| load_workflows(&d, &local_items, &mut diags))
+        .unwrap_or_default();
     for agent in &mut agents {
         let agent_dir = dir.join("agents").join(agent.name.as_str());
         agent.own_workflows =
@@ -228,7 +293,10 @@ pub fn load_package(dir: &Path) -> Loaded {
     }
 
     let mut prompts = Vec::new();
-    for file in files_with_ext(&dir.join("prompts"), "md") {
+    for file in present("prompts")
+        .map(|d| files_with_ext(&d, "md"))
+        .unwrap_or_default()
+    {
         let Some(name) = item_name_of(&file, &mut diags) else {
             continue;
         };
@@ -277,12 +345,15 @@ pub fn load_package(dir: &Path) -> Loaded {
         }
     }
 
-    let agents_md = optional_text(&dir.join("AGENTS.md"), &mut diags);
-    let requirements = optional_text(&dir.join("requirements.txt"), &mut diags)
+    let agents_md = present("AGENTS.md").and_then(|file| optional_text(&file, &mut diags));
+    let requirements = present("requirements.txt")
+        .and_then(|file| optional_text(&file, &mut diags))
         .map(|text| parse_requirements(&text, &dir.join("requirements.txt"), &mut diags))
         .unwrap_or_default();
-    let pages = Some(dir.join("pages")).filter(|p| p.is_dir());
-    let readme = Some(dir.join("docs/README.md")).filter(|p| p.is_file());
+    let pages = present("pages").filter(|p| p.is_dir());
+    let readme = present("docs")
+        .map(|docs| docs.join("README.md"))
+        .filter(|p| p.is_file());
 
     let description = manifest
         .description
@@ -343,8 +414,15 @@ fn read_skill(
     }
 }
 
-fn finish_skill(parsed: skill::ParsedSkill, id: String, file: PathBuf, dir: PathBuf) -> Skill {
-    let files = list_skill_files(&dir);
+/// `listing` is that of the skill's folder `dir`, when known.
+fn finish_skill(
+    parsed: skill::ParsedSkill,
+    id: String,
+    file: PathBuf,
+    dir: PathBuf,
+    listing: &Listing,
+) -> Skill {
+    let files = list_skill_files(&dir, listing);
     Skill {
         id,
         name: parsed.name,
@@ -360,10 +438,12 @@ fn finish_skill(parsed: skill::ParsedSkill, id: String, file: PathBuf, dir: Path
 
 /// Files under `references/`, `assets/` and `scripts/` of a skill folder, relative to it.
 /// Symbolic links are not followed, so nothing outside the folder is ever listed.
-fn list_skill_files(dir: &Path) -> Vec<String> {
+fn list_skill_files(dir: &Path, listing: &Listing) -> Vec<String> {
     let mut out = Vec::new();
     for sub in ["references", "assets", "scripts"] {
-        walk_files(&dir.join(sub), sub, 0, &mut out);
+        if listing.may_have(sub) {
+            walk_files(&dir.join(sub), sub, 0, &mut out);
+        }
     }
     out.sort();
     out
@@ -495,6 +575,7 @@ fn load_agent(
                     format!("{package}/{name}/{local}"),
                     skill_file,
                     sub.clone(),
+                    &Listing::unknown(),
                 );
                 load_tools(
                     &sub.join("tools"),
@@ -675,9 +756,22 @@ fn parse_requirements(text: &str, file: &Path, diags: &mut Vec<Diagnostic>) -> V
     out
 }
 
-/// Sub-folders of `dir`, sorted, skipping dot-folders.
+/// Sub-folders of `dir` (links to folders included), sorted, skipping dot-folders.
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    entries(dir).into_iter().filter(|p| p.is_dir()).collect()
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = read
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter(|e| match e.file_type() {
+            Ok(kind) if !kind.is_symlink() => kind.is_dir(),
+            _ => e.path().is_dir(),
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
 }
 
 /// Entries of `dir`, sorted, skipping dot-entries.

@@ -23,7 +23,9 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, Diagnostic> 
             format!("cannot read the file: {err}"),
         )
     })?;
-    let mut bytes = Vec::new();
+    // Sized from the metadata so a file is read in one or two calls.
+    let size_hint = file.metadata().map_or(0, |m| m.len().min(limit + 1));
+    let mut bytes = Vec::with_capacity(usize::try_from(size_hint).unwrap_or(0) + 1);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|err| {

@@ -6,6 +6,7 @@
 //! every step and writes its audit record.
 
 pub mod approver;
+pub mod bench;
 pub mod dates;
 pub mod executor;
 mod ids;

@@ -763,7 +763,10 @@ impl Turn<'_> {
                 &item.qualified,
                 self.runtime.config.max_loaded,
             )?;
-        } else {
+        } else if view.loaded.first() != Some(&item.qualified)
+            && view.loaded.contains(&item.qualified)
+        {
+            // Keep the least-recently-used order; a write only when the order changes.
             self.runtime
                 .store
                 .touch_tool(&self.session, &item.qualified)?;

@@ -1,12 +1,12 @@
 //! The inverted index: BM25F with per-field weights and length normalization, every posting's
 //! contribution precomputed at build time so that a query only adds up its terms' postings.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
-use super::tokenize::{JIEBA, Kind, analyze, analyze_name, analyze_query, clip};
+use super::tokenize::{Analyzer, JIEBA, Kind, analyze_query, clip};
 use super::{SearchDoc, SearchHit};
 
 /// The fields of a [`SearchDoc`], in the order of [`Params::fields`].
@@ -97,7 +97,7 @@ pub struct SearchIndex {
     docs: usize,
     params: Params,
     /// Tagged term → term id.
-    terms: HashMap<String, u32>,
+    terms: FxHashMap<String, u32>,
     /// Kind of each term id.
     kinds: Vec<Kind>,
     /// Postings of term `t`: `post_docs[post_start[t]..post_start[t + 1]]`.
@@ -109,119 +109,265 @@ pub struct SearchIndex {
     similarity: Vec<Vec<(u32, f32)>>,
 }
 
-/// What one document contributes to the index, before term ids exist.
-struct Analyzed {
-    /// (tagged term, kind, field, term frequency in that field).
-    entries: Vec<(String, Kind, usize, u32)>,
-    /// Tagged term → frequency in the fields the similarity lint compares.
-    similarity: HashMap<String, u32>,
+/// Documents analyzed in one go, in parallel with other chunks.
+const CHUNK_DOCS: usize = 256;
+
+/// A run of consecutive documents analyzed together. Their terms are interned into one
+/// vocabulary for the chunk, so that merging consults the index's dictionary once per distinct
+/// term of the chunk rather than once per occurrence.
+struct Chunk {
+    /// Tagged terms by chunk-local id.
+    vocab: Vec<String>,
+    docs: Vec<DocTerms>,
 }
 
-fn analyze_doc(doc: &SearchDoc) -> Analyzed {
-    let mut counts: HashMap<(String, usize), (Kind, u32)> = HashMap::new();
-    let mut similarity: HashMap<String, u32> = HashMap::new();
-    let mut add = |field: Field, text: &str, name: bool| {
-        let f = field as usize;
-        let compare = matches!(field, Field::Summary | Field::Description | Field::Triggers);
-        let mut emit = |term: &str, kind: Kind| {
-            let tagged = format!("{}{}", kind.tag(), term);
-            if compare && kind != Kind::CjkUnigram {
-                *similarity.entry(tagged.clone()).or_insert(0) += 1;
-            }
-            let entry = counts.entry((tagged, f)).or_insert((kind, 0));
-            entry.1 = entry.1.saturating_add(1);
-        };
-        if name {
-            analyze_name(text, &mut emit);
-        } else {
-            analyze(text, &mut emit);
+/// What one document contributes to the index.
+struct DocTerms {
+    /// One entry per (term, field), sorted by term, then field. Terms are chunk-local ids until
+    /// the chunk is merged, term ids after.
+    entries: Vec<FieldTerm>,
+    /// Number of term occurrences in each field.
+    lengths: [u32; FIELDS],
+}
+
+/// The occurrences of one term in one field of a document.
+#[derive(Debug, Clone, Copy)]
+struct FieldTerm {
+    term: u32,
+    field: u8,
+    /// The kind of its first occurrence in that field.
+    kind: Kind,
+    /// How often it occurs there.
+    tf: u32,
+}
+
+/// Whether a field takes part in the similarity vectors of [`SearchIndex::similar_pairs`].
+fn compared(field: usize) -> bool {
+    field == Field::Summary as usize
+        || field == Field::Description as usize
+        || field == Field::Triggers as usize
+}
+
+/// The texts of a document, each with its field, in a fixed order.
+fn doc_texts(doc: &SearchDoc) -> impl Iterator<Item = (Field, &str)> {
+    [
+        (Field::Name, doc.name.as_str()),
+        (Field::Summary, &doc.summary),
+        (Field::Description, &doc.description),
+        (Field::WhenNotToUse, &doc.when_not_to_use),
+    ]
+    .into_iter()
+    .chain(doc.triggers.iter().map(|t| (Field::Triggers, t.as_str())))
+    .chain(doc.examples.iter().map(|e| (Field::Examples, e.as_str())))
+    .chain(doc.params.iter().flat_map(|(name, description)| {
+        [
+            (Field::ParamNames, name.as_str()),
+            (Field::ParamDescriptions, description.as_str()),
+        ]
+    }))
+    .chain([
+        (Field::PackageName, doc.package_name.as_str()),
+        (Field::PackageDescription, &doc.package_description),
+    ])
+}
+
+/// Whether a field holds names, analyzed with [`Analyzer::analyze_name`].
+fn is_name(field: Field) -> bool {
+    matches!(field, Field::Name | Field::ParamNames | Field::PackageName)
+}
+
+/// A text with its terms (chunk-local ids and kinds, in text order).
+#[derive(Default)]
+struct Analyzed {
+    text: String,
+    terms: Vec<(u32, Kind)>,
+}
+
+/// Analyzes the documents of one chunk.
+#[derive(Default)]
+struct ChunkAnalyzer {
+    /// Tagged term → chunk-local id.
+    ids: FxHashMap<String, u32>,
+    /// The tagged term being looked up.
+    tagged: String,
+    /// Splits texts into terms.
+    analyzer: Analyzer,
+    /// The terms of the text being analyzed.
+    terms: Vec<(u32, Kind)>,
+    /// The last package name and package description analyzed: every item of a package
+    /// repeats them, and documents of one package are adjacent.
+    package: [Analyzed; 2],
+    /// (chunk-local term, field) → position in the current document's entries.
+    slots: FxHashMap<(u32, u8), usize>,
+}
+
+impl ChunkAnalyzer {
+    /// Analyzes `docs`, consecutive documents, one after the other.
+    fn analyze(docs: &[SearchDoc]) -> Chunk {
+        let mut analyzer = ChunkAnalyzer::default();
+        let docs = docs.iter().map(|doc| analyzer.analyze_doc(doc)).collect();
+        let mut vocab = vec![String::new(); analyzer.ids.len()];
+        for (term, id) in analyzer.ids {
+            vocab[id as usize] = term;
         }
-    };
-    add(Field::Name, &doc.name, true);
-    add(Field::Summary, &doc.summary, false);
-    add(Field::Description, &doc.description, false);
-    add(Field::WhenNotToUse, &doc.when_not_to_use, false);
-    for t in &doc.triggers {
-        add(Field::Triggers, t, false);
+        Chunk { vocab, docs }
     }
-    for e in &doc.examples {
-        add(Field::Examples, e, false);
+
+    /// The terms of `text`, as chunk-local ids with their kinds, into `self.terms`.
+    fn analyze_text(&mut self, field: Field, text: &str) {
+        let ChunkAnalyzer {
+            ids,
+            tagged,
+            analyzer,
+            terms,
+            ..
+        } = self;
+        terms.clear();
+        let mut emit = |term: &str, kind: Kind| {
+            tagged.clear();
+            tagged.push_str(kind.tag());
+            tagged.push_str(term);
+            let id = match ids.get(tagged.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let id = ids.len() as u32;
+                    ids.insert(tagged.clone(), id);
+                    id
+                }
+            };
+            terms.push((id, kind));
+        };
+        if is_name(field) {
+            analyzer.analyze_name(text, &mut emit);
+        } else {
+            analyzer.analyze(text, &mut emit);
+        }
     }
-    for (name, description) in &doc.params {
-        add(Field::ParamNames, name, true);
-        add(Field::ParamDescriptions, description, false);
+
+    /// The (term, field) entries and field lengths of one document.
+    fn analyze_doc(&mut self, doc: &SearchDoc) -> DocTerms {
+        let mut entries: Vec<FieldTerm> = Vec::new();
+        self.slots.clear();
+        for (field, text) in doc_texts(doc) {
+            let memo = match field {
+                Field::PackageName => Some(0),
+                Field::PackageDescription => Some(1),
+                _ => None,
+            };
+            let terms = match memo {
+                Some(m) if self.package[m].text == text => &self.package[m].terms,
+                Some(m) => {
+                    self.analyze_text(field, text);
+                    let package = &mut self.package[m];
+                    package.text.clear();
+                    package.text.push_str(text);
+                    package.terms.clone_from(&self.terms);
+                    &package.terms
+                }
+                None => {
+                    self.analyze_text(field, text);
+                    &self.terms
+                }
+            };
+            let field = field as u8;
+            for &(term, kind) in terms {
+                let slot = *self.slots.entry((term, field)).or_insert_with(|| {
+                    entries.push(FieldTerm {
+                        term,
+                        field,
+                        kind,
+                        tf: 0,
+                    });
+                    entries.len() - 1
+                });
+                entries[slot].tf = entries[slot].tf.saturating_add(1);
+            }
+        }
+        entries.sort_unstable_by_key(|e| (e.term, e.field));
+        let mut lengths = [0u32; FIELDS];
+        for e in &entries {
+            let l = &mut lengths[e.field as usize];
+            *l = l.saturating_add(e.tf);
+        }
+        DocTerms { entries, lengths }
     }
-    add(Field::PackageName, &doc.package_name, true);
-    add(Field::PackageDescription, &doc.package_description, false);
-    let entries = counts
-        .into_iter()
-        .map(|((term, field), (kind, tf))| (term, kind, field, tf))
-        .collect();
-    Analyzed {
-        entries,
-        similarity,
+}
+
+/// The index's term dictionary, built from analyzed chunks in document order.
+#[derive(Default)]
+struct Dictionary {
+    terms: FxHashMap<String, u32>,
+    kinds: Vec<Kind>,
+    /// Number of documents each term occurs in.
+    df: Vec<u32>,
+}
+
+impl Dictionary {
+    /// Replaces the chunk-local terms of `chunk`'s documents by term ids. Ids are given in
+    /// first-seen order: documents in order, and a document's new terms sorted by their text.
+    /// A new term takes the kind of its entry in the document's first field that has it.
+    fn merge(&mut self, chunk: &mut Chunk) {
+        const UNSEEN: u32 = u32::MAX;
+        let mut ids = vec![UNSEEN; chunk.vocab.len()];
+        let mut fresh: Vec<(usize, Kind)> = Vec::new();
+        for doc in &mut chunk.docs {
+            fresh.clear();
+            for group in doc.entries.chunk_by(|a, b| a.term == b.term) {
+                let local = group[0].term as usize;
+                if ids[local] == UNSEEN {
+                    match self.terms.get(chunk.vocab[local].as_str()) {
+                        Some(&id) => ids[local] = id,
+                        None => fresh.push((local, group[0].kind)),
+                    }
+                }
+            }
+            fresh.sort_unstable_by(|a, b| chunk.vocab[a.0].cmp(&chunk.vocab[b.0]));
+            for &(local, kind) in &fresh {
+                let id = self.kinds.len() as u32;
+                self.terms
+                    .insert(std::mem::take(&mut chunk.vocab[local]), id);
+                self.kinds.push(kind);
+                self.df.push(0);
+                ids[local] = id;
+            }
+            for e in &mut doc.entries {
+                e.term = ids[e.term as usize];
+            }
+            for group in doc.entries.chunk_by(|a, b| a.term == b.term) {
+                self.df[group[0].term as usize] += 1;
+            }
+        }
     }
 }
 
 impl SearchIndex {
     /// Builds the index; documents are analyzed in parallel.
     pub fn build(docs: Vec<SearchDoc>) -> Self {
-        Self::build_with(&docs, Params::default())
+        let index = Self::build_with(&docs, Params::default());
+        // Many small strings: free them on all threads.
+        docs.into_par_iter().for_each(drop);
+        index
     }
 
     fn build_with(docs: &[SearchDoc], params: Params) -> Self {
         LazyLock::force(&JIEBA);
-        let analyzed: Vec<Analyzed> = docs.par_iter().map(analyze_doc).collect();
-        let n = analyzed.len();
-
-        // Term ids in first-seen order (deterministic: docs in order, entries sorted).
-        let mut terms: HashMap<String, u32> = HashMap::new();
-        let mut kinds: Vec<Kind> = Vec::new();
-        let mut df: Vec<u32> = Vec::new();
-        let mut doc_entries: Vec<Vec<(u32, usize, u32)>> = Vec::with_capacity(n);
-        let mut doc_similarity: Vec<Vec<(u32, u32)>> = Vec::with_capacity(n);
-        for a in analyzed {
-            let mut entries = a.entries;
-            entries.sort_unstable_by(|x, y| (&x.0, x.2).cmp(&(&y.0, y.2)));
-            let mut ids = Vec::with_capacity(entries.len());
-            let mut last: Option<u32> = None;
-            for (term, kind, field, tf) in entries {
-                let next = terms.len() as u32;
-                let id = *terms.entry(term).or_insert_with(|| {
-                    kinds.push(kind);
-                    df.push(0);
-                    next
-                });
-                if last != Some(id) {
-                    df[id as usize] += 1;
-                    last = Some(id);
-                }
-                ids.push((id, field, tf));
-            }
-            doc_entries.push(ids);
-            let mut sim: Vec<(u32, u32)> = a
-                .similarity
-                .into_iter()
-                .filter_map(|(term, tf)| terms.get(&term).map(|&id| (id, tf)))
-                .collect();
-            sim.sort_unstable();
-            doc_similarity.push(sim);
+        let mut chunks: Vec<Chunk> = docs
+            .par_chunks(CHUNK_DOCS)
+            .map(ChunkAnalyzer::analyze)
+            .collect();
+        let mut dictionary = Dictionary::default();
+        for chunk in &mut chunks {
+            dictionary.merge(chunk);
         }
+        let Dictionary { terms, kinds, df } = dictionary;
+        let doc_terms: Vec<DocTerms> = chunks.into_iter().flat_map(|c| c.docs).collect();
+        let n = doc_terms.len();
+
         // Average field lengths over the docs.
         let mut avg = [0f64; FIELDS];
-        let field_lengths: Vec<[u32; FIELDS]> = doc_entries
-            .iter()
-            .map(|entries| {
-                let mut l = [0u32; FIELDS];
-                for &(_, f, tf) in entries {
-                    l[f] = l[f].saturating_add(tf);
-                }
-                l
-            })
-            .collect();
-        for l in &field_lengths {
-            for f in 0..FIELDS {
-                avg[f] += f64::from(l[f]);
+        for d in &doc_terms {
+            for (a, &l) in avg.iter_mut().zip(&d.lengths) {
+                *a += f64::from(l);
             }
         }
         for a in &mut avg {
@@ -237,63 +383,42 @@ impl SearchIndex {
             })
             .collect();
 
-        // BM25F: pseudo term frequency over the weighted, length-normalized fields, saturated once.
-        let mut postings: Vec<Vec<(u32, f32)>> = vec![Vec::new(); terms.len()];
-        for (d, entries) in doc_entries.iter().enumerate() {
-            let l = &field_lengths[d];
-            let mut i = 0;
-            while i < entries.len() {
-                let id = entries[i].0;
-                let mut tf = 0f32;
-                while i < entries.len() && entries[i].0 == id {
-                    let (_, f, raw) = entries[i];
-                    let p = params.fields[f];
-                    let norm = 1.0 - p.b + p.b * (l[f] as f32) / (avg[f] as f32);
-                    tf += p.weight * raw as f32 / norm.max(1e-3);
-                    i += 1;
-                }
-                if tf > 0.0 {
-                    let w = idf[id as usize] * tf * (params.k1 + 1.0) / (params.k1 + tf);
-                    if w > 0.0 && w.is_finite() {
-                        postings[id as usize].push((d as u32, w));
-                    }
-                }
-            }
-        }
-        let mut post_start = Vec::with_capacity(postings.len() + 1);
-        let total: usize = postings.iter().map(Vec::len).sum();
-        let mut post_docs = Vec::with_capacity(total);
-        let mut post_weights = Vec::with_capacity(total);
-        post_start.push(0);
-        for p in postings {
-            for (d, w) in p {
-                post_docs.push(d);
-                post_weights.push(w);
-            }
-            post_start.push(post_docs.len() as u32);
-        }
-
-        // Similarity vectors: sublinear tf times smoothed idf, unit length.
-        let similarity = doc_similarity
-            .into_iter()
-            .map(|sim| {
-                let mut v: Vec<(u32, f32)> = sim
-                    .into_iter()
-                    .map(|(id, tf)| {
-                        let d = df[id as usize] as f32;
-                        let idf = ((1.0 + nf) / (1.0 + d)).ln() + 1.0;
-                        (id, (1.0 + (tf as f32).ln()) * idf)
-                    })
-                    .collect();
-                let norm = v.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
-                if norm > 0.0 {
-                    for (_, w) in &mut v {
-                        *w /= norm;
-                    }
-                }
-                v
+        // Each doc's postings (term id, weight) and similarity vector, in parallel.
+        let per_doc: Vec<_> = doc_terms
+            .par_iter()
+            .map(|d| {
+                (
+                    doc_postings(d, &params, &avg, &idf),
+                    similarity_vector(d, &df, nf),
+                )
             })
             .collect();
+        drop(doc_terms);
+
+        // Postings grouped by term, each term's in doc order.
+        let mut post_start = vec![0u32; terms.len() + 1];
+        for (postings, _) in &per_doc {
+            for &(id, _) in postings {
+                post_start[id as usize + 1] += 1;
+            }
+        }
+        for t in 0..terms.len() {
+            post_start[t + 1] += post_start[t];
+        }
+        let total = post_start[terms.len()] as usize;
+        let mut post_docs = vec![0u32; total];
+        let mut post_weights = vec![0f32; total];
+        let mut next: Vec<u32> = post_start[..terms.len()].to_vec();
+        let mut similarity = Vec::with_capacity(n);
+        for (d, (postings, sim)) in per_doc.into_iter().enumerate() {
+            for (id, w) in postings {
+                let at = next[id as usize] as usize;
+                post_docs[at] = d as u32;
+                post_weights[at] = w;
+                next[id as usize] += 1;
+            }
+            similarity.push(sim);
+        }
 
         SearchIndex {
             docs: n,
@@ -325,7 +450,7 @@ impl SearchIndex {
         }
         let query = clip(query, MAX_QUERY_BYTES);
         // Term id → (occurrences outside negated parts, occurrences inside).
-        let mut qterms: HashMap<u32, (u32, u32)> = HashMap::new();
+        let mut qterms: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
         let mut tagged = String::new();
         analyze_query(query, &mut |term, kind, negated| {
             tagged.clear();
@@ -402,7 +527,7 @@ impl SearchIndex {
         cands.sort_unstable();
         cands.dedup();
         // Term id → (position in `cands`, weight) of the candidates seen so far.
-        let mut inverted: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
+        let mut inverted: FxHashMap<u32, Vec<(u32, f32)>> = FxHashMap::default();
         let mut dots = vec![0f32; cands.len()];
         let mut touched: Vec<u32> = Vec::new();
         let mut pairs = Vec::new();
@@ -432,4 +557,62 @@ impl SearchIndex {
         pairs.sort_unstable_by_key(|a| (a.0, a.1));
         pairs
     }
+}
+
+/// BM25F: the doc's pseudo term frequency of each term over the weighted, length-normalized
+/// fields, saturated once; the (term id, weight) of each term with a positive weight.
+fn doc_postings(
+    d: &DocTerms,
+    params: &Params,
+    avg: &[f64; FIELDS],
+    idf: &[f32],
+) -> Vec<(u32, f32)> {
+    let mut out = Vec::new();
+    for group in d.entries.chunk_by(|a, b| a.term == b.term) {
+        let id = group[0].term;
+        let mut tf = 0f32;
+        for e in group {
+            let f = e.field as usize;
+            let p = params.fields[f];
+            let norm = 1.0 - p.b + p.b * (d.lengths[f] as f32) / (avg[f] as f32);
+            tf += p.weight * e.tf as f32 / norm.max(1e-3);
+        }
+        if tf > 0.0 {
+            let w = idf[id as usize] * tf * (params.k1 + 1.0) / (params.k1 + tf);
+            if w > 0.0 && w.is_finite() {
+                out.push((id, w));
+            }
+        }
+    }
+    out
+}
+
+/// The doc's similarity vector: sublinear tf times smoothed idf over the compared fields (CJK
+/// unigrams left out), unit length, sorted by term id.
+fn similarity_vector(d: &DocTerms, df: &[u32], nf: f32) -> Vec<(u32, f32)> {
+    let mut v: Vec<(u32, f32)> = Vec::new();
+    for group in d.entries.chunk_by(|a, b| a.term == b.term) {
+        if group[0].kind == Kind::CjkUnigram {
+            continue;
+        }
+        let tf: u32 = group
+            .iter()
+            .filter(|e| compared(e.field as usize))
+            .map(|e| e.tf)
+            .sum();
+        if tf > 0 {
+            let id = group[0].term;
+            let docs_with = df[id as usize] as f32;
+            let idf = ((1.0 + nf) / (1.0 + docs_with)).ln() + 1.0;
+            v.push((id, (1.0 + (tf as f32).ln()) * idf));
+        }
+    }
+    v.sort_unstable_by_key(|&(id, _)| id);
+    let norm = v.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for (_, w) in &mut v {
+            *w /= norm;
+        }
+    }
+    v
 }

@@ -59,33 +59,94 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// Calls `emit` with each term of `text` (without its kind tag) and its kind.
 pub(crate) fn analyze(text: &str, emit: &mut dyn FnMut(&str, Kind)) {
-    let text = clip(text, MAX_TEXT_BYTES);
-    let chars: Vec<char> = text.chars().map(fold).collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if is_cjk(c) {
-            let start = i;
-            while i < chars.len() && is_cjk(chars[i]) {
+    Analyzer::default().analyze(text, emit);
+}
+
+/// The analyzer with buffers that it reuses from one text to the next, so that analyzing many
+/// texts allocates little.
+#[derive(Debug, Default)]
+pub(crate) struct Analyzer {
+    /// The text's characters, folded.
+    chars: Vec<char>,
+    /// The lowercased parts of the identifier at hand, one after the other.
+    parts: String,
+    /// The end of each part in `parts`.
+    part_ends: Vec<usize>,
+    /// A term being put together: a stem, a pair of characters, a whole identifier.
+    term: String,
+    /// A name lowercased as a whole.
+    whole: String,
+}
+
+impl Analyzer {
+    /// Calls `emit` with each term of `text` (without its kind tag) and its kind.
+    pub(crate) fn analyze(&mut self, text: &str, emit: &mut dyn FnMut(&str, Kind)) {
+        let text = clip(text, MAX_TEXT_BYTES);
+        let Analyzer {
+            chars,
+            parts,
+            part_ends,
+            term,
+            ..
+        } = self;
+        chars.clear();
+        chars.extend(text.chars().map(fold));
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if is_cjk(c) {
+                let start = i;
+                while i < chars.len() && is_cjk(chars[i]) {
+                    i += 1;
+                }
+                analyze_cjk(&chars[start..i], term, emit);
+            } else if is_alnum(c) {
+                let start = i;
+                i += 1;
+                while i < chars.len() {
+                    if is_alnum(chars[i]) {
+                        i += 1;
+                    } else if is_connector(chars[i])
+                        && i + 1 < chars.len()
+                        && is_alnum(chars[i + 1])
+                    {
+                        i += 2;
+                    } else {
+                        break;
+                    }
+                }
+                analyze_identifier(&chars[start..i], parts, part_ends, term, emit);
+            } else {
                 i += 1;
             }
-            analyze_cjk(&chars[start..i], emit);
-        } else if is_alnum(c) {
-            let start = i;
-            i += 1;
-            while i < chars.len() {
-                if is_alnum(chars[i]) {
-                    i += 1;
-                } else if is_connector(chars[i]) && i + 1 < chars.len() && is_alnum(chars[i + 1]) {
-                    i += 2;
-                } else {
-                    break;
-                }
-            }
-            analyze_identifier(&chars[start..i], emit);
-        } else {
-            i += 1;
         }
+    }
+
+    /// Analyzes a name: its parts as in [`Analyzer::analyze`], plus the whole name lowercased
+    /// as one term (`Weather Pro` → `weather pro`) when that is not already one of them.
+    pub(crate) fn analyze_name(&mut self, name: &str, emit: &mut dyn FnMut(&str, Kind)) {
+        let mut whole = std::mem::take(&mut self.whole);
+        whole.clear();
+        whole.extend(
+            clip(name, MAX_TEXT_BYTES)
+                .chars()
+                .map(fold)
+                .flat_map(char::to_lowercase),
+        );
+        let trimmed = whole.trim();
+        let mut seen = false;
+        self.analyze(name, &mut |term, kind| {
+            seen |= term == trimmed;
+            emit(term, kind);
+        });
+        if !seen
+            && !trimmed.is_empty()
+            && !trimmed.chars().any(is_cjk)
+            && trimmed.chars().any(is_alnum)
+        {
+            emit(trimmed, Kind::Compound);
+        }
+        self.whole = whole;
     }
 }
 
@@ -96,16 +157,17 @@ pub(crate) fn analyze(text: &str, emit: &mut dyn FnMut(&str, Kind)) {
 pub(crate) fn analyze_query(query: &str, emit: &mut dyn FnMut(&str, Kind, bool)) {
     let query = clip(query, MAX_TEXT_BYTES);
     let negated = negated_ranges(query);
+    let mut analyzer = Analyzer::default();
     let mut at = 0;
     for (start, end) in negated {
         if start > at {
-            analyze(&query[at..start], &mut |t, k| emit(t, k, false));
+            analyzer.analyze(&query[at..start], &mut |t, k| emit(t, k, false));
         }
-        analyze(&query[start..end], &mut |t, k| emit(t, k, true));
+        analyzer.analyze(&query[start..end], &mut |t, k| emit(t, k, true));
         at = end;
     }
     if at < query.len() {
-        analyze(&query[at..], &mut |t, k| emit(t, k, false));
+        analyzer.analyze(&query[at..], &mut |t, k| emit(t, k, false));
     }
 }
 
@@ -183,25 +245,6 @@ fn negated_ranges(query: &str) -> Vec<(usize, usize)> {
     ranges
 }
 
-/// Analyzes a name: its parts as in [`analyze`], plus the whole name lowercased as one term
-/// (`Weather Pro` → `weather pro`) when that is not already one of them.
-pub(crate) fn analyze_name(name: &str, emit: &mut dyn FnMut(&str, Kind)) {
-    let whole: String = clip(name, MAX_TEXT_BYTES)
-        .chars()
-        .map(fold)
-        .flat_map(char::to_lowercase)
-        .collect();
-    let whole = whole.trim();
-    let mut seen = false;
-    analyze(name, &mut |term, kind| {
-        seen |= term == whole;
-        emit(term, kind);
-    });
-    if !seen && !whole.is_empty() && !whole.chars().any(is_cjk) && whole.chars().any(is_alnum) {
-        emit(whole, Kind::Compound);
-    }
-}
-
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
 pub(crate) fn clip(text: &str, max: usize) -> &str {
     if text.len() <= max {
@@ -243,23 +286,24 @@ fn is_connector(c: char) -> bool {
 }
 
 /// Jieba words (search mode) of two or more characters, every character and every pair.
-fn analyze_cjk(run: &[char], emit: &mut dyn FnMut(&str, Kind)) {
+/// `term` is a buffer.
+fn analyze_cjk(run: &[char], term: &mut String, emit: &mut dyn FnMut(&str, Kind)) {
     let mut buf = [0u8; 8];
     for &c in run {
         if !is_cjk_stop(c) {
             emit(c.encode_utf8(&mut buf), Kind::CjkUnigram);
         }
     }
-    let mut pair = String::with_capacity(8);
     for w in run.windows(2) {
-        pair.clear();
-        pair.push(w[0]);
-        pair.push(w[1]);
-        emit(&pair, Kind::CjkBigram);
+        term.clear();
+        term.push(w[0]);
+        term.push(w[1]);
+        emit(term, Kind::CjkBigram);
     }
     if run.len() >= 2 && run.iter().any(|&c| is_han(c)) {
-        let s: String = run.iter().collect();
-        for token in JIEBA.cut_for_search(&s, true) {
+        term.clear();
+        term.extend(run);
+        for token in JIEBA.cut_for_search(term, true) {
             if token.word.chars().count() >= 2 {
                 emit(token.word, Kind::CjkWord);
             }
@@ -315,34 +359,49 @@ fn is_cjk_stop(c: char) -> bool {
     )
 }
 
-/// An identifier-like run: alphanumerics joined by `_ . - / :`.
-fn analyze_identifier(run: &[char], emit: &mut dyn FnMut(&str, Kind)) {
-    let mut parts: Vec<String> = Vec::new();
+/// An identifier-like run: alphanumerics joined by `_ . - / :`. `parts`, `part_ends` and `term`
+/// are buffers.
+fn analyze_identifier(
+    run: &[char],
+    parts: &mut String,
+    part_ends: &mut Vec<usize>,
+    term: &mut String,
+    emit: &mut dyn FnMut(&str, Kind),
+) {
+    parts.clear();
+    part_ends.clear();
     for segment in run.split(|&c| is_connector(c)) {
-        split_case(segment, &mut parts);
+        split_case(segment, parts, part_ends);
     }
-    let mut buf = String::new();
-    for part in &parts {
+    let mut start = 0;
+    for &end in part_ends.iter() {
+        let part = &parts[start..end];
+        start = end;
         if is_stopword(part) {
             continue;
         }
-        buf.clear();
-        stem(part, &mut buf);
-        if !buf.is_empty() {
-            emit(&buf, Kind::Word);
+        stem(part, term);
+        if !term.is_empty() {
+            emit(term, Kind::Word);
         }
         if part.len() > PREFIX && part.bytes().all(|b| b.is_ascii_lowercase()) {
             emit(&part[..PREFIX], Kind::Prefix);
         }
     }
-    if parts.len() > 1 {
-        let whole: String = run.iter().flat_map(|c| c.to_lowercase()).collect();
-        emit(&whole, Kind::Compound);
+    if part_ends.len() > 1 {
+        term.clear();
+        term.extend(run.iter().flat_map(|c| c.to_lowercase()));
+        emit(term, Kind::Compound);
     }
 }
 
-/// Splits a run of alphanumerics at camelCase humps and letter/digit boundaries, lowercased.
-fn split_case(segment: &[char], parts: &mut Vec<String>) {
+/// Splits a run of alphanumerics at camelCase humps and letter/digit boundaries: appends each
+/// part lowercased to `parts`, and where it ends to `part_ends`.
+fn split_case(segment: &[char], parts: &mut String, part_ends: &mut Vec<usize>) {
+    let mut push = |chars: &[char]| {
+        parts.extend(chars.iter().flat_map(|c| c.to_lowercase()));
+        part_ends.push(parts.len());
+    };
     let mut start = 0;
     for i in 1..segment.len() {
         let (p, c) = (segment[i - 1], segment[i]);
@@ -352,17 +411,13 @@ fn split_case(segment: &[char], parts: &mut Vec<String>) {
             || (p.is_alphabetic() && c.is_numeric())
             || (p.is_numeric() && c.is_alphabetic());
         if boundary {
-            parts.push(lower(&segment[start..i]));
+            push(&segment[start..i]);
             start = i;
         }
     }
     if start < segment.len() {
-        parts.push(lower(&segment[start..]));
+        push(&segment[start..]);
     }
-}
-
-fn lower(chars: &[char]) -> String {
-    chars.iter().flat_map(|c| c.to_lowercase()).collect()
 }
 
 /// A short English stopword list: words that say nothing about what a tool does.

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use miette::{IntoDiagnostic, miette};
 use quiver_catalog::bench::{RetrievalReport, run_retrieval};
 use quiver_catalog::load_bench;
+use quiver_store::Synchronous;
 
 /// Subcommands of `quiver bench`.
 #[derive(Debug, clap::Subcommand)]
@@ -14,6 +15,25 @@ pub enum BenchCommand {
     Retrieval(RetrievalArgs),
     /// Loading: generate many packages, then time scan + parse + index.
     Load(LoadArgs),
+    /// The call pipeline: a built-in no-op tool called by concurrent sessions on one SQLite file.
+    Pipeline(PipelineArgs),
+}
+
+/// Arguments of `quiver bench pipeline`.
+#[derive(Debug, clap::Args)]
+pub struct PipelineArgs {
+    /// Concurrent sessions (one thread each).
+    #[arg(long, default_value_t = 1)]
+    sessions: usize,
+    /// Calls per session.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// SQLite durability: `full` (every audit record on disk before the answer) or `normal`.
+    #[arg(long, default_value = "full", value_parser = ["full", "normal"])]
+    sync: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `quiver bench load`.
@@ -52,7 +72,39 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
     match command {
         BenchCommand::Retrieval(args) => retrieval(args),
         BenchCommand::Load(args) => load(args),
+        BenchCommand::Pipeline(args) => pipeline(args),
     }
+}
+
+fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
+    let dir = tempfile::tempdir().into_diagnostic()?;
+    let sync = if args.sync == "normal" {
+        Synchronous::Normal
+    } else {
+        Synchronous::Full
+    };
+    let report = quiver_runtime::bench::run_pipeline(dir.path(), args.sessions, args.calls, sync)
+        .map_err(|e| miette!("{e}"))?;
+    let text = if args.json {
+        serde_json::to_string(&report).into_diagnostic()?
+    } else {
+        format!(
+            "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\nerrors        {}",
+            report.sessions,
+            report.calls_per_session,
+            report.synchronous,
+            report.calls_per_second,
+            report.p50_us,
+            report.p99_us,
+            report.errors
+        )
+    };
+    crate::out(&text);
+    Ok(if report.errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn load(args: LoadArgs) -> miette::Result<ExitCode> {

@@ -1,0 +1,161 @@
+//! Benchmarks of the pipeline: its own overhead for a built-in no-op call, and many concurrent
+//! sessions against one SQLite file.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quiver_catalog::Catalog;
+use quiver_policy::{Origin, Principal};
+use quiver_store::{SqliteStore, StoreOptions, Synchronous};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::executor::BuiltinExecutor;
+use crate::{
+    ApproverSet, CallStatus, Profile, Runtime, RuntimeConfig, RuntimeError, SessionRequest,
+};
+
+/// Figures of one pipeline run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineReport {
+    /// Sessions run at once.
+    pub sessions: usize,
+    /// Calls per session.
+    pub calls_per_session: usize,
+    /// SQLite `synchronous` setting (`full` makes every audit record durable before answering).
+    pub synchronous: String,
+    /// Calls per second over the whole run.
+    pub calls_per_second: f64,
+    /// Median time of one call through the whole pipeline, in microseconds.
+    pub p50_us: f64,
+    /// 99th percentile, in microseconds.
+    pub p99_us: f64,
+    /// Calls that did not end `ok`.
+    pub errors: usize,
+}
+
+/// Writes the benchmark's package: one `decision` tool that needs no approval.
+fn write_package(dir: &Path) -> std::io::Result<()> {
+    let tool = dir.join("bench/tools/noop");
+    std::fs::create_dir_all(&tool)?;
+    std::fs::write(
+        dir.join("bench/quiver.yaml"),
+        "id: bench\ndescription: Pipeline benchmark\n",
+    )?;
+    std::fs::write(
+        tool.join("tool.yaml"),
+        "description: Does nothing.\ncategory: decision\napproval: never\nexpose: true\ninput: {type: object, properties: {n: {type: integer}}}\nrun: {command: [none]}\n",
+    )
+}
+
+/// Runs `sessions` threads, each a session making `calls` calls of a built-in no-op tool,
+/// against a SQLite file in `dir`.
+pub fn run_pipeline(
+    dir: &Path,
+    sessions: usize,
+    calls: usize,
+    synchronous: Synchronous,
+) -> Result<PipelineReport, RuntimeError> {
+    write_package(dir).map_err(|e| RuntimeError::NoSession(e.to_string()))?;
+    let catalog = Catalog::load_dirs(&[dir]);
+    let options = StoreOptions {
+        synchronous,
+        ..StoreOptions::default()
+    };
+    let store = Arc::new(SqliteStore::open_with(dir.join("bench.db"), &options)?);
+    let mut executor = BuiltinExecutor::new();
+    executor.register("bench.noop", Arc::new(|_, _| Ok(json!({"ok": true}))));
+    let runtime = Runtime::new(
+        catalog,
+        store,
+        Arc::new(executor),
+        ApproverSet::default(),
+        RuntimeConfig::default(),
+    );
+    let mut ids = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let id = runtime.create_session(&SessionRequest {
+            origin: Origin::default(),
+            agent: "chat".into(),
+            principal: Principal::user("bench", quiver_package::rules::Role::Master),
+            profile: Profile::Interactive,
+        })?;
+        runtime.store().set_consent(&id, "bench", true, "bench")?;
+        ids.push(id);
+    }
+    let started = Instant::now();
+    let results: Vec<Result<(Vec<f64>, usize), RuntimeError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ids
+            .iter()
+            .map(|id| {
+                let runtime = &runtime;
+                scope.spawn(move || {
+                    let mut turn = runtime.begin_turn(
+                        id,
+                        Principal::user("bench", quiver_package::rules::Role::Master),
+                        "",
+                    )?;
+                    let mut times = Vec::with_capacity(calls);
+                    let mut errors = 0;
+                    for n in 0..calls {
+                        let t = Instant::now();
+                        let out = turn.call("bench__noop", json!({ "n": n }))?;
+                        times.push(t.elapsed().as_secs_f64() * 1e6);
+                        if out.status != CallStatus::Ok {
+                            errors += 1;
+                        }
+                    }
+                    Ok((times, errors))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(RuntimeError::NoSession(
+                        "a benchmark thread panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut times = Vec::new();
+    let mut errors = 0;
+    for result in results {
+        let (t, e) = result?;
+        times.extend(t);
+        errors += e;
+    }
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| {
+        times
+            .get(((times.len() as f64 * p).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Ok(PipelineReport {
+        sessions,
+        calls_per_session: calls,
+        synchronous: format!("{synchronous:?}").to_lowercase(),
+        calls_per_second: times.len() as f64 / elapsed,
+        p50_us: pct(0.5),
+        p99_us: pct(0.99),
+        errors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_run_has_no_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = run_pipeline(dir.path(), 4, 10, Synchronous::Normal).unwrap();
+        assert_eq!(report.errors, 0);
+        assert!(report.p50_us > 0.0);
+    }
+}
