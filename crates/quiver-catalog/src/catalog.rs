@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::params::schema_params;
 use crate::scan::{self, Root, Scope};
-use crate::search::{self, SearchDoc, SearchHit, SearchIndex};
+use crate::search::{SearchDoc, SearchHit, SearchIndex};
 use crate::wire::wire_name;
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
@@ -151,15 +151,12 @@ pub struct Catalog {
 impl Catalog {
     /// Scans `roots`, loads every package in parallel and builds the snapshot.
     pub fn load(roots: &[Root], options: &CatalogOptions) -> Catalog {
-        // The search analyzer's dictionary loads on one thread while the others read packages.
-        let (_, (loaded, mut diagnostics)) = rayon::join(search::prepare, || {
-            let (found, diagnostics) = scan::scan(roots);
-            let loaded: Vec<_> = found
-                .par_iter()
-                .map(|f| (load_package(&f.dir), f.scope))
-                .collect();
-            (loaded, diagnostics)
-        });
+        // The Chinese dictionary is loaded only if some text needs it (on first use).
+        let (found, mut diagnostics) = scan::scan(roots);
+        let loaded: Vec<_> = found
+            .par_iter()
+            .map(|f| (load_package(&f.dir), f.scope))
+            .collect();
         let mut packages = Vec::new();
         for (loaded, scope) in loaded {
             diagnostics.extend(loaded.diagnostics);

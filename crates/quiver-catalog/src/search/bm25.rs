@@ -1,12 +1,10 @@
 //! The inverted index: BM25F with per-field weights and length normalization, every posting's
 //! contribution precomputed at build time so that a query only adds up its terms' postings.
 
-use std::sync::LazyLock;
-
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::tokenize::{Analyzer, JIEBA, Kind, analyze_query, clip};
+use super::tokenize::{Analyzer, Kind, analyze_query, clip};
 use super::{SearchDoc, SearchHit};
 
 /// The fields of a [`SearchDoc`], in the order of [`Params::fields`].
@@ -350,7 +348,6 @@ impl SearchIndex {
     }
 
     fn build_with(docs: &[SearchDoc], params: Params) -> Self {
-        LazyLock::force(&JIEBA);
         let mut chunks: Vec<Chunk> = docs
             .par_chunks(CHUNK_DOCS)
             .map(ChunkAnalyzer::analyze)

@@ -10,12 +10,6 @@ mod tokenize;
 pub use bm25::SearchIndex;
 pub use tokenize::tokenize;
 
-/// Loads the analyzer's Chinese dictionary (about 0.1 s, once per process) ahead of
-/// [`SearchIndex::build`], so that a caller can do it while other work goes on.
-pub(crate) fn prepare() {
-    std::sync::LazyLock::force(&tokenize::JIEBA);
-}
-
 /// One searchable entry: a package, a tool, an agent, a workflow, a skill or a built-in tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SearchDoc {
