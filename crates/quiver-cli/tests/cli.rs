@@ -259,3 +259,49 @@ fn roots_come_from_quiver_path_when_no_root_is_given() {
     assert_eq!(packages[0]["id"], "only");
     assert_eq!(packages.as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn roots_and_precedence_come_from_the_config_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (dir, desc) in [("mine", "my copy"), ("shared", "shared copy")] {
+        write(
+            tmp.path(),
+            &format!("{dir}/weather/SKILL.md"),
+            &format!("---\nname: weather\ndescription: {desc}\n---\n"),
+        );
+    }
+    let config = tmp.path().join("config.yaml");
+    let run = |precedence: &str| {
+        fs::write(
+            &config,
+            format!("roots:\n  - path: {}\n    scope: user\n  - path: {}\n    scope: installed\nprecedence: [{precedence}]\n", tmp.path().join("mine").display(), tmp.path().join("shared").display()),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+            .args(["list", "--json"])
+            .current_dir(tmp.path())
+            .env("HOME", tmp.path())
+            .env("QUIVER_CONFIG", &config)
+            .env_remove("QUIVER_PATH")
+            .env_remove("QUIVER_HOME")
+            .output()
+            .unwrap();
+        let packages: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let winner = packages
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["shadowed"] == false)
+            .unwrap()
+            .clone();
+        (
+            winner["description"].as_str().unwrap().to_owned(),
+            packages.as_array().unwrap().len(),
+        )
+    };
+    assert_eq!(run("project, user, installed"), ("my copy".to_owned(), 2));
+    assert_eq!(
+        run("installed, user, project"),
+        ("shared copy".to_owned(), 2)
+    );
+}
