@@ -146,6 +146,7 @@ pub struct Runtime {
     control: RwLock<ControlPlane>,
     disabled: RwLock<BTreeSet<String>>,
     validators: Mutex<HashMap<(u64, String), Arc<jsonschema::Validator>>>,
+    always: Mutex<Option<AlwaysLoaded>>,
     outputs: Mutex<HashMap<(String, String), String>>,
     cache: Mutex<HashMap<(String, String), (Instant, Value)>>,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
@@ -169,6 +170,7 @@ impl Runtime {
             control: RwLock::new(ControlPlane::default()),
             disabled: RwLock::new(BTreeSet::new()),
             validators: Mutex::new(HashMap::new()),
+            always: Mutex::new(None),
             outputs: Mutex::new(HashMap::new()),
             cache: Mutex::new(HashMap::new()),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
@@ -319,6 +321,61 @@ impl Runtime {
         })
     }
 
+    /// The `always_loaded` tools of `catalog`, computed once per catalog version; the overflow
+    /// beyond 8 is logged once per catalog.
+    fn always_loaded(&self, catalog: &Catalog) -> Arc<AlwaysLoadedSet> {
+        let mut cached = self
+            .always
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((version, set)) = cached.as_ref()
+            && *version == catalog.version()
+        {
+            return set.clone();
+        }
+        let (resident, deferred) = always_loaded(catalog, &self.config.always_loaded);
+        if !deferred.is_empty() {
+            tracing::warn!(
+                deferred = ?deferred,
+                "more than {} tools declare `always_loaded`; these stay deferred and searchable",
+                crate::presence::MAX_ALWAYS_LOADED
+            );
+        }
+        let set = Arc::new(AlwaysLoadedSet { resident, deferred });
+        *cached = Some((catalog.version(), set.clone()));
+        set
+    }
+
+    /// The `always_loaded` tools of the current catalog left deferred by the limit of 8.
+    pub fn deferred_always_loaded(&self) -> Vec<String> {
+        self.always_loaded(&self.catalog()).deferred.clone()
+    }
+
+    /// Creates a child session (a sub-agent, a forked skill) of `parent`: same origin, its own
+    /// state, so nothing it loads, opens or activates touches the parent.
+    pub fn create_child_session(
+        &self,
+        parent: &str,
+        agent: &str,
+        principal: &Principal,
+    ) -> Result<String, RuntimeError> {
+        let record = self
+            .store
+            .session(parent)?
+            .filter(|s| s.is_active())
+            .ok_or_else(|| RuntimeError::NoSession(parent.to_owned()))?;
+        let id = new_id("ses");
+        let mut new = NewSession::new(id.clone(), agent);
+        new.parent = Some(parent.to_owned());
+        new.origin = record.origin;
+        new.principal = serde_json::to_value(principal).unwrap_or_default();
+        new.catalog_version = record.catalog_version;
+        new.prompt_versions = record.prompt_versions;
+        new.state = record.state;
+        self.store.create_session(&new)?;
+        Ok(id)
+    }
+
     fn validator(
         &self,
         catalog: &Catalog,
@@ -340,6 +397,16 @@ impl Runtime {
         }
         Ok(compiled)
     }
+}
+
+/// A catalog version's resident and deferred `always_loaded` items.
+type AlwaysLoaded = (u64, Arc<AlwaysLoadedSet>);
+
+/// The `always_loaded` items of one catalog.
+#[derive(Debug)]
+struct AlwaysLoadedSet {
+    resident: Vec<usize>,
+    deferred: Vec<String>,
 }
 
 /// The origin kept in the store, read back (the runtime's own record, never message text).
@@ -564,8 +631,10 @@ impl Turn<'_> {
         let mut out: Vec<ToolDefinition> =
             self.meta_tools().into_iter().map(meta_definition).collect();
         let view = self.view()?;
-        let (always, _) = always_loaded(&self.catalog, &self.runtime.config.always_loaded);
-        for index in offered(&self.catalog, &view, &always, &|i| self.admitted(i)) {
+        let always = self.runtime.always_loaded(&self.catalog);
+        for index in offered(&self.catalog, &view, &always.resident, &|i| {
+            self.admitted(i)
+        }) {
             let item = &self.catalog.items()[index];
             if let Some(def) = self.definition(item) {
                 out.push(def);
@@ -729,8 +798,9 @@ impl Turn<'_> {
                 json!({"error": format!("`{wire}` is an agent or workflow; calling it needs the agent loop, which this runtime does not run yet")}),
             ));
         };
-        let (always, _) = always_loaded(&catalog, &self.runtime.config.always_loaded);
-        let is_offered = offered(&catalog, &view, &always, &|i| self.admitted(i)).contains(&index);
+        let always = self.runtime.always_loaded(&catalog);
+        let is_offered =
+            offered(&catalog, &view, &always.resident, &|i| self.admitted(i)).contains(&index);
         let mut facts = ToolFacts::of_tool(package.id.as_str(), tool);
         if tool.scope != ToolScope::Package {
             // A skill unlocks its tools for the model; an agent's tools are its own.

@@ -107,3 +107,77 @@ fn the_system_prompt_has_the_date_and_the_catalog_without_hidden_skills() {
     assert!(!prompt.contains("group_poll"), "scoped to groups: {prompt}");
     assert!(report.catalog_dropped.is_empty());
 }
+
+#[test]
+fn a_child_sessions_loads_never_touch_the_parent() {
+    let h = harness();
+    let parent = cli_session(&h);
+    let child = h
+        .runtime
+        .create_child_session(&parent, "chat", &owner())
+        .unwrap();
+    let mut turn = h.runtime.begin_turn(&child, owner(), "").unwrap();
+    turn.call("load_tool", json!({"name": "notes__long_list"}))
+        .unwrap();
+    let store = h.runtime.store();
+    assert_eq!(store.loaded_tools(&child).unwrap(), ["notes.long_list"]);
+    assert!(store.loaded_tools(&parent).unwrap().is_empty());
+    assert_eq!(
+        store.session(&child).unwrap().unwrap().parent.as_deref(),
+        Some(parent.as_str())
+    );
+}
+
+#[test]
+fn a_packages_own_agent_sees_no_catalog_and_no_meta_tools_unless_configured() {
+    let h = harness();
+    let parent = cli_session(&h);
+    let agent = h
+        .runtime
+        .create_child_session(&parent, "weather.reporter", &owner())
+        .unwrap();
+    let mut turn = h.runtime.begin_turn(&agent, owner(), "").unwrap();
+    let (prompt, _) = turn.system_prompt().unwrap();
+    assert!(!prompt.contains("Packages you can use"), "{prompt}");
+    assert!(
+        turn.tools()
+            .unwrap()
+            .iter()
+            .all(|t| t.name != "read_skill" && t.name != "tool_search")
+    );
+    assert_eq!(
+        turn.call("tool_search", json!({"query": "weather"}))
+            .unwrap()
+            .status,
+        quiver_runtime::CallStatus::Unknown
+    );
+}
+
+#[test]
+fn always_loaded_overflow_is_deferred_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let packages = dir.path().join("packages");
+    fixture(&packages);
+    for i in 0..10 {
+        write(
+            &packages,
+            &format!("a{i}/quiver.yaml"),
+            &format!("id: a{i}\n"),
+        );
+        write(
+            &packages,
+            &format!("a{i}/tools/t/tool.yaml"),
+            "description: d\ncategory: decision\nexpose: true\nalways_loaded: true\nrun: {command: [a]}\n",
+        );
+    }
+    let db = dir.path().join("state.db");
+    let h = build(dir, &packages, db, RuntimeConfig::default());
+    assert_eq!(h.runtime.deferred_always_loaded(), ["a8.t", "a9.t"]);
+    let s = cli_session(&h);
+    let turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(
+        names.contains(&"a7__t".to_owned()) && !names.contains(&"a8__t".to_owned()),
+        "{names:?}"
+    );
+}
