@@ -57,7 +57,10 @@ pub fn run_pipeline(
     calls: usize,
     synchronous: Synchronous,
 ) -> Result<PipelineReport, RuntimeError> {
-    write_package(dir).map_err(|e| RuntimeError::NoSession(e.to_string()))?;
+    write_package(dir).map_err(|source| RuntimeError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let catalog = Catalog::load_dirs(&[dir]);
     let options = StoreOptions {
         synchronous,
@@ -113,11 +116,8 @@ pub fn run_pipeline(
         handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(RuntimeError::NoSession(
-                        "a benchmark thread panicked".into(),
-                    ))
-                })
+                h.join()
+                    .unwrap_or_else(|_| Err(RuntimeError::ThreadPanicked))
             })
             .collect()
     });

@@ -108,6 +108,17 @@ pub enum RuntimeError {
     /// No such session, or it has ended.
     #[error("no active session `{0}`")]
     NoSession(String),
+    /// A file could not be written (benchmark fixtures).
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A worker thread of a benchmark panicked.
+    #[error("a benchmark thread panicked")]
+    ThreadPanicked,
     /// The system prompt cannot be assembled.
     #[error(transparent)]
     Prompt(#[from] PromptError),
