@@ -748,7 +748,14 @@ impl Turn<'_> {
         audit.principal = serde_json::to_value(&self.sender).unwrap_or_default();
         audit.origin = serde_json::to_value(&self.origin).unwrap_or_default();
         audit.tool = Some(name.to_owned());
-        audit.argument_digest = Some(argument_digest(&arguments, &[]));
+        let secrets = self
+            .catalog
+            .item_by_wire(name)
+            .and_then(|item| self.catalog.tool(item))
+            .map(|tool| secret_fields(&tool.input))
+            .unwrap_or_default();
+        let secret_refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        audit.argument_digest = Some(argument_digest(&arguments, &secret_refs));
         let outcome = if self.meta_tools().contains(&name) {
             audit
                 .decisions
@@ -1113,7 +1120,15 @@ impl Turn<'_> {
             session: self.session.clone(),
             package: ask.package.clone(),
             tool: qualified.to_owned(),
-            arguments: arguments.clone(),
+            arguments: redact(
+                arguments,
+                &self
+                    .catalog
+                    .item(qualified)
+                    .and_then(|item| self.catalog.tool(item))
+                    .map(|tool| secret_fields(&tool.input))
+                    .unwrap_or_default(),
+            ),
             reasons: Vec::new(),
             risk_categories: ask
                 .risk_categories
@@ -1535,6 +1550,55 @@ fn answer_word(answer: Answer) -> &'static str {
 
 fn principal_name(p: &Principal) -> String {
     p.user_id.clone().unwrap_or_else(|| "anonymous".to_owned())
+}
+
+/// Property names, at any depth, that the schema marks secret (`secret: true`,
+/// `writeOnly: true` or `format: password`): never stored in the audit, hidden on cards.
+fn secret_fields(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_secrets(schema, &mut out, 0);
+    out
+}
+
+fn collect_secrets(schema: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    if let Some(items) = schema.get("items") {
+        collect_secrets(items, out, depth + 1);
+    }
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, prop) in props {
+        let secret = prop.get("secret").and_then(Value::as_bool) == Some(true)
+            || prop.get("writeOnly").and_then(Value::as_bool) == Some(true)
+            || prop.get("format").and_then(Value::as_str) == Some("password");
+        if secret && !out.contains(name) {
+            out.push(name.clone());
+        }
+        collect_secrets(prop, out, depth + 1);
+    }
+}
+
+/// `arguments` with the values of `secrets` (at any depth) replaced by `"[secret]"`.
+fn redact(arguments: &Value, secrets: &[String]) -> Value {
+    match arguments {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if secrets.contains(k) {
+                        json!("[secret]")
+                    } else {
+                        redact(v, secrets)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| redact(v, secrets)).collect()),
+        other => other.clone(),
+    }
 }
 
 /// The first property of the schema, in declaration order, whose value is a string.

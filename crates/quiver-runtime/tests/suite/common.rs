@@ -100,6 +100,11 @@ pub fn fixture(root: &Path) {
     );
     write(
         root,
+        "notes/tools/sync_notes/tool.yaml",
+        "description: Sync notes to a server\ncategory: action\nexpose: true\napproval: once\ninput:\n  type: object\n  properties:\n    server: {type: string}\n    token: {type: string, secret: true}\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
         "notes/tools/long_list/tool.yaml",
         "description: List every note in full\ncategory: perception\nexpose: true\nmax_output: 50\nrun: {command: [a]}\n",
     );
@@ -168,6 +173,7 @@ pub fn build(
     for tool in [
         "weather.forecast",
         "notes.add_note",
+        "notes.sync_notes",
         "notes.long_list",
         "group-admin.kick_member",
         "group-admin.master_only",

@@ -339,3 +339,50 @@ fn switching_a_package_off_makes_its_tools_unknown() {
         .starts_with("no such skill")
     );
 }
+
+#[test]
+fn once_asks_on_the_first_call_per_session_and_secrets_never_reach_the_card_or_audit() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person
+        .answer(&[Answer::AllowForSession, Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let args = json!({"server": "notes.example.com", "token": "hunter2"});
+    assert_eq!(
+        turn.call("notes__sync_notes", args.clone()).unwrap().status,
+        CallStatus::Ok
+    );
+    let cards = h.person.cards();
+    assert_eq!(cards.len(), 2, "consent, then the `once` approval");
+    assert_eq!(
+        cards[1].arguments,
+        json!({"server": "notes.example.com", "token": "[secret]"})
+    );
+    // The second call in the session asks nothing.
+    h.person.clear();
+    assert_eq!(
+        turn.call("notes__sync_notes", args.clone()).unwrap().status,
+        CallStatus::Ok
+    );
+    assert!(h.person.cards().is_empty());
+    // The digest ignores the secret: another token gives the same digest.
+    turn.call(
+        "notes__sync_notes",
+        json!({"server": "notes.example.com", "token": "other"}),
+    )
+    .unwrap();
+    let audit = h
+        .runtime
+        .store()
+        .query_audit(&AuditQuery {
+            session: Some(s),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        audit[0].entry.argument_digest,
+        audit[1].entry.argument_digest
+    );
+    let stored = serde_json::to_string(&audit).unwrap();
+    assert!(!stored.contains("hunter2"));
+}
