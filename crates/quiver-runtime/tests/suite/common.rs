@@ -139,6 +139,7 @@ pub struct Harness {
     pub _dir: tempfile::TempDir,
     pub runtime: Runtime,
     pub person: Arc<Scripted>,
+    pub reviewer: Option<Arc<Scripted>>,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
     pub db: std::path::PathBuf,
 }
@@ -152,7 +153,7 @@ pub fn harness_with(config: RuntimeConfig) -> Harness {
     let packages = dir.path().join("packages");
     fixture(&packages);
     let db = dir.path().join("state.db");
-    build(dir, &packages, db, config)
+    build(dir, &packages, db, config, None)
 }
 
 pub fn build(
@@ -160,6 +161,7 @@ pub fn build(
     packages: &Path,
     db: std::path::PathBuf,
     config: RuntimeConfig,
+    reviewer: Option<Arc<Scripted>>,
 ) -> Harness {
     let catalog = Catalog::load_dirs(&[packages]);
     assert!(
@@ -196,7 +198,7 @@ pub fn build(
     let approvers = ApproverSet {
         person: Some(person.clone()),
         console: None,
-        reviewer: None,
+        reviewer: reviewer.clone().map(|r| r as Arc<dyn Approver>),
     };
     let mut runtime = Runtime::new(catalog, store, Arc::new(executor), approvers, config);
     runtime.set_clock(|| NaiveDate::from_ymd_opt(TODAY.0, TODAY.1, TODAY.2).unwrap());
@@ -204,9 +206,25 @@ pub fn build(
         _dir: dir,
         runtime,
         person,
+        reviewer,
         calls,
         db,
     }
+}
+
+/// A harness whose reviewing model answers from its own script.
+pub fn harness_with_reviewer() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let packages = dir.path().join("packages");
+    fixture(&packages);
+    let db = dir.path().join("state.db");
+    build(
+        dir,
+        &packages,
+        db,
+        RuntimeConfig::default(),
+        Some(Arc::new(Scripted::default())),
+    )
 }
 
 pub fn cli_session(h: &Harness) -> String {

@@ -386,3 +386,29 @@ fn once_asks_on_the_first_call_per_session_and_secrets_never_reach_the_card_or_a
     let stored = serde_json::to_string(&audit).unwrap();
     assert!(!stored.contains("hunter2"));
 }
+
+#[test]
+fn a_reviewing_model_answers_ordinary_approvals_but_never_a_dangerous_tool() {
+    let h = harness_with_reviewer();
+    let reviewer = h.reviewer.clone().unwrap();
+    let s = group_session(&h);
+    // Consent is the person's; the action tool's approval goes to the reviewer, who says no.
+    h.person.answer(&[Answer::AllowForSession]);
+    reviewer.answer(&[Answer::Deny]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn.call("notes__add_note", json!({"text": "x"})).unwrap();
+    assert_eq!(out.status, CallStatus::Refused, "{out:?}");
+    assert_eq!(reviewer.cards().len(), 1);
+    assert_eq!(reviewer.cards()[0].question, Question::Approval);
+    // A dangerous tool never reaches the reviewer: a person answers.
+    h.person.answer(&[Answer::AllowForSession, Answer::Allow]);
+    let out = turn
+        .call("group-admin__kick_member", json!({"user": "42"}))
+        .unwrap();
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(
+        reviewer.cards().len(),
+        1,
+        "the reviewer saw no dangerous card"
+    );
+}

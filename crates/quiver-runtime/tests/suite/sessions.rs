@@ -26,7 +26,7 @@ fn a_restart_keeps_every_sessions_state() {
     let db = h.db.clone();
     let Harness { _dir, runtime, .. } = h;
     drop(runtime);
-    let h2 = build(_dir, &packages, db, RuntimeConfig::default());
+    let h2 = build(_dir, &packages, db, RuntimeConfig::default(), None);
     let mut turn = h2.runtime.begin_turn(&s, owner(), "").unwrap();
     let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
     assert!(
@@ -171,7 +171,7 @@ fn always_loaded_overflow_is_deferred_and_reported() {
         );
     }
     let db = dir.path().join("state.db");
-    let h = build(dir, &packages, db, RuntimeConfig::default());
+    let h = build(dir, &packages, db, RuntimeConfig::default(), None);
     assert_eq!(h.runtime.deferred_always_loaded(), ["a8.t", "a9.t"]);
     let s = cli_session(&h);
     let turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
