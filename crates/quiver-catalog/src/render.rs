@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+use quiver_package::skills_ref::skill_prompt_entry;
+
 use crate::catalog::{Catalog, Entry, EntryKind};
 
 /// A rendering and what the budget left out.
@@ -91,13 +93,11 @@ pub fn available_skills_xml(
         .filter(|e| e.kind == EntryKind::Skill && admit(e))
         .map(|e| {
             let skill = skill_of(catalog, e);
-            let (name, description) = skill.map_or((e.id.as_str(), e.summary.as_str()), |s| (s.name.as_str(), s.description.as_str()));
-            let text = format!(
-                "<skill>\n<name>\n{}\n</name>\n<description>\n{}\n</description>\n<location>\n{}/SKILL.md\n</location>\n</skill>\n",
-                escape(name),
-                escape(description),
-                escape(&e.id)
-            );
+            let (name, description) = skill.map_or((e.id.as_str(), e.summary.as_str()), |s| {
+                (s.name.as_str(), s.description.as_str())
+            });
+            let location = format!("{}/SKILL.md", e.id);
+            let text = format!("{}\n", skill_prompt_entry(name, description, &location));
             (e.id.clone(), text)
         })
         .collect();
@@ -202,20 +202,4 @@ fn fit(blocks: Vec<(String, String)>, budget: usize) -> Rendered {
 /// Collapses whitespace so a description stays on one line.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Escapes like Python's `html.escape(s, quote=True)`.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            c => out.push(c),
-        }
-    }
-    out
 }

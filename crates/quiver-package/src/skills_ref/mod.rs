@@ -524,22 +524,20 @@ pub fn to_prompt(skill_dirs: &[PathBuf]) -> Result<String, SkillRefError> {
         let location = find_skill_md(&skill_dir)
             .map(|p| display_path(&p))
             .unwrap_or_else(|| "None".to_owned());
-        lines.extend([
-            "<skill>".to_owned(),
-            "<name>".to_owned(),
-            html_escape(&name),
-            "</name>".to_owned(),
-            "<description>".to_owned(),
-            html_escape(&description),
-            "</description>".to_owned(),
-            "<location>".to_owned(),
-            location,
-            "</location>".to_owned(),
-            "</skill>".to_owned(),
-        ]);
+        lines.push(skill_prompt_entry(&name, &description, &location));
     }
     lines.push("</available_skills>".to_owned());
     Ok(lines.join("\n"))
+}
+
+/// One `<skill>` element of the `<available_skills>` block, exactly as the reference prints
+/// it (name and description HTML-escaped, the location as given; no trailing newline).
+pub fn skill_prompt_entry(name: &str, description: &str, location: &str) -> String {
+    format!(
+        "<skill>\n<name>\n{}\n</name>\n<description>\n{}\n</description>\n<location>\n{location}\n</location>\n</skill>",
+        html_escape(name),
+        html_escape(description)
+    )
 }
 
 #[cfg(test)]
