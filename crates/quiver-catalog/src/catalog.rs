@@ -365,6 +365,16 @@ impl Catalog {
         self.by_wire.get(wire).map(|&i| &self.items[i])
     }
 
+    /// The index in [`Catalog::items`] of the item with qualified name `name`.
+    pub fn item_index(&self, name: &str) -> Option<usize> {
+        self.by_qualified.get(name).copied()
+    }
+
+    /// The index in [`Catalog::items`] of the item with wire name `wire`.
+    pub fn item_index_by_wire(&self, wire: &str) -> Option<usize> {
+        self.by_wire.get(wire).copied()
+    }
+
     /// The tool behind an item, if it is one.
     pub fn tool(&self, item: &Item) -> Option<&Tool> {
         match item.kind {

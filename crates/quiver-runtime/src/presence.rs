@@ -80,7 +80,7 @@ pub fn always_loaded(
     let mut out: Vec<usize> = declared.into_iter().take(MAX_ALWAYS_LOADED).collect();
     if let OperatorAlwaysLoaded::Extend(names) | OperatorAlwaysLoaded::Replace(names) = operator {
         for name in names {
-            if let Some(index) = item_index(catalog, name)
+            if let Some(index) = catalog.item_index(name)
                 && !out.contains(&index)
             {
                 out.push(index);
@@ -88,12 +88,6 @@ pub fn always_loaded(
         }
     }
     (out, overflow)
-}
-
-/// The index of the item with qualified name `name`.
-pub fn item_index(catalog: &Catalog, name: &str) -> Option<usize> {
-    let item = catalog.item(name)?;
-    catalog.items().iter().position(|i| std::ptr::eq(i, item))
 }
 
 /// Whether `item` belongs to the agent this session runs (its own package).
@@ -129,8 +123,8 @@ pub fn reach(
     wire: &str,
     admitted: &dyn Fn(&Item) -> bool,
 ) -> Option<usize> {
-    let item = catalog.item_by_wire(wire)?;
-    let index = item_index(catalog, &item.qualified)?;
+    let index = catalog.item_index_by_wire(wire)?;
+    let item = &catalog.items()[index];
     if !admitted(item) || !scope_open(catalog, view, item) {
         return None;
     }
@@ -143,6 +137,22 @@ pub fn reach(
     let nameable =
         item.exposed || item.hidden || root_tool_of_opened || scoped || is_own(catalog, view, item);
     nameable.then_some(index)
+}
+
+/// Whether `item` is resident because of what it is or what the session opened: an exposed
+/// tool that declares `platforms`, an exposed item of an opened package, or a tool unlocked by
+/// an active skill or belonging to the session's agent.
+fn resident(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
+    let public = item.exposed && !item.hidden;
+    let platform_tool = public && catalog.tool(item).is_some_and(|t| t.platforms.is_some());
+    let pinned = public
+        && view
+            .opened
+            .contains(catalog.packages()[item.package].package.id.as_str());
+    let unlocked = catalog
+        .tool(item)
+        .is_some_and(|t| !matches!(t.scope, ToolScope::Package));
+    platform_tool || pinned || unlocked
 }
 
 /// The items offered this turn (besides the meta-tools), in a stable order without duplicates.
@@ -160,22 +170,11 @@ pub fn offered(
     };
     let items = catalog.items();
     for (i, item) in items.iter().enumerate() {
-        let visible = item.wire.is_some() && admitted(item) && scope_open(catalog, view, item);
-        if !visible {
-            continue;
-        }
-        let platform_tool = catalog.tool(item).is_some_and(|t| t.platforms.is_some())
-            && item.exposed
-            && !item.hidden;
-        let pinned = item.exposed
-            && !item.hidden
-            && view
-                .opened
-                .contains(catalog.packages()[item.package].package.id.as_str());
-        let unlocked = catalog
-            .tool(item)
-            .is_some_and(|t| !matches!(t.scope, ToolScope::Package));
-        if platform_tool || pinned || unlocked {
+        if item.wire.is_some()
+            && admitted(item)
+            && scope_open(catalog, view, item)
+            && resident(catalog, view, item)
+        {
             push(i, &mut out);
         }
     }
@@ -185,7 +184,7 @@ pub fn offered(
         }
     }
     for name in &view.loaded {
-        if let Some(i) = item_index(catalog, name)
+        if let Some(i) = catalog.item_index(name)
             && admitted(&items[i])
             && scope_open(catalog, view, &items[i])
         {
@@ -193,6 +192,23 @@ pub fn offered(
         }
     }
     out
+}
+
+/// Whether item `index` is among [`offered`], without listing the others.
+pub fn is_offered(
+    catalog: &Catalog,
+    view: &SessionView,
+    always: &[usize],
+    index: usize,
+    admitted: &dyn Fn(&Item) -> bool,
+) -> bool {
+    let item = &catalog.items()[index];
+    if !admitted(item) || !scope_open(catalog, view, item) {
+        return false;
+    }
+    (item.wire.is_some() && resident(catalog, view, item))
+        || always.contains(&index)
+        || view.loaded.contains(&item.qualified)
 }
 
 #[cfg(test)]
@@ -348,5 +364,16 @@ mod tests {
         assert_eq!(names(&view, &all), ["p.open", "p.qq_only", "a3.t"]);
         view.active_skills.insert("p/deep".into());
         assert!(names(&view, &all).contains(&"p.deep_tool".to_owned()));
+        // `is_offered` agrees with `offered` on every item.
+        let (always, _) = always_loaded(&catalog, &OperatorAlwaysLoaded::None);
+        let listed = offered(&catalog, &view, &always, &all);
+        for i in 0..catalog.items().len() {
+            assert_eq!(
+                is_offered(&catalog, &view, &always, i, &all),
+                listed.contains(&i),
+                "{}",
+                catalog.items()[i].qualified
+            );
+        }
     }
 }

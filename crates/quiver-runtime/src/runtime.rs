@@ -30,7 +30,9 @@ use crate::approver::{Answer, Approver, Card, Question};
 use crate::executor::{CallContext, ExecError, Execution, Executor};
 use crate::ids::new_id;
 use crate::output::page;
-use crate::presence::{OperatorAlwaysLoaded, SessionView, always_loaded, offered, reach};
+use crate::presence::{
+    OperatorAlwaysLoaded, SessionView, always_loaded, is_offered, offered, reach,
+};
 use crate::prompt::{NamedSection, PromptBudget, PromptError, PromptReport, assemble_sections};
 
 /// The meta-tools, by wire name.
@@ -817,8 +819,9 @@ impl Turn<'_> {
             ));
         };
         let always = self.runtime.always_loaded(&catalog);
-        let is_offered =
-            offered(&catalog, &view, &always.resident, &|i| self.admitted(i)).contains(&index);
+        let in_list = is_offered(&catalog, &view, &always.resident, index, &|i| {
+            self.admitted(i)
+        });
         let mut facts = ToolFacts::of_tool(package.id.as_str(), tool);
         if tool.scope != ToolScope::Package {
             // A skill unlocks its tools for the model; an agent's tools are its own.
@@ -827,7 +830,7 @@ impl Turn<'_> {
         let first_string = first_string_argument(&tool.input, &arguments);
         let evaluation = self.evaluate(
             facts,
-            if is_offered {
+            if in_list {
                 Presence::Offered
             } else {
                 Presence::Loadable
@@ -845,7 +848,7 @@ impl Turn<'_> {
             return Ok(outcome(CallStatus::Unknown, unknown()));
         }
         // A direct call loads the tool.
-        if !is_offered {
+        if !in_list {
             self.runtime.store.load_tool(
                 &self.session,
                 &item.qualified,
