@@ -121,8 +121,10 @@ pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
                 scope: Scope::User,
             });
         }
+    }
+    if let Some(dir) = state_dir() {
         roots.push(Root {
-            path: state_dir(&home).join("packages"),
+            path: dir.join("packages"),
             scope: Scope::Installed,
         });
     }
@@ -130,14 +132,15 @@ pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
     Ok((roots, options))
 }
 
-/// Quiver's state folder: `$QUIVER_HOME`, else `$XDG_DATA_HOME/quiver`, else `~/.local/share/quiver`.
-pub fn state_dir(home: &Path) -> PathBuf {
+/// Quiver's state folder: `$QUIVER_HOME`, else `$XDG_DATA_HOME/quiver`, else
+/// `~/.local/share/quiver`; `None` when none of them is set.
+pub fn state_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("QUIVER_HOME") {
-        return PathBuf::from(dir);
+        return Some(PathBuf::from(dir));
     }
     match std::env::var_os("XDG_DATA_HOME") {
-        Some(xdg) => PathBuf::from(xdg).join("quiver"),
-        None => home.join(".local/share/quiver"),
+        Some(xdg) => Some(PathBuf::from(xdg).join("quiver")),
+        None => home().map(|home| home.join(".local/share/quiver")),
     }
 }
 

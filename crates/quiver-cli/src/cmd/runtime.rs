@@ -26,10 +26,9 @@ pub struct StateArgs {
 impl StateArgs {
     fn path(&self) -> PathBuf {
         self.db.clone().unwrap_or_else(|| {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            crate::roots::state_dir(&home).join("state.db")
+            crate::roots::state_dir()
+                .unwrap_or_else(|| PathBuf::from(".local/share/quiver"))
+                .join("state.db")
         })
     }
 
