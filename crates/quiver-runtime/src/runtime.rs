@@ -615,11 +615,9 @@ impl Turn<'_> {
             return None;
         }
         let skill = cp.package.all_skills().find(|s| s.id == id)?;
-        let hidden_by_model = skill
-            .meta
-            .model
-            .as_ref()
-            .is_some_and(|m| Some(m) != self.model().as_ref());
+        // `model` hides a skill from other models. The runtime learns the session's model only
+        // with the agent loop (issue 6); until then a skill bound to a model stays hidden.
+        let hidden_by_model = skill.meta.model.is_some();
         if skill.meta.disable_model_invocation
             || hidden_by_model
             || !admit(
@@ -632,10 +630,6 @@ impl Turn<'_> {
             return None;
         }
         Some((&cp.package, skill))
-    }
-
-    fn model(&self) -> Option<String> {
-        None
     }
 
     /// The tools offered this turn: meta-tools, then resident, pinned, always-loaded and loaded
