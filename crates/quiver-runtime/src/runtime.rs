@@ -331,6 +331,7 @@ impl Runtime {
             state: TurnState::new(),
             retries: HashMap::new(),
             prompt_sections: record.prompt_versions.clone(),
+            person: None,
         })
     }
 
@@ -516,9 +517,20 @@ pub struct Turn<'r> {
     state: TurnState,
     retries: HashMap<String, u32>,
     prompt_sections: Value,
+    person: Option<Arc<dyn Approver>>,
 }
 
 impl Turn<'_> {
+    /// Makes `person` the one who answers this turn's questions (the front's own channel to the
+    /// user: an MCP client's elicitation, a chat terminal), instead of the runtime's default.
+    pub fn set_person(&mut self, person: Arc<dyn Approver>) {
+        self.person = Some(person);
+    }
+
+    fn person(&self) -> Option<&Arc<dyn Approver>> {
+        self.person.as_ref().or(self.runtime.approvers.person.as_ref())
+    }
+
     /// The session's id.
     pub fn session(&self) -> &str {
         &self.session
@@ -1065,7 +1077,7 @@ impl Turn<'_> {
             .control
             .read()
             .map_or_else(|e| *e.into_inner(), |c| *c);
-        let person = !self.unattended && self.runtime.approvers.person.is_some();
+        let person = !self.unattended && self.person().is_some();
         let caller = match &self.own_agent {
             Some((package, agent)) if package == facts.package => Caller::Agent(agent),
             _ => Caller::Model,
@@ -1203,7 +1215,7 @@ impl Turn<'_> {
     fn route(&self, who: PolicyApprover, card: &Card) -> Answer {
         let approvers = &self.runtime.approvers;
         let approver = match who {
-            PolicyApprover::Person if !self.unattended => approvers.person.as_ref(),
+            PolicyApprover::Person if !self.unattended => self.person(),
             PolicyApprover::Person => None,
             PolicyApprover::Console => approvers.console.as_ref(),
             PolicyApprover::ModelReviewer => approvers.reviewer.as_ref(),
@@ -1258,7 +1270,7 @@ impl Turn<'_> {
             }
             "ask_user" => {
                 let question = text_arg("question").unwrap_or_default();
-                match self.runtime.approvers.person.as_ref().and_then(|p| p.answer_question(&question)) {
+                match self.person().and_then(|p| p.answer_question(&question)) {
                     Some(answer) => ok(json!({"answer": answer})),
                     None => err(CallStatus::Error, "nobody answered; continue without the answer or end the turn".into()),
                 }
