@@ -244,6 +244,20 @@ pub enum RefusalReason {
     Declined,
     /// Nobody answered in time.
     TimedOut,
+    /// An operator's hook blocked the call.
+    HookBlocked {
+        /// The hook's name.
+        hook: String,
+        /// The reason it gave.
+        why: String,
+    },
+    /// An operator's hook failed (error, crash, timeout, unreadable answer): hooks fail closed.
+    HookFailed {
+        /// The hook's name.
+        hook: String,
+        /// What went wrong.
+        why: String,
+    },
 }
 
 impl fmt::Display for RefusalReason {
@@ -286,6 +300,13 @@ impl fmt::Display for RefusalReason {
             RefusalReason::NeedsHumanApproval => f.write_str("needs human approval"),
             RefusalReason::Declined => f.write_str("the approver declined this call"),
             RefusalReason::TimedOut => f.write_str("nobody answered in time"),
+            RefusalReason::HookBlocked { hook, why } => {
+                write!(f, "the operator's hook `{hook}` blocked this call: {why}")
+            }
+            RefusalReason::HookFailed { hook, why } => write!(
+                f,
+                "the operator's hook `{hook}` failed ({why}), and a failing hook blocks the call"
+            ),
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct PipelineReport {
     pub p99_us: f64,
     /// Calls that did not end `ok`.
     pub errors: usize,
+    /// Median time of one `fdatasync` of a small write in the benchmark's folder, measured in
+    /// the same run: the floor a `synchronous = full` commit cannot go below.
+    pub fdatasync_p50_us: f64,
 }
 
 /// Writes the benchmark's package: one `decision` tool that needs no approval.
@@ -130,12 +133,11 @@ pub fn run_pipeline(
         errors += e;
     }
     times.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        times
-            .get(((times.len() as f64 * p).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let fdatasync = fdatasync_p50(dir).map_err(|source| RuntimeError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let pct = |p: f64| percentile(&times, p);
     Ok(PipelineReport {
         sessions,
         calls_per_session: calls,
@@ -144,7 +146,34 @@ pub fn run_pipeline(
         p50_us: pct(0.5),
         p99_us: pct(0.99),
         errors,
+        fdatasync_p50_us: fdatasync,
     })
+}
+
+/// The `p` quantile of sorted `times`.
+fn percentile(times: &[f64], p: f64) -> f64 {
+    times
+        .get(((times.len() as f64 * p).ceil() as usize).saturating_sub(1))
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// Median of 200 `fdatasync` calls, each after a 200-byte append, on a file in `dir`.
+fn fdatasync_p50(dir: &Path) -> std::io::Result<f64> {
+    use std::io::Write;
+    let path = dir.join("fdatasync.probe");
+    let mut file = std::fs::File::create(&path)?;
+    let mut times = Vec::with_capacity(200);
+    for _ in 0..200 {
+        file.write_all(&[b'x'; 200])?;
+        let t = Instant::now();
+        file.sync_data()?;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(file);
+    std::fs::remove_file(&path)?;
+    times.sort_by(f64::total_cmp);
+    Ok(percentile(&times, 0.5))
 }
 
 #[cfg(test)]

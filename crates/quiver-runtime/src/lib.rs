@@ -9,6 +9,7 @@ pub mod approver;
 pub mod bench;
 pub mod dates;
 pub mod executor;
+pub mod hooks;
 mod ids;
 pub mod output;
 pub mod presence;

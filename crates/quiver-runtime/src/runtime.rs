@@ -28,6 +28,7 @@ use thiserror::Error;
 
 use crate::approver::{Answer, Approver, Card, Question};
 use crate::executor::{CallContext, ExecError, Execution, Executor};
+use crate::hooks::{CommandHook, CommandHookSpec, Hook, HookEvent, HookVerdict, run_hook};
 use crate::ids::new_id;
 use crate::output::page;
 use crate::presence::{
@@ -68,6 +69,8 @@ pub struct RuntimeConfig {
     pub agent_meta_tools: HashMap<String, Vec<String>>,
     /// Package settings (`config` in quiver.yaml), by package id.
     pub settings: HashMap<String, serde_json::Map<String, Value>>,
+    /// The operator's command hooks, run before every call they match.
+    pub hooks: Vec<CommandHookSpec>,
 }
 
 impl Default for RuntimeConfig {
@@ -86,6 +89,7 @@ impl Default for RuntimeConfig {
             always_loaded: OperatorAlwaysLoaded::None,
             agent_meta_tools,
             settings: HashMap::new(),
+            hooks: Vec::new(),
         }
     }
 }
@@ -163,6 +167,7 @@ pub struct Runtime {
     outputs: Mutex<HashMap<(String, String), String>>,
     cache: Mutex<HashMap<(String, String), (Instant, Value)>>,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
+    hooks: Vec<Arc<dyn Hook>>,
 }
 
 impl Runtime {
@@ -174,6 +179,11 @@ impl Runtime {
         approvers: ApproverSet,
         config: RuntimeConfig,
     ) -> Runtime {
+        let hooks = config
+            .hooks
+            .iter()
+            .map(|spec| Arc::new(CommandHook::new(spec.clone())) as Arc<dyn Hook>)
+            .collect();
         Runtime {
             catalog: RwLock::new(Arc::new(catalog)),
             store,
@@ -187,7 +197,13 @@ impl Runtime {
             outputs: Mutex::new(HashMap::new()),
             cache: Mutex::new(HashMap::new()),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
+            hooks,
         }
+    }
+
+    /// Adds an in-process hook, run after the configured ones (see [`crate::hooks`]).
+    pub fn add_hook(&mut self, hook: Arc<dyn Hook>) {
+        self.hooks.push(hook);
     }
 
     /// Replaces the clock that dates resolve against (tests, replays).
@@ -528,7 +544,9 @@ impl Turn<'_> {
     }
 
     fn person(&self) -> Option<&Arc<dyn Approver>> {
-        self.person.as_ref().or(self.runtime.approvers.person.as_ref())
+        self.person
+            .as_ref()
+            .or(self.runtime.approvers.person.as_ref())
     }
 
     /// The session's id.
@@ -542,11 +560,11 @@ impl Turn<'_> {
     }
 
     fn view(&self) -> Result<SessionView, RuntimeError> {
-        let store = &self.runtime.store;
+        let presence = self.runtime.store.presence(&self.session)?;
         Ok(SessionView {
-            opened: store.opened_packages(&self.session)?.into_iter().collect(),
-            loaded: store.loaded_tools(&self.session)?,
-            active_skills: store.active_skills(&self.session)?.into_iter().collect(),
+            opened: presence.opened.into_iter().collect(),
+            loaded: presence.loaded,
+            active_skills: presence.active_skills.into_iter().collect(),
             agent: self.own_agent.clone(),
         })
     }
@@ -936,6 +954,20 @@ impl Turn<'_> {
                 json!({"error": format!("invalid arguments: {message}")}),
             ));
         }
+        // The operator's hooks, before anyone is asked (and only for a call the policy has not
+        // already refused): a failing hook blocks the call.
+        let refused_already =
+            matches!(evaluation.decision, Decision::Refuse(_) | Decision::Unknown);
+        if !refused_already
+            && let Some(refusal) =
+                self.run_hooks(call_id, &item.qualified, package, tool, &arguments, audit)
+        {
+            self.state.record_refusal(&refusal);
+            return Ok(outcome(
+                CallStatus::Refused,
+                json!({"error": refusal.message}),
+            ));
+        }
         // Step 5: control plane, dangerous gate, consent, approval.
         match &evaluation.decision {
             Decision::Allow => {}
@@ -1096,6 +1128,69 @@ impl Turn<'_> {
             model_reviewer: self.runtime.approvers.reviewer.is_some(),
         };
         evaluate_call(&request)
+    }
+
+    /// Runs the hooks that match `qualified`, in order; the first block or failure refuses the
+    /// call (final for the turn). Each hook's answer is in the audit record.
+    fn run_hooks(
+        &self,
+        call_id: &str,
+        qualified: &str,
+        package: &quiver_package::Package,
+        tool: &quiver_package::tool::Tool,
+        arguments: &Value,
+        audit: &mut AuditEntry,
+    ) -> Option<quiver_policy::Refusal> {
+        let mut hooks = self
+            .runtime
+            .hooks
+            .iter()
+            .filter(|h| h.applies_to(qualified))
+            .peekable();
+        hooks.peek()?;
+        let event = HookEvent {
+            event: "before_call",
+            session: self.session.clone(),
+            call_id: call_id.to_owned(),
+            tool: qualified.to_owned(),
+            package: package.id.as_str().to_owned(),
+            arguments: redact(arguments, &secret_fields(&tool.input)),
+            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
+            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
+            unattended: self.unattended,
+            category: format!("{:?}", tool.category).to_lowercase(),
+        };
+        for hook in hooks {
+            let reason = match run_hook(hook.as_ref(), &event) {
+                Ok(HookVerdict::Continue) => {
+                    audit.decisions.push(decision(
+                        "hook",
+                        "allow",
+                        &format!("`{}` let it go on", hook.name()),
+                    ));
+                    continue;
+                }
+                Ok(HookVerdict::Block(why)) => quiver_policy::RefusalReason::HookBlocked {
+                    hook: hook.name().to_owned(),
+                    why,
+                },
+                Err(error) => quiver_policy::RefusalReason::HookFailed {
+                    hook: hook.name().to_owned(),
+                    why: error.0,
+                },
+            };
+            audit
+                .decisions
+                .push(decision("hook", "refuse", &reason.to_string()));
+            return Some(quiver_policy::Refusal::new(
+                reason,
+                quiver_policy::Lockout {
+                    tool: qualified.to_owned(),
+                    categories: Vec::new(),
+                },
+            ));
+        }
+        None
     }
 
     fn refused(&mut self, call_id: &str, evaluation: &Evaluation) -> CallOutcome {

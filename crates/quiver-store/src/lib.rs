@@ -56,7 +56,7 @@ pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, NewSession, OnceApproval,
-    Session, SessionFilter, SessionStatus, now_ms,
+    Session, SessionFilter, SessionPresence, SessionStatus, now_ms,
 };
 
 /// Everything the runtime keeps between calls, keyed by session id. Object-safe and
@@ -125,6 +125,16 @@ pub trait Store: Send + Sync {
 
     /// The session's active skills, in the order they were activated.
     fn active_skills(&self, session: &str) -> Result<Vec<String>>;
+
+    /// The session's opened packages, loaded tools and active skills, read together (the call
+    /// pipeline needs all three for every call).
+    fn presence(&self, session: &str) -> Result<SessionPresence> {
+        Ok(SessionPresence {
+            opened: self.opened_packages(session)?,
+            loaded: self.loaded_tools(session)?,
+            active_skills: self.active_skills(session)?,
+        })
+    }
 
     // --- package consent ---
 

@@ -408,3 +408,14 @@ pub struct AuditQuery {
     /// At most this many records.
     pub limit: Option<usize>,
 }
+
+/// What a session has opened, loaded and activated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionPresence {
+    /// Opened packages, in the order they were opened.
+    pub opened: Vec<String>,
+    /// Loaded tools, most recently used first.
+    pub loaded: Vec<String>,
+    /// Active skills, in the order they were activated.
+    pub active_skills: Vec<String>,
+}

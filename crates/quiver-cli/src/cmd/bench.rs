@@ -89,14 +89,15 @@ fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
         serde_json::to_string(&report).into_diagnostic()?
     } else {
         format!(
-            "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\nerrors        {}",
+            "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\nerrors        {}\nfdatasync p50 {:.1} µs (this disk, same run: the floor of a `full` commit)",
             report.sessions,
             report.calls_per_session,
             report.synchronous,
             report.calls_per_second,
             report.p50_us,
             report.p99_us,
-            report.errors
+            report.errors,
+            report.fdatasync_p50_us
         )
     };
     crate::out(&text);

@@ -1,4 +1,5 @@
 mod common;
+mod hooks;
 mod meta_tools;
 mod pipeline;
 mod sessions;

@@ -7,8 +7,6 @@ mod schema;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{self, Sender};
-use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -18,11 +16,11 @@ use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
-    NewSession, OnceApproval, Session, SessionFilter, now_ms,
+    NewSession, OnceApproval, Session, SessionFilter, SessionPresence, now_ms,
 };
 
 use ops::SetTable;
-use pool::{Job, Notify, Readers};
+use pool::{Notify, Readers, Writer};
 
 pub use schema::SCHEMA_VERSION;
 
@@ -75,13 +73,12 @@ impl Default for StoreOptions {
     }
 }
 
-/// The [`Store`] on one SQLite file, in WAL mode: a writer thread that group-commits queued
-/// writes, and a pool of read-only connections. Several processes may open the same file; they
+/// The [`Store`] on one SQLite file, in WAL mode: one writer connection on which callers'
+/// writes commit in groups, and a pool of read-only connections. Several processes may open the same file; they
 /// wait for each other's locks up to the busy timeout.
 pub struct SqliteStore {
     path: PathBuf,
-    jobs: Option<Sender<Box<dyn Job>>>,
-    writer: Option<JoinHandle<()>>,
+    writer: Writer,
     readers: Readers,
     notify: Arc<Notify>,
     poll_interval: Duration,
@@ -122,20 +119,10 @@ impl SqliteStore {
             .map(|_| connect(&path, options, Role::Reader))
             .collect::<Result<Vec<_>>>()?;
         let notify = Arc::new(Notify::default());
-        let (jobs, queue) = mpsc::channel();
-        let writer_notify = Arc::clone(&notify);
-        let max_batch = options.max_batch.max(1);
-        let writer = thread::Builder::new()
-            .name("quiver-store-writer".to_owned())
-            .spawn(move || pool::writer_loop(writer, queue, writer_notify, max_batch))
-            .map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let writer = Writer::new(writer, Arc::clone(&notify), options.max_batch);
         Ok(SqliteStore {
             path,
-            jobs: Some(jobs),
-            writer: Some(writer),
+            writer,
             readers: Readers::new(readers),
             notify,
             poll_interval: options.poll_interval,
@@ -152,21 +139,11 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        pool::submit(self.jobs.as_ref(), op)
+        self.writer.submit(op)
     }
 
     fn read<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         self.readers.with(op)
-    }
-}
-
-impl Drop for SqliteStore {
-    fn drop(&mut self) {
-        // Closing the queue lets the writer finish what is queued and stop.
-        self.jobs.take();
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
-        }
     }
 }
 
@@ -296,6 +273,16 @@ impl Store for SqliteStore {
 
     fn active_skills(&self, session: &str) -> Result<Vec<String>> {
         self.read(|c| ops::set_list(c, SetTable::Skills, session))
+    }
+
+    fn presence(&self, session: &str) -> Result<SessionPresence> {
+        self.read(|c| {
+            Ok(SessionPresence {
+                opened: ops::set_list(c, SetTable::Packages, session)?,
+                loaded: ops::loaded_tools(c, session)?,
+                active_skills: ops::set_list(c, SetTable::Skills, session)?,
+            })
+        })
     }
 
     fn set_consent(

@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -108,6 +108,41 @@ CREATE TABLE audit (
     cached          INTEGER NOT NULL CHECK (cached IN (0, 1)),
     detail          TEXT                -- JSON
 ) STRICT;
+CREATE INDEX audit_by_time ON audit (time, id);
+CREATE INDEX audit_by_session ON audit (session_id, time, id);
+CREATE INDEX audit_by_tool ON audit (tool, time, id) WHERE tool IS NOT NULL;
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+"#;
+
+/// Version 2: the audit table without `AUTOINCREMENT`. Records are never deleted (a trigger
+/// refuses it), so plain rowids never repeat either, and each append no longer rewrites the
+/// `sqlite_sequence` page (one page fewer per commit on the call pipeline's path).
+const V2: &str = r#"
+DROP TRIGGER audit_no_update;
+DROP TRIGGER audit_no_delete;
+CREATE TABLE audit_v2 (
+    id              INTEGER PRIMARY KEY,
+    time            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    call_id         TEXT,
+    principal       TEXT NOT NULL,
+    origin          TEXT NOT NULL,
+    tool            TEXT,
+    skill           TEXT,
+    argument_digest TEXT,
+    decisions       TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    duration_ms     INTEGER NOT NULL,
+    cached          INTEGER NOT NULL CHECK (cached IN (0, 1)),
+    detail          TEXT
+) STRICT;
+INSERT INTO audit_v2 SELECT * FROM audit;
+DROP TABLE audit;
+ALTER TABLE audit_v2 RENAME TO audit;
 CREATE INDEX audit_by_time ON audit (time, id);
 CREATE INDEX audit_by_session ON audit (session_id, time, id);
 CREATE INDEX audit_by_tool ON audit (tool, time, id) WHERE tool IS NOT NULL;
