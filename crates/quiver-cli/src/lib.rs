@@ -44,6 +44,9 @@ enum Command {
     Session(cmd::runtime::SessionCommand),
     /// Show the audit log.
     Audit(cmd::runtime::AuditArgs),
+    /// Answer the console's approval queue: list, approve, deny.
+    #[command(subcommand)]
+    Approvals(cmd::approvals::ApprovalsCommand),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Call(args) => cmd::runtime::call(&cli.roots, args),
         Command::Session(command) => cmd::runtime::session(command),
         Command::Audit(args) => cmd::runtime::audit(args),
+        Command::Approvals(command) => cmd::approvals::run(command),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };

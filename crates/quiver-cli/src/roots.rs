@@ -21,6 +21,8 @@ struct ConfigFile {
     #[serde(default)]
     roots: Vec<ConfigRoot>,
     precedence: Option<Vec<String>>,
+    #[serde(default)]
+    runtime: quiver_runtime::config::RuntimeSection,
 }
 
 #[derive(Debug, Deserialize)]
@@ -142,6 +144,26 @@ pub fn state_dir() -> Option<PathBuf> {
         Some(xdg) => Some(PathBuf::from(xdg).join("quiver")),
         None => home().map(|home| home.join(".local/share/quiver")),
     }
+}
+
+/// The config file in use, if there is one (`$QUIVER_CONFIG`, else
+/// `~/.config/quiver/config.yaml`).
+fn config_path() -> Option<PathBuf> {
+    std::env::var_os("QUIVER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))
+        .filter(|p| p.is_file())
+}
+
+/// The runtime configuration: the config file's `runtime:` section over the defaults.
+pub fn runtime_config() -> miette::Result<quiver_runtime::RuntimeConfig> {
+    let Some(path) = config_path() else {
+        return Ok(quiver_runtime::RuntimeConfig::default());
+    };
+    read_config(&path)?
+        .runtime
+        .into_config()
+        .map_err(|e| miette::miette!("{}: `runtime`: {e}", path.display()))
 }
 
 fn read_config(path: &Path) -> miette::Result<ConfigFile> {

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod approvals;
 pub mod bench;
 pub mod catalog;
 pub mod lint;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use quiver_package::rules::Role;
 use quiver_policy::{ConversationScope, Origin, Principal, ScopeKind};
-use quiver_runtime::approver::TerminalApprover;
+use quiver_runtime::approver::{Approver, QueueApprover, TerminalApprover};
 use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, RuntimeConfig, SessionRequest};
+use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
 use quiver_store::{AuditQuery, SessionFilter, SessionStatus, SqliteStore, Store};
 use serde_json::{Value, json};
 
@@ -32,7 +32,7 @@ impl StateArgs {
         })
     }
 
-    fn open(&self) -> miette::Result<Arc<SqliteStore>> {
+    pub(crate) fn open(&self) -> miette::Result<Arc<SqliteStore>> {
         let path = self.path();
         SqliteStore::open(&path).map(Arc::new).map_err(|e| {
             miette::miette!("cannot open the state database `{}`: {e}", path.display())
@@ -64,6 +64,14 @@ pub struct CallArgs {
     /// Continue this session instead of starting one.
     #[arg(long)]
     pub session: Option<String>,
+    /// The agent profile of a new session (its meta-tools come from the config file's
+    /// `runtime.agents`).
+    #[arg(long, default_value = "chat")]
+    pub agent: String,
+    /// Without a terminal, send questions to the console's approval queue and wait up to this
+    /// many seconds for an operator to answer them with `quiver approvals`.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "yes")]
+    pub console: Option<u64>,
     /// Answer consent and ordinary approvals with yes. Never a dangerous or `human` tool's
     /// approval: those always need a person at the terminal.
     #[arg(long)]
@@ -172,9 +180,17 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         interactive,
         args.yes,
     );
+    let console = args.console.map(|seconds| {
+        Arc::new(QueueApprover::new(
+            store.clone(),
+            std::time::Duration::from_secs(seconds),
+        )) as Arc<dyn Approver>
+    });
+    // Without a terminal, a console queue answers instead of a person who cannot.
+    let person = (interactive || console.is_none()).then(|| Arc::new(person) as Arc<dyn Approver>);
     let approvers = ApproverSet {
-        person: Some(Arc::new(person)),
-        console: None,
+        person,
+        console,
         reviewer: None,
     };
     let wire = if args.tool.contains('.') {
@@ -190,14 +206,14 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         store,
         Arc::new(BuiltinExecutor::new()),
         approvers,
-        RuntimeConfig::default(),
+        crate::roots::runtime_config()?,
     );
     let session = match &args.session {
         Some(id) => id.clone(),
         None => runtime
             .create_session(&SessionRequest {
                 origin: origin(args.platform.as_deref(), args.scope.as_deref())?,
-                agent: "chat".into(),
+                agent: args.agent.clone(),
                 principal: sender.clone(),
                 profile: Profile::Interactive,
             })
