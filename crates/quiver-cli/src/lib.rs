@@ -47,6 +47,12 @@ enum Command {
     /// Answer the console's approval queue: list, approve, deny.
     #[command(subcommand)]
     Approvals(cmd::approvals::ApprovalsCommand),
+    /// Show or set the control plane (normal, emergency-stop, read-only, muted).
+    Control(cmd::operator::ControlArgs),
+    /// Switch a package back on for everyone.
+    Enable(cmd::operator::SwitchArgs),
+    /// Switch a package off for everyone (absent from the catalog, its tools unknown).
+    Disable(cmd::operator::SwitchArgs),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
@@ -69,6 +75,9 @@ pub fn main() -> ExitCode {
         Command::Session(command) => cmd::runtime::session(command),
         Command::Audit(args) => cmd::runtime::audit(args),
         Command::Approvals(command) => cmd::approvals::run(command),
+        Command::Control(args) => cmd::operator::control(args),
+        Command::Enable(args) => cmd::operator::switch(args, true),
+        Command::Disable(args) => cmd::operator::switch(args, false),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };

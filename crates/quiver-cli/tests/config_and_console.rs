@@ -193,3 +193,42 @@ fn without_an_answer_the_console_times_out_and_the_call_is_refused() {
     let pending = json(&quiver(home.path(), None, &["approvals", "list", "--json"]));
     assert_eq!(pending, serde_json::json!([]));
 }
+
+#[test]
+fn operator_switches_persist_between_commands() {
+    let home = tempfile::tempdir().unwrap();
+    let call = |tool: &str, args: &str| {
+        json(&quiver(
+            home.path(),
+            None,
+            &["call", tool, "--args", args, "--yes"],
+        ))["outcome"]["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let weather = r#"{"city": "北京"}"#;
+    assert!(
+        quiver(home.path(), None, &["disable", "weather"])
+            .status
+            .success()
+    );
+    assert_eq!(call("weather__forecast", weather), "unknown");
+    let out = quiver(home.path(), None, &["control", "read-only"]);
+    let shown = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(shown.contains("control: read-only"), "{shown}");
+    assert!(shown.contains("packages off: weather"), "{shown}");
+    assert_eq!(call("notes.add_note", r#"{"text": "x"}"#), "refused");
+    assert!(
+        quiver(home.path(), None, &["enable", "weather"])
+            .status
+            .success()
+    );
+    assert!(
+        quiver(home.path(), None, &["control", "normal"])
+            .status
+            .success()
+    );
+    assert_ne!(call("weather__forecast", weather), "unknown");
+    assert_ne!(call("notes.add_note", r#"{"text": "x"}"#), "refused");
+}

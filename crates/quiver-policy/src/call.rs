@@ -154,7 +154,10 @@ impl<'a> ToolFacts<'a> {
 }
 
 /// The control plane's switches, set by the operator.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(default)]
 pub struct ControlPlane {
     /// Nothing runs.
     pub emergency_stop: bool,

@@ -230,15 +230,33 @@ impl Runtime {
         &self.store
     }
 
-    /// Sets the control plane.
-    pub fn set_control(&self, control: ControlPlane) {
+    /// Sets the control plane for every process on this store (durable before it returns;
+    /// other processes see it from their next turn). `by` names the operator.
+    pub fn set_control(&self, control: ControlPlane, by: &str) -> Result<(), RuntimeError> {
+        crate::operator::set_control(self.store.as_ref(), control, by)?;
         if let Ok(mut c) = self.control.write() {
             *c = control;
         }
+        Ok(())
     }
 
-    /// Switches a package off (absent from the catalog, its tools unknown) or on.
-    pub fn set_enabled(&self, package: &str, enabled: bool) {
+    /// Re-reads the operator's switches from the store, where another process may have changed
+    /// them.
+    fn refresh_operator_state(&self) -> Result<(), RuntimeError> {
+        let state = crate::operator::read(self.store.as_ref())?;
+        if let Ok(mut c) = self.control.write() {
+            *c = state.control;
+        }
+        if let Ok(mut d) = self.disabled.write() {
+            *d = state.disabled;
+        }
+        Ok(())
+    }
+
+    /// Switches a package off (absent from the catalog, its tools unknown) or on, for every
+    /// session and every process on this store; `by` names the operator.
+    pub fn set_enabled(&self, package: &str, enabled: bool, by: &str) -> Result<(), RuntimeError> {
+        crate::operator::set_enabled(self.store.as_ref(), package, enabled, by)?;
         if let Ok(mut disabled) = self.disabled.write() {
             if enabled {
                 disabled.remove(package);
@@ -246,6 +264,33 @@ impl Runtime {
                 disabled.insert(package.to_owned());
             }
         }
+        Ok(())
+    }
+
+    /// The user switches a package off (or back on) in one conversation only.
+    pub fn set_enabled_in_session(
+        &self,
+        session: &str,
+        package: &str,
+        enabled: bool,
+    ) -> Result<(), RuntimeError> {
+        let record = self
+            .store
+            .session(session)?
+            .filter(|s| s.is_active())
+            .ok_or_else(|| RuntimeError::NoSession(session.to_owned()))?;
+        let mut state = record.state;
+        let mut off = session_disabled(&state);
+        if enabled {
+            off.remove(package);
+        } else {
+            off.insert(package.to_owned());
+        }
+        if let Value::Object(map) = &mut state {
+            map.insert(SESSION_DISABLED_KEY.to_owned(), json!(off));
+        }
+        self.store.set_session_state(session, &state)?;
+        Ok(())
     }
 
     fn is_enabled(&self, package: &str) -> bool {
@@ -318,6 +363,7 @@ impl Runtime {
             .session(session)?
             .filter(|s| s.is_active())
             .ok_or_else(|| RuntimeError::NoSession(session.to_owned()))?;
+        self.refresh_operator_state()?;
         let origin = origin_from(&record.origin);
         let unattended = record.state.get("profile").and_then(Value::as_str) == Some("schedule");
         let mut grants = SessionGrants::new(session);
@@ -348,6 +394,7 @@ impl Runtime {
             retries: HashMap::new(),
             prompt_sections: record.prompt_versions.clone(),
             person: None,
+            session_disabled: session_disabled(&record.state),
         })
     }
 
@@ -427,6 +474,23 @@ impl Runtime {
         }
         Ok(compiled)
     }
+}
+
+/// The key, in a session's state, of the packages its user switched off.
+const SESSION_DISABLED_KEY: &str = "disabled";
+
+/// The packages a session's user switched off, from its state.
+fn session_disabled(state: &Value) -> BTreeSet<String> {
+    state
+        .get(SESSION_DISABLED_KEY)
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A catalog version's resident and deferred `always_loaded` items.
@@ -534,6 +598,7 @@ pub struct Turn<'r> {
     retries: HashMap<String, u32>,
     prompt_sections: Value,
     person: Option<Arc<dyn Approver>>,
+    session_disabled: BTreeSet<String>,
 }
 
 impl Turn<'_> {
@@ -541,6 +606,12 @@ impl Turn<'_> {
     /// user: an MCP client's elicitation, a chat terminal), instead of the runtime's default.
     pub fn set_person(&mut self, person: Arc<dyn Approver>) {
         self.person = Some(person);
+    }
+
+    /// Whether `package` is on: neither the operator nor this conversation's user switched
+    /// it off.
+    fn enabled(&self, package: &str) -> bool {
+        self.runtime.is_enabled(package) && !self.session_disabled.contains(package)
     }
 
     fn person(&self) -> Option<&Arc<dyn Approver>> {
@@ -577,7 +648,7 @@ impl Turn<'_> {
     /// origin and this turn's sender meet its restrictions.
     fn admitted(&self, item: &Item) -> bool {
         let package = self.package_of(item);
-        if !self.runtime.is_enabled(package.id.as_str()) {
+        if !self.enabled(package.id.as_str()) {
             return false;
         }
         match self.catalog.tool(item) {
@@ -607,9 +678,7 @@ impl Turn<'_> {
 
     fn entry_admitted(&self, entry: &Entry) -> bool {
         if let Some(p) = entry.package
-            && !self
-                .runtime
-                .is_enabled(self.catalog.packages()[p].package.id.as_str())
+            && !self.enabled(self.catalog.packages()[p].package.id.as_str())
         {
             return false;
         }
@@ -641,7 +710,7 @@ impl Turn<'_> {
     ) -> Option<(&quiver_package::Package, &quiver_package::skill::Skill)> {
         let package_id = id.split('/').next()?;
         let cp = self.catalog.package(package_id)?;
-        if !self.runtime.is_enabled(package_id) {
+        if !self.enabled(package_id) {
             return None;
         }
         let skill = cp.package.all_skills().find(|s| s.id == id)?;
@@ -717,7 +786,7 @@ impl Turn<'_> {
             .catalog
             .packages()
             .iter()
-            .filter(|p| !p.shadowed && self.runtime.is_enabled(p.package.id.as_str()))
+            .filter(|p| !p.shadowed && self.enabled(p.package.id.as_str()))
         {
             for s in &cp.package.prompts {
                 let name = format!("{}.{}", cp.package.id, s.name);
@@ -1443,7 +1512,7 @@ impl Turn<'_> {
         let Some(cp) = self.catalog.package(package_id) else {
             return Ok(no_such());
         };
-        if !self.runtime.is_enabled(package_id) {
+        if !self.enabled(package_id) {
             return Ok(no_such());
         }
         let package = &cp.package;

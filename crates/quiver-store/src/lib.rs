@@ -80,6 +80,15 @@ pub trait Store: Send + Sync {
     /// Replaces the session's opaque state and sets `updated_at` to now.
     fn set_session_state(&self, id: &str, state: &Value) -> Result<()>;
 
+    // --- the operator's switches ---
+
+    /// Sets one of the operator's runtime-wide switches (`control`, `disabled_packages`), shared
+    /// by every process on this store.
+    fn set_operator_value(&self, key: &str, value: &Value, by: &str) -> Result<()>;
+
+    /// Every operator switch that has been set, by key.
+    fn operator_values(&self) -> Result<std::collections::BTreeMap<String, Value>>;
+
     /// Ends the session now. `true` if it was active, `false` if it had already ended.
     fn end_session(&self, id: &str) -> Result<bool>;
 

@@ -47,6 +47,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "loaded_tools",
             "once_approvals",
             "opened_packages",
+            "operator_state",
             "sessions"
         ]
     );
@@ -175,4 +176,60 @@ fn a_too_new_schema_says_what_to_do() {
         error.to_string(),
         "the store's schema version is 9, newer than this Quiver knows (1); upgrade Quiver"
     );
+}
+
+/// The version-1 schema, as the released migration wrote it (read from the source, which never
+/// edits a released migration).
+fn v1_schema() -> &'static str {
+    let source = include_str!("../src/sqlite/schema.rs");
+    let start = source.find("const V1: &str = r#\"").unwrap() + "const V1: &str = r#\"".len();
+    let end = start + source[start..].find("\"#;").unwrap();
+    &source[start..end]
+}
+
+#[test]
+fn a_version_1_file_migrates_keeping_its_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("quiver.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(v1_schema()).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 1; PRAGMA application_id = {QUIVER_APPLICATION_ID};"
+        ))
+        .unwrap();
+        for (time, tool) in [(1, "notes.add_note"), (2, "weather.forecast")] {
+            conn.execute(
+                "INSERT INTO audit (time, kind, session_id, principal, origin, tool, decisions, \
+                 status, duration_ms, cached) VALUES (?1, 'call', 's1', '{}', '{}', ?2, '[]', 'ok', 3, 0)",
+                rusqlite::params![time, tool],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&db).unwrap();
+    assert_eq!(pragma(&db, "user_version"), SCHEMA_VERSION);
+    let records = store
+        .query_audit(&quiver_store::AuditQuery::default())
+        .unwrap();
+    let tools: Vec<_> = records
+        .iter()
+        .map(|r| r.entry.tool.clone().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["weather.forecast", "notes.add_note"],
+        "newest first, none lost"
+    );
+    // Appends continue after the old ids, and the log is still append-only.
+    let id = store
+        .append_audit(&quiver_store::AuditEntry::new(
+            quiver_store::AuditKind::Call,
+            "s1",
+        ))
+        .unwrap();
+    assert!(id > records[0].id);
+    let conn = Connection::open(&db).unwrap();
+    assert!(conn.execute("DELETE FROM audit", []).is_err());
+    assert!(conn.execute("UPDATE audit SET status = 'x'", []).is_err());
 }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod catalog;
 pub mod lint;
 pub mod new;
+pub mod operator;
 pub mod runtime;
 pub mod skill;
 pub mod test;

@@ -268,10 +268,15 @@ fn package_code_never_runs_unsandboxed() {
 fn control_plane_stops_and_restricts() {
     let h = harness();
     let s = cli_session(&h);
-    h.runtime.set_control(ControlPlane {
-        emergency_stop: true,
-        ..Default::default()
-    });
+    h.runtime
+        .set_control(
+            ControlPlane {
+                emergency_stop: true,
+                ..Default::default()
+            },
+            "operator",
+        )
+        .unwrap();
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
     assert_eq!(
         turn.call("weather__forecast", json!({"city": "x"}))
@@ -280,10 +285,15 @@ fn control_plane_stops_and_restricts() {
         CallStatus::Refused
     );
     drop(turn);
-    h.runtime.set_control(ControlPlane {
-        read_only: true,
-        ..Default::default()
-    });
+    h.runtime
+        .set_control(
+            ControlPlane {
+                read_only: true,
+                ..Default::default()
+            },
+            "operator",
+        )
+        .unwrap();
     h.person
         .answer(&[Answer::AllowForSession, Answer::AllowForSession]);
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
@@ -321,7 +331,7 @@ fn a_skills_disallowed_tools_last_for_the_turn_only() {
 fn switching_a_package_off_makes_its_tools_unknown() {
     let h = harness();
     let s = cli_session(&h);
-    h.runtime.set_enabled("weather", false);
+    h.runtime.set_enabled("weather", false, "operator").unwrap();
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
     assert_eq!(
         turn.call("weather__forecast", json!({"city": "x"}))

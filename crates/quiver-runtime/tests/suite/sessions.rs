@@ -49,6 +49,95 @@ fn a_restart_keeps_every_sessions_state() {
 }
 
 #[test]
+fn the_operators_switches_outlive_a_restart_and_reach_other_runtimes() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.runtime.set_enabled("weather", false, "operator").unwrap();
+    h.runtime
+        .set_control(
+            quiver_policy::ControlPlane {
+                read_only: true,
+                ..Default::default()
+            },
+            "operator",
+        )
+        .unwrap();
+    // A second runtime on the same file (another process, or this one restarted) sees both
+    // from its next turn.
+    let packages = h._dir.path().join("packages");
+    let db = h.db.clone();
+    let Harness { _dir, runtime, .. } = h;
+    let h2 = build(_dir, &packages, db, RuntimeConfig::default(), None);
+    let mut turn = h2.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn
+        .call("weather__forecast", json!({"city": "x"}))
+        .unwrap();
+    assert_eq!(out.status, quiver_runtime::CallStatus::Unknown, "{out:?}");
+    h2.person.answer(&[Answer::AllowForSession]);
+    let out = turn.call("notes__add_note", json!({"text": "x"})).unwrap();
+    assert_eq!(
+        out.status,
+        quiver_runtime::CallStatus::Refused,
+        "read-only: {out:?}"
+    );
+    drop(turn);
+    // Switched back on by the first runtime: the second sees it at its next turn.
+    runtime.set_enabled("weather", true, "operator").unwrap();
+    runtime
+        .set_control(quiver_policy::ControlPlane::default(), "operator")
+        .unwrap();
+    h2.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h2.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn
+        .call("weather__forecast", json!({"city": "x"}))
+        .unwrap();
+    assert_eq!(out.status, quiver_runtime::CallStatus::Ok, "{out:?}");
+}
+
+#[test]
+fn a_user_switches_a_package_off_in_their_conversation_only() {
+    let h = harness();
+    let mine = cli_session(&h);
+    let other = cli_session(&h);
+    h.runtime
+        .set_enabled_in_session(&mine, "weather", false)
+        .unwrap();
+    let mut turn = h.runtime.begin_turn(&mine, owner(), "").unwrap();
+    assert_eq!(
+        turn.call("weather__forecast", json!({"city": "x"}))
+            .unwrap()
+            .status,
+        quiver_runtime::CallStatus::Unknown
+    );
+    let (prompt, _) = turn.system_prompt().unwrap();
+    assert!(
+        !prompt.contains("weather"),
+        "absent from the catalog: {prompt}"
+    );
+    drop(turn);
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&other, owner(), "").unwrap();
+    assert_eq!(
+        turn.call("weather__forecast", json!({"city": "x"}))
+            .unwrap()
+            .status,
+        quiver_runtime::CallStatus::Ok
+    );
+    drop(turn);
+    h.runtime
+        .set_enabled_in_session(&mine, "weather", true)
+        .unwrap();
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&mine, owner(), "").unwrap();
+    assert_eq!(
+        turn.call("weather__forecast", json!({"city": "x"}))
+            .unwrap()
+            .status,
+        quiver_runtime::CallStatus::Ok
+    );
+}
+
+#[test]
 fn concurrent_sessions_never_see_each_others_state() {
     let h = harness();
     let a = cli_session(&h);

@@ -218,6 +218,15 @@ impl Store for SqliteStore {
         self.write(move |c| ops::set_session_state(c, &id, &state, now_ms()))
     }
 
+    fn set_operator_value(&self, key: &str, value: &Value, by: &str) -> Result<()> {
+        let (key, value, by) = (key.to_owned(), ops::encode(value), by.to_owned());
+        self.write(move |c| ops::set_operator_value(c, &key, &value, &by, now_ms()))
+    }
+
+    fn operator_values(&self) -> Result<std::collections::BTreeMap<String, Value>> {
+        self.read(ops::operator_values)
+    }
+
     fn end_session(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.write(move |c| ops::end_session(c, &id, now_ms()))

@@ -193,6 +193,37 @@ pub(crate) fn set_session_state(conn: &Connection, id: &str, state: &str, now: i
     Ok(())
 }
 
+pub(crate) fn set_operator_value(
+    conn: &Connection,
+    key: &str,
+    value: &str,
+    by: &str,
+    now: i64,
+) -> Result<()> {
+    require(key, "operator key")?;
+    conn.prepare_cached(
+        "INSERT INTO operator_state (key, value, set_by, set_at) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, \
+         set_at = excluded.set_at",
+    )?
+    .execute(params![key, value, by, now])?;
+    Ok(())
+}
+
+pub(crate) fn operator_values(
+    conn: &Connection,
+) -> Result<std::collections::BTreeMap<String, Value>> {
+    let rows = collect(conn, "SELECT key, value FROM operator_state", [], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+    })?;
+    rows.into_iter()
+        .map(|(key, text)| {
+            let value = decode(&text, "operator_state", "value")?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
 pub(crate) fn end_session(conn: &Connection, id: &str, now: i64) -> Result<bool> {
     let changed = conn
         .prepare_cached(

@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -150,6 +150,17 @@ CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
 CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+"#;
+
+/// Version 3: the operator's runtime-wide switches (control plane, packages switched off), so
+/// they outlive a restart and every process on the file sees them.
+const V3: &str = r#"
+CREATE TABLE operator_state (
+    key     TEXT PRIMARY KEY NOT NULL,
+    value   TEXT NOT NULL,              -- JSON
+    set_by  TEXT NOT NULL,
+    set_at  INTEGER NOT NULL
+) STRICT;
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes

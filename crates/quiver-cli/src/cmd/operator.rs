@@ -1,0 +1,93 @@
+//! `quiver control` and `quiver enable|disable`: the operator's runtime-wide switches, stored in
+//! the state database so every running front (and the next start) applies them from its next
+//! turn.
+
+use std::process::ExitCode;
+
+use quiver_policy::ControlPlane;
+use quiver_runtime::operator;
+
+use super::runtime::StateArgs;
+
+/// The control plane's states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ControlState {
+    /// Everything runs as the policies say.
+    Normal,
+    /// Nothing runs.
+    EmergencyStop,
+    /// Only perception and decision tools run; dangerous tools never.
+    ReadOnly,
+    /// The agent stays silent; tools are unaffected.
+    Muted,
+}
+
+/// Arguments of `quiver control`.
+#[derive(Debug, clap::Args)]
+pub struct ControlArgs {
+    /// The state to set; without it, the current one is shown.
+    pub state: Option<ControlState>,
+    #[command(flatten)]
+    pub state_db: StateArgs,
+}
+
+/// Arguments of `quiver enable` and `quiver disable`.
+#[derive(Debug, clap::Args)]
+pub struct SwitchArgs {
+    /// The package id.
+    pub package: String,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+fn operator_name() -> String {
+    format!(
+        "cli:{}",
+        std::env::var("USER").unwrap_or_else(|_| "operator".to_owned())
+    )
+}
+
+/// Runs `quiver control [STATE]`.
+pub fn control(args: ControlArgs) -> miette::Result<ExitCode> {
+    let store = args.state_db.open()?;
+    if let Some(state) = args.state {
+        let control = ControlPlane {
+            emergency_stop: state == ControlState::EmergencyStop,
+            read_only: state == ControlState::ReadOnly,
+            muted: state == ControlState::Muted,
+        };
+        operator::set_control(store.as_ref(), control, &operator_name())
+            .map_err(|e| miette::miette!("{e}"))?;
+    }
+    let current = operator::read(store.as_ref()).map_err(|e| miette::miette!("{e}"))?;
+    let c = current.control;
+    let name = if c.emergency_stop {
+        "emergency-stop"
+    } else if c.read_only {
+        "read-only"
+    } else if c.muted {
+        "muted"
+    } else {
+        "normal"
+    };
+    let disabled = if current.disabled.is_empty() {
+        "none".to_owned()
+    } else {
+        current.disabled.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    crate::out(&format!("control: {name}\npackages off: {disabled}"));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `quiver enable ID` (`enabled`) or `quiver disable ID`.
+pub fn switch(args: SwitchArgs, enabled: bool) -> miette::Result<ExitCode> {
+    let store = args.state.open()?;
+    operator::set_enabled(store.as_ref(), &args.package, enabled, &operator_name())
+        .map_err(|e| miette::miette!("{e}"))?;
+    crate::out(&format!(
+        "{}: {}",
+        args.package,
+        if enabled { "on" } else { "off" }
+    ));
+    Ok(ExitCode::SUCCESS)
+}
