@@ -61,6 +61,15 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
 }
 
+/// The hidden subcommand that runs the sandbox launcher (`quiver sandbox-exec`).
+pub const SANDBOX_EXEC: &str = cmd::sandbox_exec::NAME;
+
+/// Runs the sandbox launcher with the arguments after `sandbox-exec`; `main` calls it before
+/// any thread starts.
+pub fn sandbox_exec(args: &[std::ffi::OsString]) -> ExitCode {
+    cmd::sandbox_exec::run(args)
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -29,7 +29,7 @@ fn json(out: &Output) -> Value {
 }
 
 #[test]
-fn yes_answers_consent_but_package_code_waits_for_the_sandbox() {
+fn yes_answers_consent_and_the_tool_runs_in_the_sandbox() {
     let home = tempfile::tempdir().unwrap();
     let out = quiver(
         home.path(),
@@ -41,15 +41,10 @@ fn yes_answers_consent_but_package_code_waits_for_the_sandbox() {
             "--yes",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     let v = json(&out);
-    assert_eq!(v["outcome"]["status"], "error");
-    assert!(
-        v["outcome"]["content"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("sandbox")
-    );
+    assert_eq!(v["outcome"]["status"], "ok");
+    assert_eq!(v["outcome"]["content"]["city_en"], "Beijing");
     // The consent was granted and recorded, and the call audited.
     let session = v["session"].as_str().unwrap();
     let shown = json(&quiver(home.path(), &["session", "show", session]));
@@ -60,7 +55,7 @@ fn yes_answers_consent_but_package_code_waits_for_the_sandbox() {
         &["audit", "--json", "--session", session],
     ));
     assert_eq!(audit[0]["tool"], "weather.forecast");
-    assert_eq!(audit[0]["status"], "error");
+    assert_eq!(audit[0]["status"], "ok");
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use quiver_package::common::Permissions;
 use quiver_package::tool::Run;
 use serde::Serialize;
 use serde_json::Value;
@@ -46,6 +47,32 @@ pub struct Execution<'a> {
     pub context: &'a CallContext,
     /// The timeout.
     pub timeout: Duration,
+    /// The folder the tool's command runs from (its `tool.yaml`'s folder; a skill script's
+    /// skill folder).
+    pub tool_dir: &'a std::path::Path,
+    /// The effective permissions the sandbox grants (the tool's `permission`, within the
+    /// package ceiling; for a skill script, the package's `permissions`).
+    pub permissions: &'a Permissions,
+    /// The package's configured settings.
+    pub settings: Option<&'a serde_json::Map<String, Value>>,
+    /// Answers a tool's mid-call question (a `worker`'s `question`); `None` in unattended
+    /// turns, where such questions are refused.
+    pub ask: Option<Ask<'a>>,
+    /// A skill script rather than a tool: its arguments are already on the command line, its
+    /// stdout is text, and its result is `{exit_code, stdout, stderr}`.
+    pub script: bool,
+    /// For a `run: {mcp: server}` tool, the server's command (`mcp_servers` in `quiver.yaml`).
+    pub mcp_command: Option<&'a [String]>,
+}
+
+/// The person who answers a tool's question in this turn.
+#[derive(Clone, Copy)]
+pub struct Ask<'a>(pub &'a dyn Fn(&str) -> Option<String>);
+
+impl std::fmt::Debug for Ask<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ask")
+    }
 }
 
 /// Why a tool did not produce a result.
@@ -61,19 +88,29 @@ pub enum ExecError {
     /// unsandboxed execution.
     #[error("{0}")]
     Unavailable(String),
+    /// The sandbox refused something outside the tool's permissions (a host not in its
+    /// network allowlist); a policy refusal, final for the turn.
+    #[error("{0}")]
+    Denied(String),
 }
 
 /// Runs tools.
 pub trait Executor: Send + Sync {
     /// Runs one call and returns its JSON result.
     fn execute(&self, execution: &Execution<'_>) -> Result<Value, ExecError>;
+
+    /// A note for the audit record when package code runs without isolation (an operator
+    /// allowed unsandboxed execution on a machine without the sandbox).
+    fn isolation_note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A built-in tool: a function of the arguments and context.
 pub type BuiltinFn = Arc<dyn Fn(&Value, &CallContext) -> Result<Value, String> + Send + Sync>;
 
 /// Runs registered built-in tools in-process, keyed `<package>.<tool>`; refuses every other
-/// tool until the sandbox can run it (package code never runs unsandboxed).
+/// tool (package code runs only in the sandbox: [`crate::sandboxed::SandboxExecutor`]).
 #[derive(Default, Clone)]
 pub struct BuiltinExecutor {
     tools: BTreeMap<String, BuiltinFn>,
@@ -89,6 +126,11 @@ impl BuiltinExecutor {
     pub fn register(&mut self, qualified: &str, f: BuiltinFn) {
         self.tools.insert(qualified.to_owned(), f);
     }
+
+    /// Whether `<package>.<tool>` is registered.
+    pub fn has(&self, qualified: &str) -> bool {
+        self.tools.contains_key(qualified)
+    }
 }
 
 impl Executor for BuiltinExecutor {
@@ -97,7 +139,7 @@ impl Executor for BuiltinExecutor {
         match self.tools.get(&key) {
             Some(f) => f(execution.arguments, execution.context).map_err(ExecError::Failed),
             None => Err(ExecError::Unavailable(format!(
-                "`{key}` cannot run: package tools run only in Quiver's sandbox, which this build does not have yet; nothing was executed"
+                "`{key}` cannot run: package tools run only in Quiver's sandbox (`SandboxExecutor`), and this executor runs built-in tools only; nothing was executed"
             ))),
         }
     }

@@ -17,6 +17,7 @@ pub mod output;
 pub mod presence;
 pub mod prompt;
 pub mod runtime;
+pub mod sandboxed;
 
 pub use runtime::{
     ApproverSet, CallOutcome, CallStatus, Profile, Runtime, RuntimeConfig, RuntimeError,

@@ -36,6 +36,8 @@ use crate::presence::{
 };
 use crate::prompt::{NamedSection, PromptBudget, PromptError, PromptReport, assemble_sections};
 
+mod skill_script;
+
 /// The meta-tools, by wire name.
 pub const META_TOOLS: [&str; 6] = [
     "read_skill",
@@ -1085,6 +1087,7 @@ impl Turn<'_> {
             policy: serde_json::to_value(&evaluation.trace).unwrap_or_default(),
             idempotency_key: format!("{}:{}", item.qualified, argument_digest(&arguments, &[])),
         };
+        let answer = |q: &str| self.person().and_then(|p| p.answer_question(q));
         let execution = Execution {
             package: package.id.as_str(),
             tool: tool.name.as_str(),
@@ -1093,9 +1096,34 @@ impl Turn<'_> {
             arguments: &arguments,
             context: &context,
             timeout: tool.timeout,
+            tool_dir: tool.file.parent().unwrap_or(&package.root),
+            permissions: &tool.permission,
+            settings: self.runtime.config.settings.get(package.id.as_str()),
+            ask: (!self.unattended).then_some(crate::executor::Ask(&answer)),
+            script: false,
+            mcp_command: match &tool.run {
+                quiver_package::tool::Run::Mcp { server, .. } => package
+                    .manifest
+                    .mcp_servers
+                    .get(server)
+                    .map(|s| s.command.as_slice()),
+                _ => None,
+            },
         };
+        if let Some(note) = self.runtime.executor.isolation_note() {
+            audit.decisions.push(decision("sandbox", "off", &note));
+        }
         let result = match self.runtime.executor.execute(&execution) {
             Ok(value) => value,
+            Err(ExecError::Denied(reason)) => {
+                audit
+                    .decisions
+                    .push(decision("sandbox", "refused", &reason));
+                return Ok(outcome(
+                    CallStatus::Refused,
+                    json!({"error": format!("refused: {reason}; do not retry")}),
+                ));
+            }
             Err(ExecError::TimedOut(d)) => {
                 audit
                     .decisions
@@ -1415,46 +1443,71 @@ impl Turn<'_> {
         Ok(match name {
             "read_skill" => match text_arg("id") {
                 Some(id) => self.read_skill(call_id, &id, audit)?,
-                None => err(CallStatus::Invalid, "invalid arguments: `id` is required".into()),
+                None => err(
+                    CallStatus::Invalid,
+                    "invalid arguments: `id` is required".into(),
+                ),
             },
             "tool_search" => match text_arg("query") {
                 Some(query) => ok(self.tool_search(&query)?),
-                None => err(CallStatus::Invalid, "invalid arguments: `query` is required".into()),
+                None => err(
+                    CallStatus::Invalid,
+                    "invalid arguments: `query` is required".into(),
+                ),
             },
             "load_tool" => {
                 let view = self.view()?;
-                match text_arg("name").and_then(|n| reach(&self.catalog, &view, &n, &|i| self.admitted(i))) {
+                match text_arg("name")
+                    .and_then(|n| reach(&self.catalog, &view, &n, &|i| self.admitted(i)))
+                {
                     Some(index) => {
                         let item = &self.catalog.items()[index];
-                        self.runtime.store.load_tool(&self.session, &item.qualified, self.runtime.config.max_loaded)?;
+                        self.runtime.store.load_tool(
+                            &self.session,
+                            &item.qualified,
+                            self.runtime.config.max_loaded,
+                        )?;
                         ok(json!({"loaded": item.wire}))
                     }
-                    None => err(CallStatus::Unknown, format!("unknown tool: {}", text_arg("name").unwrap_or_default())),
+                    None => err(
+                        CallStatus::Unknown,
+                        format!("unknown tool: {}", text_arg("name").unwrap_or_default()),
+                    ),
                 }
             }
             "ask_user" => {
                 let question = text_arg("question").unwrap_or_default();
                 match self.person().and_then(|p| p.answer_question(&question)) {
                     Some(answer) => ok(json!({"answer": answer})),
-                    None => err(CallStatus::Error, "nobody answered; continue without the answer or end the turn".into()),
+                    None => err(
+                        CallStatus::Error,
+                        "nobody answered; continue without the answer or end the turn".into(),
+                    ),
                 }
             }
             "tool_output" => {
                 let call = text_arg("call").unwrap_or_default();
                 let offset = arguments.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let stored = self.runtime.outputs.lock().ok().and_then(|o| o.get(&(self.session.clone(), call.clone())).cloned());
+                let stored = self
+                    .runtime
+                    .outputs
+                    .lock()
+                    .ok()
+                    .and_then(|o| o.get(&(self.session.clone(), call.clone())).cloned());
                 match stored {
                     Some(text) => {
                         let p = page(&text, offset, 4000);
-                        ok(json!({"text": p.text, "has_more": p.next_offset.is_some(), "next_offset": p.next_offset, "total_chars": p.total_chars}))
+                        ok(
+                            json!({"text": p.text, "has_more": p.next_offset.is_some(), "next_offset": p.next_offset, "total_chars": p.total_chars}),
+                        )
                     }
-                    None => err(CallStatus::Error, format!("no trimmed output for call `{call}` in this session")),
+                    None => err(
+                        CallStatus::Error,
+                        format!("no trimmed output for call `{call}` in this session"),
+                    ),
                 }
             }
-            _ => err(
-                CallStatus::Error,
-                "run_skill_script needs Quiver's sandbox, which this build does not have yet; no script was run".into(),
-            ),
+            _ => self.run_skill_script(call_id, arguments, audit)?,
         })
     }
 

@@ -17,6 +17,9 @@ pub enum BenchCommand {
     Load(LoadArgs),
     /// The call pipeline: a built-in no-op tool called by concurrent sessions on one SQLite file.
     Pipeline(PipelineArgs),
+    /// The sandbox: a sandboxed `command` call against a plain spawn of the same Python tool,
+    /// and a `worker` round trip.
+    Sandbox(super::sandbox_bench::SandboxBenchArgs),
 }
 
 /// Arguments of `quiver bench pipeline`.
@@ -73,6 +76,7 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Retrieval(args) => retrieval(args),
         BenchCommand::Load(args) => load(args),
         BenchCommand::Pipeline(args) => pipeline(args),
+        BenchCommand::Sandbox(args) => super::sandbox_bench::run(args),
     }
 }
 

@@ -7,5 +7,7 @@ pub mod lint;
 pub mod new;
 pub mod operator;
 pub mod runtime;
+pub mod sandbox_bench;
+pub mod sandbox_exec;
 pub mod skill;
 pub mod test;

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use quiver_package::rules::Role;
 use quiver_policy::{ConversationScope, Origin, Principal, ScopeKind};
 use quiver_runtime::approver::{Approver, QueueApprover, TerminalApprover};
-use quiver_runtime::executor::BuiltinExecutor;
 use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
 use quiver_store::{AuditQuery, SessionFilter, SessionStatus, SqliteStore, Store};
 use serde_json::{Value, json};
@@ -24,7 +23,7 @@ pub struct StateArgs {
 }
 
 impl StateArgs {
-    fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.db.clone().unwrap_or_else(|| {
             crate::roots::state_dir()
                 .unwrap_or_else(|| PathBuf::from(".local/share/quiver"))
@@ -126,7 +125,7 @@ pub struct AuditArgs {
     pub state: StateArgs,
 }
 
-fn principal(spec: Option<&str>) -> miette::Result<Principal> {
+pub(crate) fn principal(spec: Option<&str>) -> miette::Result<Principal> {
     let Some(spec) = spec else {
         return Ok(Principal::user("local", Role::Master));
     };
@@ -136,7 +135,7 @@ fn principal(spec: Option<&str>) -> miette::Result<Principal> {
     Ok(Principal::user(user, role))
 }
 
-fn origin(platform: Option<&str>, scope: Option<&str>) -> miette::Result<Origin> {
+pub(crate) fn origin(platform: Option<&str>, scope: Option<&str>) -> miette::Result<Origin> {
     let scope = match scope {
         None => None,
         Some(text) => {
@@ -204,7 +203,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     let runtime = Runtime::new(
         catalog,
         store,
-        Arc::new(BuiltinExecutor::new()),
+        Arc::new(super::sandbox_exec::executor()?),
         approvers,
         crate::roots::runtime_config()?,
     );

@@ -3,10 +3,10 @@
 The group and the sender come from the call context the runtime sends, never from the
 arguments, so the model cannot act on another group or in someone else's name:
 
-    {"origin": {"platform": "qq", "scope": "group", "channel": "123456"},
-     "principal": {"user_id": "10001", "role": "trusted"}}
+    {"origin": {"platform": "qq", "scope": {"kind": "group", "id": "123456"}, "channel": null},
+     "principal": {"user_id": "10001", "role": "trusted", "platform_roles": ["admin"]}}
 
-(`origin.group_id` is read as well as `origin.channel`.) This example keeps each group's roster
+(`origin.scope` as the word "group" with `origin.group_id` or `origin.channel` is read too.) This example keeps each group's roster
 in the data folder (groups/<group>.json), seeded from demo_roster.json the first time; a real
 package would call the chat platform's API instead.
 """
@@ -41,9 +41,12 @@ def now():
 
 def group_of(context):
     origin = (context or {}).get("origin") or {}
-    if origin.get("scope") == "private":
+    scope = origin.get("scope")
+    kind, scope_id = (scope.get("kind"), scope.get("id")) if isinstance(scope, dict) else (scope, None)
+    if kind == "private":
         raise ToolError("not_in_group", "这个工具只能在群聊里用 · this tool only works in a group chat")
-    group = origin.get("group_id") or origin.get("channel")
+    group = scope_id if kind == "group" else None
+    group = group or origin.get("group_id") or origin.get("channel")
     if not group:
         raise ToolError("not_in_group", "调用上下文里没有群号 · the call context names no group")
     return str(group)

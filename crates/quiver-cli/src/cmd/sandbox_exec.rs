@@ -1,0 +1,35 @@
+//! `quiver sandbox-exec --policy FILE -- CMD...`: the sandbox launcher. The runtime starts it
+//! for every package tool; it is dispatched from `main` before clap, tokio or any thread
+//! starts, and hands off to [`quiver_sandbox::launcher::main`].
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// The subcommand's name, as `main` recognises it.
+pub const NAME: &str = "sandbox-exec";
+
+/// Runs the launcher with the arguments after `sandbox-exec`.
+pub fn run(args: &[OsString]) -> ExitCode {
+    let code = quiver_sandbox::launcher::main(args);
+    ExitCode::from(u8::try_from(code).unwrap_or(quiver_sandbox::launcher::SETUP_FAILED as u8))
+}
+
+/// The executor for package tools: Quiver's sandbox, with this binary as its launcher and
+/// data folders under the state folder. `QUIVER_ALLOW_UNSANDBOXED=1` lets an operator run
+/// package tools without isolation where the machine cannot enforce it.
+pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
+    let exe = std::env::current_exe().map_err(|e| {
+        miette::miette!("cannot find Quiver's own binary to launch the sandbox: {e}")
+    })?;
+    let state = crate::roots::state_dir().ok_or_else(|| {
+        miette::miette!(
+            help = "set QUIVER_HOME to the folder Quiver keeps its state in",
+            "no state folder: none of QUIVER_HOME, XDG_DATA_HOME and HOME is set"
+        )
+    })?;
+    let mut config =
+        quiver_sandbox::SandboxConfig::new(vec![exe.into_os_string(), NAME.into()], state);
+    config.allow_unsandboxed = std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
+    quiver_runtime::sandboxed::SandboxExecutor::new(config)
+        .map_err(|e| miette::miette!("cannot set up the sandbox: {e}"))
+}

@@ -1,0 +1,244 @@
+//! `run_skill_script(skill, script, args)`: runs a file from the `scripts/` folder of an
+//! active skill in its package's sandbox, with the package's permissions (`permissions` in
+//! `quiver.yaml`; none without a manifest), so plain Agent Skills folders whose instructions
+//! run scripts work. The interpreter comes from the extension, else from the `#!` line.
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use quiver_package::tool::Run;
+use quiver_store::AuditEntry;
+use serde_json::{Value, json};
+
+use super::{CallOutcome, CallStatus, RuntimeError, Turn, argument_digest, decision};
+use crate::executor::{CallContext, ExecError, Execution};
+
+/// How long a skill script may run.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The command that runs `script`: an interpreter chosen by extension, or the file itself
+/// when it starts with `#!`.
+pub(crate) fn script_command(script: &Path) -> Result<Vec<String>, String> {
+    let path = script.to_string_lossy().into_owned();
+    let interpreter = match script.extension().and_then(|e| e.to_str()) {
+        Some("py") => Some("python3"),
+        Some("sh") => Some("sh"),
+        Some("bash") => Some("bash"),
+        Some("js" | "mjs" | "cjs") => Some("node"),
+        Some("rb") => Some("ruby"),
+        Some("pl") => Some("perl"),
+        _ => None,
+    };
+    match interpreter {
+        Some(i) => Ok(vec![i.to_owned(), path]),
+        None => {
+            let mut head = [0u8; 2];
+            std::fs::File::open(script)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .map_err(|e| format!("cannot read the script: {e}"))?;
+            if &head == b"#!" {
+                Ok(vec![path])
+            } else {
+                Err("cannot tell how to run it: use a .py, .sh, .bash, .js, .rb or .pl file, or start it with a #! line".into())
+            }
+        }
+    }
+}
+
+/// `script` as a path inside `scripts/`: relative, no `..`, `scripts/` prefix optional.
+fn script_path(script: &str) -> Option<PathBuf> {
+    let relative = script.strip_prefix("scripts/").unwrap_or(script);
+    let path = Path::new(relative);
+    let plain = path.components().all(|c| matches!(c, Component::Normal(_)));
+    (plain && !relative.is_empty()).then(|| path.to_owned())
+}
+
+impl Turn<'_> {
+    /// Runs the `run_skill_script` meta-tool.
+    pub(super) fn run_skill_script(
+        &mut self,
+        call_id: &str,
+        arguments: &Value,
+        audit: &mut AuditEntry,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let fail = |status, message: String| CallOutcome {
+            call_id: call_id.to_owned(),
+            status,
+            content: json!({"error": message}),
+            cached: false,
+        };
+        let (Some(skill_id), Some(script)) = (
+            arguments.get("skill").and_then(Value::as_str),
+            arguments.get("script").and_then(Value::as_str),
+        ) else {
+            return Ok(fail(
+                CallStatus::Invalid,
+                "invalid arguments: `skill` and `script` are required strings".into(),
+            ));
+        };
+        let args: Vec<String> = match arguments.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => match items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(args) => args,
+                None => {
+                    return Ok(fail(
+                        CallStatus::Invalid,
+                        "invalid arguments: `args` must be a list of strings".into(),
+                    ));
+                }
+            },
+            Some(_) => {
+                return Ok(fail(
+                    CallStatus::Invalid,
+                    "invalid arguments: `args` must be a list of strings".into(),
+                ));
+            }
+        };
+        let active = self.runtime.store.active_skills(&self.session)?;
+        let Some((package, skill)) = self.skill_visible(skill_id) else {
+            return Ok(fail(
+                CallStatus::Error,
+                format!("no such skill: {skill_id}"),
+            ));
+        };
+        if !active.iter().any(|s| s == skill_id) {
+            return Ok(fail(
+                CallStatus::Error,
+                format!("skill `{skill_id}` is not active: read it with read_skill first"),
+            ));
+        }
+        let scripts = skill.dir.join("scripts");
+        let found = script_path(script)
+            .map(|rel| scripts.join(rel))
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .filter(|p| {
+                p.is_file() && std::fs::canonicalize(&scripts).is_ok_and(|root| p.starts_with(root))
+            });
+        let Some(path) = found else {
+            return Ok(fail(
+                CallStatus::Error,
+                format!("no script `{script}` in the scripts/ folder of skill `{skill_id}`"),
+            ));
+        };
+        let mut command = match script_command(&path) {
+            Ok(command) => command,
+            Err(why) => return Ok(fail(CallStatus::Error, format!("`{script}`: {why}"))),
+        };
+        command.extend(args);
+        audit.decisions.push(decision(
+            "script",
+            "run",
+            &format!(
+                "{skill_id}: scripts/{}",
+                script.trim_start_matches("scripts/")
+            ),
+        ));
+        let run = Run::Command(command);
+        let context = CallContext {
+            call_id: call_id.to_owned(),
+            session_id: self.session.clone(),
+            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
+            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
+            unattended: self.unattended,
+            policy: Value::Null,
+            idempotency_key: format!("{skill_id}:{}", argument_digest(arguments, &[])),
+        };
+        let execution = Execution {
+            package: package.id.as_str(),
+            tool: "run_skill_script",
+            run: &run,
+            package_dir: &package.root,
+            arguments,
+            context: &context,
+            timeout: SCRIPT_TIMEOUT,
+            tool_dir: &skill.dir,
+            permissions: &package.manifest.permissions,
+            settings: self.runtime.config.settings.get(package.id.as_str()),
+            ask: None,
+            script: true,
+            mcp_command: None,
+        };
+        if let Some(note) = self.runtime.executor.isolation_note() {
+            audit.decisions.push(decision("sandbox", "off", &note));
+        }
+        Ok(match self.runtime.executor.execute(&execution) {
+            Ok(value) => CallOutcome {
+                call_id: call_id.to_owned(),
+                status: CallStatus::Ok,
+                content: value,
+                cached: false,
+            },
+            Err(ExecError::TimedOut(d)) => {
+                audit
+                    .decisions
+                    .push(decision("execute", "timed_out", &format!("{d:?}")));
+                fail(
+                    CallStatus::TimedOut,
+                    format!(
+                        "the script timed out after {} s and was stopped",
+                        d.as_secs_f64()
+                    ),
+                )
+            }
+            Err(ExecError::Denied(reason)) => {
+                audit
+                    .decisions
+                    .push(decision("sandbox", "refused", &reason));
+                fail(
+                    CallStatus::Refused,
+                    format!("refused: {reason}; do not retry"),
+                )
+            }
+            Err(err) => {
+                audit
+                    .decisions
+                    .push(decision("execute", "error", &err.to_string()));
+                fail(CallStatus::Error, err.to_string())
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_paths_stay_inside_scripts() {
+        let cases = [
+            ("run.py", Some("run.py")),
+            ("scripts/run.py", Some("run.py")),
+            ("tools/a.sh", Some("tools/a.sh")),
+            ("../secret.py", None),
+            ("scripts/../../x", None),
+            ("/etc/passwd", None),
+            ("", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(script_path(input), want.map(PathBuf::from), "{input}");
+        }
+    }
+
+    #[test]
+    fn interpreters_by_extension_and_shebang() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let py = with("a.py", "print(1)");
+        assert_eq!(script_command(&py).unwrap()[0], "python3");
+        assert_eq!(script_command(&with("b.sh", "echo")).unwrap()[0], "sh");
+        let shebang = with("c", "#!/usr/bin/env python3\n");
+        assert_eq!(
+            script_command(&shebang).unwrap(),
+            [shebang.to_string_lossy()]
+        );
+        assert!(script_command(&with("d.txt", "hello")).is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! [`SandboxExecutor`]: runs package tools in `quiver-sandbox` (a process per `command` call,
+//! a long-lived process per package for `worker` tools), and built-in tools in-process.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use quiver_package::tool::Run;
+use quiver_sandbox::mcp::McpClient;
+use quiver_sandbox::worker::Worker;
+use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig, SandboxError};
+use serde_json::{Value, json};
+
+use crate::executor::{BuiltinExecutor, ExecError, Execution, Executor};
+
+/// Runs package tools in Quiver's sandbox.
+pub struct SandboxExecutor {
+    sandbox: Sandbox,
+    builtins: BuiltinExecutor,
+    workers: Mutex<HashMap<String, Arc<Worker>>>,
+    servers: Mutex<HashMap<String, Arc<McpClient>>>,
+}
+
+impl SandboxExecutor {
+    /// An executor over a sandbox with `config`.
+    pub fn new(config: SandboxConfig) -> Result<Self, ExecError> {
+        Ok(Self {
+            sandbox: Sandbox::new(config).map_err(map_error)?,
+            builtins: BuiltinExecutor::new(),
+            workers: Mutex::new(HashMap::new()),
+            servers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Runs the tools registered in `builtins` in-process instead.
+    pub fn with_builtins(mut self, builtins: BuiltinExecutor) -> Self {
+        self.builtins = builtins;
+        self
+    }
+
+    /// The sandbox.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    fn job(&self, execution: &Execution<'_>, command: &[String]) -> Job {
+        let p = execution.permissions;
+        Job {
+            package: execution.package.to_owned(),
+            package_dir: execution.package_dir.to_owned(),
+            command: command.to_vec(),
+            command_dir: execution.tool_dir.to_owned(),
+            access: Access {
+                network: p.network.clone(),
+                read: p.filesystem.read.iter().map(PathBuf::from).collect(),
+                write: p.filesystem.write.iter().map(PathBuf::from).collect(),
+                shell: p.shell,
+                env: p.env.clone(),
+            },
+            settings: execution.settings.cloned().unwrap_or_default(),
+            timeout: execution.timeout,
+        }
+    }
+
+    fn command(&self, execution: &Execution<'_>, command: &[String]) -> Result<Value, ExecError> {
+        let job = self.job(execution, command);
+        let input = if execution.script {
+            Vec::new()
+        } else {
+            json!({"arguments": execution.arguments, "context": execution.context})
+                .to_string()
+                .into_bytes()
+        };
+        let output = self.sandbox.run(&job, &input).map_err(map_error)?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if execution.script {
+            return Ok(json!({
+                "exit_code": output.code,
+                "stdout": stdout,
+                "stderr": output.stderr_tail,
+            }));
+        }
+        let parsed = serde_json::from_str::<Value>(stdout.trim());
+        if output.code != 0 {
+            let message = parsed
+                .ok()
+                .and_then(|v| v.get("error").cloned())
+                .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned))
+                .or_else(|| output.stderr_tail.lines().last().map(str::to_owned))
+                .unwrap_or_default();
+            return Err(ExecError::Failed(format!(
+                "exit status {}: {message}",
+                output.code
+            )));
+        }
+        parsed.map_err(|e| {
+            ExecError::Failed(format!(
+                "the tool's stdout is not one JSON value ({e}); it printed: {}",
+                stdout.chars().take(200).collect::<String>()
+            ))
+        })
+    }
+
+    fn worker(&self, execution: &Execution<'_>, command: &[String]) -> Result<Value, ExecError> {
+        let job = self.job(execution, command);
+        let key = format!(
+            "{}\u{0}{:?}\u{0}{:?}",
+            execution.package, command, execution.permissions
+        );
+        let worker = {
+            let mut workers = self
+                .workers
+                .lock()
+                .map_err(|_| ExecError::Failed("the worker table is unusable".into()))?;
+            match workers.get(&key) {
+                Some(worker) if worker.is_alive() => worker.clone(),
+                _ => {
+                    let worker = Arc::new(Worker::start(&self.sandbox, &job).map_err(map_error)?);
+                    workers.insert(key, worker.clone());
+                    worker
+                }
+            }
+        };
+        let context = serde_json::to_value(execution.context).unwrap_or_default();
+        let ask = |question: &str| execution.ask.and_then(|ask| (ask.0)(question));
+        worker
+            .call(
+                execution.tool,
+                execution.arguments,
+                &context,
+                execution.timeout,
+                &ask,
+            )
+            .map_err(map_error)
+    }
+}
+
+impl SandboxExecutor {
+    fn mcp(&self, execution: &Execution<'_>, server: &str, tool: &str) -> Result<Value, ExecError> {
+        let command = execution.mcp_command.ok_or_else(|| {
+            ExecError::Failed(format!(
+                "the package declares no MCP server `{server}` (`mcp_servers` in quiver.yaml)"
+            ))
+        })?;
+        let mut job = self.job(execution, command);
+        job.command_dir = execution.package_dir.to_owned();
+        let key = format!(
+            "{}\u{0}{server}\u{0}{:?}",
+            execution.package, execution.permissions
+        );
+        let client = {
+            let mut servers = self
+                .servers
+                .lock()
+                .map_err(|_| ExecError::Failed("the MCP server table is unusable".into()))?;
+            match servers.get(&key) {
+                Some(client) if client.is_alive() => client.clone(),
+                _ => {
+                    let client =
+                        Arc::new(McpClient::start(&self.sandbox, &job).map_err(map_error)?);
+                    servers.insert(key, client.clone());
+                    client
+                }
+            }
+        };
+        let context = serde_json::to_value(execution.context).unwrap_or_default();
+        client
+            .call(tool, execution.arguments, &context, execution.timeout)
+            .map_err(map_error)
+    }
+}
+
+impl Executor for SandboxExecutor {
+    fn execute(&self, execution: &Execution<'_>) -> Result<Value, ExecError> {
+        if self
+            .builtins
+            .has(&format!("{}.{}", execution.package, execution.tool))
+        {
+            return self.builtins.execute(execution);
+        }
+        match execution.run {
+            Run::Command(command) => self.command(execution, command),
+            Run::Worker(command) => self.worker(execution, command),
+            Run::Mcp { server, tool } => self.mcp(execution, server, tool),
+        }
+    }
+
+    fn isolation_note(&self) -> Option<String> {
+        matches!(self.sandbox.isolation(), Ok(false)).then(|| {
+            "package code ran WITHOUT the sandbox: this machine cannot enforce it and the operator set QUIVER_ALLOW_UNSANDBOXED".to_owned()
+        })
+    }
+}
+
+fn map_error(err: SandboxError) -> ExecError {
+    match err {
+        SandboxError::TimedOut(d) => ExecError::TimedOut(d),
+        SandboxError::Unavailable(m) => ExecError::Unavailable(m),
+        SandboxError::Denied(m) => ExecError::Denied(m),
+        other => ExecError::Failed(other.to_string()),
+    }
+}

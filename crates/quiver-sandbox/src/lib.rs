@@ -1,0 +1,69 @@
+//! Quiver's sandbox: every package tool runs in its own confined processes, with exactly the
+//! permissions its `tool.yaml` and `quiver.yaml` declare.
+//!
+//! The main types are [`Sandbox`] (the runtime's side: it turns a [`Job`] into a policy file
+//! and a launcher process, with a timeout, an output limit and the network [`proxy::Proxy`]),
+//! [`worker::Worker`] (a long-lived JSON-lines process per package), [`mcp::McpClient`] (a
+//! package's MCP server over stdio, with Quiver as its client), and the launcher
+//! [`launcher::main`] behind `quiver sandbox-exec --policy FILE -- CMD...`, which enforces a
+//! [`Policy`]: new session, PID/network/IPC namespaces, rlimits, an unprivileged user,
+//! `no_new_privs`, Landlock and seccomp.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig};
+//!
+//! let config = SandboxConfig::new(
+//!     vec!["/usr/local/bin/quiver".into(), "sandbox-exec".into()],
+//!     "/var/lib/quiver".into(),
+//! );
+//! let sandbox = Sandbox::new(config)?;
+//! let job = Job {
+//!     package: "notes".into(),
+//!     package_dir: "/srv/packages/notes".into(),
+//!     command: vec!["python3".into(), "main.py".into()],
+//!     command_dir: "/srv/packages/notes/tools/add_note".into(),
+//!     access: Access::default(),
+//!     settings: Default::default(),
+//!     timeout: Duration::from_secs(5),
+//! };
+//! let output = sandbox.run(&job, br#"{"arguments": {"text": "hi"}, "context": {}}"#)?;
+//! assert_eq!(output.code, 0);
+//! # Ok::<(), quiver_sandbox::SandboxError>(())
+//! ```
+
+pub mod launcher;
+pub mod mcp;
+pub mod policy;
+pub mod proxy;
+mod sandbox;
+mod seccomp;
+mod sys;
+pub mod worker;
+
+pub use policy::{Limits, Network, Policy};
+pub use sandbox::{Access, Job, Output, SANDBOX_PATH, Sandbox, SandboxConfig, Spawned, support};
+pub use sys::landlock_abi;
+
+/// Why a sandboxed run did not produce output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    /// This machine cannot enforce the sandbox and the operator did not allow running without it.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Preparing or starting the sandbox failed.
+    #[error("the sandbox could not start the tool: {0}")]
+    Setup(String),
+    /// It ran past its timeout; its processes were killed.
+    #[error("timed out after {0:?}")]
+    TimedOut(std::time::Duration),
+    /// It wrote more than the stdout limit; it was stopped and its output cut.
+    #[error("the tool wrote more than {0} bytes to stdout; its output was cut and it was stopped")]
+    OutputTooLarge(usize),
+    /// It tried to reach a host outside its permissions.
+    #[error("{0}")]
+    Denied(String),
+    /// It failed (a worker's error or exit).
+    #[error("{0}")]
+    Failed(String),
+}

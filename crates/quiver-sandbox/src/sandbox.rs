@@ -1,0 +1,705 @@
+//! The runtime's side: turns a [`Job`] (a package's command and its permissions) into a
+//! policy file and a launcher process, and runs it with a timeout, an output limit and the
+//! network proxy.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::SandboxError;
+use crate::launcher::{ERROR_PREFIX, SETUP_FAILED, UNAVAILABLE};
+use crate::policy::{Limits, Network, Policy};
+use crate::proxy::Proxy;
+
+/// The `PATH` inside the sandbox; commands are looked up in it, never in the runtime's own.
+pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// System folders every tool may read (and, with `shell: true`, execute from).
+const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"];
+/// Files under `/etc` that programs need to start, resolve names and check certificates;
+/// never `/etc/shadow` and the like.
+const SYSTEM_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/mime.types",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/alternatives",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+];
+/// Dynamic loaders, which `execve` opens for execution.
+const LOADERS: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/ld-linux-armhf.so.3",
+    "/lib/ld-musl-x86_64.so.1",
+    "/lib/ld-musl-aarch64.so.1",
+];
+
+/// What a tool may do beyond its package folder (read) and data folder (read-write).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Hosts reachable over HTTP(S) through the proxy (`*` for any).
+    pub network: Vec<String>,
+    /// Extra readable paths.
+    pub read: Vec<PathBuf>,
+    /// Extra writable paths.
+    pub write: Vec<PathBuf>,
+    /// Whether it may start other programs.
+    pub shell: bool,
+    /// Environment variables passed through from the runtime's environment.
+    pub env: Vec<String>,
+}
+
+/// One thing to run in a package's sandbox.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The package id (names its data folder).
+    pub package: String,
+    /// The package folder.
+    pub package_dir: PathBuf,
+    /// The command as declared (`[python3, main.py]`).
+    pub command: Vec<String>,
+    /// The folder relative words of the command are resolved in (the tool's folder).
+    pub command_dir: PathBuf,
+    /// The permissions.
+    pub access: Access,
+    /// The package's settings, given to the tool as `QUIVER_SETTINGS` (JSON) and one
+    /// `QUIVER_SETTING_<KEY>` variable each.
+    pub settings: serde_json::Map<String, Value>,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+}
+
+/// How the sandbox is set up.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// The program and leading arguments that start the launcher (Quiver's own binary and
+    /// `sandbox-exec`).
+    pub launcher: Vec<OsString>,
+    /// Quiver's state folder: data folders go to `data/<package>/`, temporary files to
+    /// `tmp/<package>/`, proxy sockets and policies to `run/`.
+    pub state_dir: PathBuf,
+    /// Resource limits (the CPU limit is raised to cover each call's timeout).
+    pub limits: Limits,
+    /// The user and group tools run as when Quiver runs as root.
+    pub run_as: Option<(u32, u32)>,
+    /// Bytes of stdout a call may write before it is stopped.
+    pub stdout_limit: usize,
+    /// Run package tools without isolation where this machine cannot isolate them (an
+    /// operator's explicit choice).
+    pub allow_unsandboxed: bool,
+}
+
+impl SandboxConfig {
+    /// The defaults for `launcher` and `state_dir`: limits of [`Limits::default`], tools as
+    /// `nobody` (65534), 1 MiB of stdout, no unsandboxed execution.
+    pub fn new(launcher: Vec<OsString>, state_dir: PathBuf) -> Self {
+        Self {
+            launcher,
+            state_dir,
+            limits: Limits::default(),
+            run_as: Some((65534, 65534)),
+            stdout_limit: 1 << 20,
+            allow_unsandboxed: false,
+        }
+    }
+}
+
+/// Whether this machine can enforce the sandbox; `Err` says why not.
+pub fn support() -> Result<(), String> {
+    if crate::sys::landlock_abi().is_none() {
+        return Err("this kernel has no Landlock (or it is disabled), so Quiver cannot restrict what a package's tools read and write".into());
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Err(
+            "Quiver's sandbox creates PID and network namespaces, which needs root here".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Runs jobs in sandboxes.
+#[derive(Debug)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    run_dir: PathBuf,
+    support: Result<(), String>,
+}
+
+/// What a finished process left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Everything it wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// Its exit code (`128 + signal` when a signal ended it).
+    pub code: i32,
+    /// The end of what it wrote to stderr (the rest went to the log).
+    pub stderr_tail: String,
+    /// Whether it ran without the sandbox (the operator allowed it on a machine without one).
+    pub unsandboxed: bool,
+}
+
+/// A started sandboxed process (a worker, or a call in progress).
+pub struct Spawned {
+    /// The launcher process (the tool's process group and session leader).
+    pub child: Child,
+    /// The tool's stdin.
+    pub stdin: Option<ChildStdin>,
+    /// The tool's stdout.
+    pub stdout: Option<ChildStdout>,
+    /// The end of the tool's stderr, filled by a thread that logs every line.
+    pub stderr_tail: Arc<Mutex<String>>,
+    /// The proxy, for a tool with network.
+    pub proxy: Option<Proxy>,
+    /// Whether it runs without the sandbox.
+    pub unsandboxed: bool,
+    stderr_done: Option<mpsc::Receiver<()>>,
+    _policy: Option<tempfile::TempPath>,
+}
+
+impl Spawned {
+    /// Kills the whole process group and reaps the launcher.
+    pub fn kill(&mut self) {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32);
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // SIGKILL is delivered at once but a process takes a moment to exit: return only when
+        // the whole group is gone (bounded, so a stuck kernel cannot hang the call).
+        if let Some(pid) = pid {
+            for _ in 0..400 {
+                if rustix::process::test_kill_process_group(pid).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+
+    /// Waits (briefly) until stderr is drained, so the tail is complete.
+    pub fn settle_stderr(&mut self) {
+        if let Some(done) = self.stderr_done.take() {
+            let _ = done.recv_timeout(Duration::from_millis(500));
+        }
+    }
+
+    /// The stderr tail so far.
+    pub fn stderr(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
+    }
+
+    /// A setup failure of the launcher, read from its stderr, as an error.
+    pub fn setup_error(&self, code: i32) -> Option<SandboxError> {
+        if code != SETUP_FAILED || self.unsandboxed {
+            return None;
+        }
+        let tail = self.stderr();
+        let line = tail
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix(ERROR_PREFIX))?;
+        Some(match line.strip_prefix(UNAVAILABLE) {
+            Some(why) => SandboxError::Unavailable(unavailable_message(why)),
+            None => SandboxError::Setup(line.to_owned()),
+        })
+    }
+
+    /// The first network denial recorded by the proxy, if any.
+    pub fn denial(&self) -> Option<String> {
+        self.proxy
+            .as_ref()
+            .and_then(|p| p.take_denials().into_iter().next())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
+fn unavailable_message(why: &str) -> String {
+    format!(
+        "package tools cannot run: {why}. Quiver refuses to run package code without its sandbox; an operator who accepts the risk can set QUIVER_ALLOW_UNSANDBOXED=1"
+    )
+}
+
+impl Sandbox {
+    /// A sandbox with `config`; checks once whether the machine can enforce it.
+    pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run_dir = config.state_dir.join("run").join(format!(
+            "sandbox-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        create_private_dir(&run_dir)?;
+        Ok(Sandbox {
+            config,
+            run_dir,
+            support: support(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
+    }
+
+    /// Whether jobs run isolated: `Ok(true)` sandboxed, `Ok(false)` unsandboxed by the
+    /// operator's choice, `Err` when they cannot run at all.
+    pub fn isolation(&self) -> Result<bool, SandboxError> {
+        match (&self.support, self.config.allow_unsandboxed) {
+            (Ok(()), _) => Ok(true),
+            (Err(_), true) => Ok(false),
+            (Err(why), false) => Err(SandboxError::Unavailable(unavailable_message(why))),
+        }
+    }
+
+    /// The data folder of `package`.
+    pub fn data_dir(&self, package: &str) -> PathBuf {
+        self.config.state_dir.join("data").join(package)
+    }
+
+    /// Starts `job` with piped stdio.
+    pub fn spawn(&self, job: &Job) -> Result<Spawned, SandboxError> {
+        if job.package.is_empty()
+            || job.package.contains(['/', '\\'])
+            || job.package.starts_with('.')
+        {
+            return Err(SandboxError::Setup(format!(
+                "`{}` is not a package id",
+                job.package
+            )));
+        }
+        let sandboxed = self.isolation()?;
+        let absolute = |p: &Path| {
+            std::fs::canonicalize(p)
+                .map_err(|e| SandboxError::Setup(format!("cannot find `{}`: {e}", p.display())))
+        };
+        let job = &Job {
+            package_dir: absolute(&job.package_dir)?,
+            command_dir: absolute(&job.command_dir)?,
+            ..job.clone()
+        };
+        let data = self.data_dir(&job.package);
+        let tmp = self.config.state_dir.join("tmp").join(&job.package);
+        for dir in [&data, &tmp] {
+            create_private_dir(dir)?;
+        }
+        let (program, exec_files, argv) = resolve_command(job)?;
+        let env = environment(job, &data, &tmp);
+        let mut command;
+        let mut proxy = None;
+        let mut policy_file = None;
+        if sandboxed {
+            let network = if job.access.network.is_empty() {
+                Network::None
+            } else {
+                let p = Proxy::start(&self.run_dir, job.access.network.clone())
+                    .map_err(|e| SandboxError::Setup(format!("starting the network proxy: {e}")))?;
+                let socket = p.socket().to_owned();
+                proxy = Some(p);
+                Network::Proxy { socket }
+            };
+            let mut limits = self.config.limits;
+            limits.cpu_seconds = limits.cpu_seconds.max(job.timeout.as_secs() + 1);
+            let policy = build_policy(
+                job,
+                &data,
+                &tmp,
+                exec_files,
+                network,
+                limits,
+                self.config.run_as,
+                env,
+            );
+            let mut file = tempfile::Builder::new()
+                .prefix("policy-")
+                .suffix(".json")
+                .tempfile_in(&self.run_dir)
+                .map_err(|e| SandboxError::Setup(format!("writing the policy: {e}")))?;
+            serde_json::to_writer(&mut file, &policy)
+                .map_err(|e| SandboxError::Setup(format!("writing the policy: {e}")))?;
+            let path = file.into_temp_path();
+            let (launcher, leading) = self
+                .config
+                .launcher
+                .split_first()
+                .ok_or_else(|| SandboxError::Setup("no launcher configured".into()))?;
+            command = Command::new(launcher);
+            command
+                .args(leading)
+                .arg("--policy")
+                .arg(&*path)
+                .arg("--")
+                .arg(&program)
+                .args(&argv[1..]);
+            policy_file = Some(path);
+        } else {
+            tracing::warn!(package = %job.package, "running a package tool WITHOUT the sandbox (QUIVER_ALLOW_UNSANDBOXED)");
+            command = Command::new(&program);
+            command
+                .args(&argv[1..])
+                .env_clear()
+                .envs(&env)
+                .current_dir(&data);
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        }
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(|e| {
+            SandboxError::Setup(format!("cannot start `{}`: {e}", program.display()))
+        })?;
+        let stderr_tail = Arc::new(Mutex::new(String::new()));
+        let stderr_done = child
+            .stderr
+            .take()
+            .map(|stderr| log_stderr(stderr, job.package.clone(), stderr_tail.clone()));
+        Ok(Spawned {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            child,
+            stderr_tail,
+            proxy,
+            unsandboxed: !sandboxed,
+            stderr_done,
+            _policy: policy_file,
+        })
+    }
+
+    /// Runs `job` once with `input` on stdin: waits at most its timeout, reads at most the
+    /// stdout limit, and leaves no process behind.
+    pub fn run(&self, job: &Job, input: &[u8]) -> Result<Output, SandboxError> {
+        let mut spawned = self.spawn(job)?;
+        let writer = spawned.stdin.take().map(|mut stdin| {
+            let input = input.to_vec();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&input);
+            })
+        });
+        let (tx, rx) = mpsc::channel();
+        let limit = self.config.stdout_limit;
+        if let Some(mut stdout) = spawned.stdout.take() {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let read = (&mut stdout).take(limit as u64 + 1).read_to_end(&mut buf);
+                let _ = tx.send((buf, read.is_ok()));
+            });
+        }
+        let outcome = rx.recv_timeout(job.timeout);
+        let (stdout, _) = match outcome {
+            Ok(pair) => pair,
+            Err(_) => {
+                spawned.kill();
+                return Err(SandboxError::TimedOut(job.timeout));
+            }
+        };
+        if stdout.len() > limit {
+            spawned.kill();
+            return Err(SandboxError::OutputTooLarge(limit));
+        }
+        let status = spawned
+            .child
+            .wait()
+            .map_err(|e| SandboxError::Setup(format!("waiting for the tool: {e}")))?;
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
+        spawned.settle_stderr();
+        let code = status.code().unwrap_or_else(|| {
+            128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+        });
+        if let Some(err) = spawned.setup_error(code) {
+            return Err(err);
+        }
+        if let Some(denial) = spawned.denial() {
+            return Err(SandboxError::Denied(denial));
+        }
+        Ok(Output {
+            stdout,
+            code,
+            stderr_tail: spawned.stderr(),
+            unsandboxed: spawned.unsandboxed,
+        })
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.run_dir);
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), SandboxError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| SandboxError::Setup(format!("creating `{}`: {e}", dir.display())))
+}
+
+/// Logs each stderr line of the tool and keeps the last 4 KiB; the receiver hears when
+/// stderr closed.
+fn log_stderr(
+    stderr: ChildStderr,
+    package: String,
+    tail: Arc<Mutex<String>>,
+) -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            let text = String::from_utf8_lossy(&line);
+            tracing::info!(target: "quiver_sandbox::tool", package = %package, "{}", text.trim_end());
+            if let Ok(mut tail) = tail.lock() {
+                tail.push_str(&text);
+                if tail.len() > 4096 {
+                    let cut = tail.len() - 4096;
+                    let cut = (cut..tail.len())
+                        .find(|i| tail.is_char_boundary(*i))
+                        .unwrap_or(cut);
+                    tail.drain(..cut);
+                }
+            }
+            line.clear();
+        }
+        let _ = tx.send(());
+    });
+    rx
+}
+
+/// Finds `name` in [`SANDBOX_PATH`].
+fn which(name: &str) -> Option<PathBuf> {
+    SANDBOX_PATH
+        .split(':')
+        .map(|dir| Path::new(dir).join(name))
+        .find(|p| p.is_file())
+}
+
+/// The program to execute, the files that need the execute right (the program, its `#!`
+/// interpreter, the dynamic loaders), and the argument vector with relative words that name
+/// files of the tool made absolute.
+fn resolve_command(job: &Job) -> Result<(PathBuf, Vec<PathBuf>, Vec<OsString>), SandboxError> {
+    let first = job
+        .command
+        .first()
+        .ok_or_else(|| SandboxError::Setup("the tool's `run` command is empty".into()))?;
+    let program = if first.contains('/') {
+        let path = job.command_dir.join(first);
+        path.is_file().then_some(path)
+    } else {
+        which(first)
+    }
+    .ok_or_else(|| {
+        SandboxError::Setup(format!(
+            "`{first}` was not found (looked in the tool's folder and {SANDBOX_PATH})"
+        ))
+    })?;
+    let mut exec = vec![program.clone()];
+    let mut head = Vec::new();
+    if let Ok(file) = std::fs::File::open(&program) {
+        let _ = file.take(512).read_to_end(&mut head);
+    }
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next().unwrap_or_default())
+            .into_owned();
+        let mut words = line.split_whitespace();
+        if let Some(interpreter) = words.next() {
+            exec.push(PathBuf::from(interpreter));
+            if interpreter.ends_with("/env")
+                && let Some(next) = words.find(|w| !w.starts_with('-'))
+                && let Some(found) = which(next)
+            {
+                exec.push(found);
+            }
+        }
+    }
+    exec.extend(LOADERS.iter().map(PathBuf::from));
+    let exec = exec
+        .into_iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let argv = std::iter::once(program.clone().into_os_string())
+        .chain(job.command[1..].iter().map(|word| {
+            let candidate = job.command_dir.join(word);
+            if !word.starts_with('-') && !Path::new(word).is_absolute() && candidate.exists() {
+                candidate.into_os_string()
+            } else {
+                OsString::from(word)
+            }
+        }))
+        .collect();
+    Ok((program, exec, argv))
+}
+
+/// The tool's whole environment.
+fn environment(job: &Job, data: &Path, tmp: &Path) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for name in &job.access.env {
+        if let Ok(value) = std::env::var(name) {
+            env.insert(name.clone(), value);
+        }
+    }
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    for (key, value) in [
+        ("PATH", SANDBOX_PATH.to_owned()),
+        ("LANG", "C.UTF-8".to_owned()),
+        ("LC_ALL", "C.UTF-8".to_owned()),
+        ("PYTHONDONTWRITEBYTECODE", "1".to_owned()),
+        ("PYTHONIOENCODING", "utf-8".to_owned()),
+        ("HOME", path(data)),
+        ("TMPDIR", path(tmp)),
+        ("QUIVER_DATA_DIR", path(data)),
+        ("QUIVER_PACKAGE_DIR", path(&job.package_dir)),
+        (
+            "QUIVER_SETTINGS",
+            Value::Object(job.settings.clone()).to_string(),
+        ),
+    ] {
+        env.insert(key.to_owned(), value);
+    }
+    for (key, value) in &job.settings {
+        let name: String = key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        env.insert(format!("QUIVER_SETTING_{name}"), text);
+    }
+    env
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_policy(
+    job: &Job,
+    data: &Path,
+    tmp: &Path,
+    exec_files: Vec<PathBuf>,
+    network: Network,
+    limits: Limits,
+    run_as: Option<(u32, u32)>,
+    env: BTreeMap<String, String>,
+) -> Policy {
+    let system: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+    let mut read_exec = exec_files;
+    let mut read: Vec<PathBuf> = SYSTEM_FILES.iter().map(PathBuf::from).collect();
+    if job.access.shell {
+        read_exec.extend(system);
+        read_exec.push(job.package_dir.clone());
+    } else {
+        read.extend(system);
+        read.push(job.package_dir.clone());
+    }
+    read.extend(job.access.read.iter().cloned());
+    let mut read_write = vec![data.to_owned(), tmp.to_owned(), PathBuf::from("/dev/null")];
+    read_write.extend(job.access.write.iter().cloned());
+    Policy {
+        env,
+        cwd: data.to_owned(),
+        read_exec,
+        read,
+        read_write,
+        network,
+        limits,
+        run_as,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &Path, command: &[&str]) -> Job {
+        Job {
+            package: "demo".into(),
+            package_dir: dir.to_owned(),
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            command_dir: dir.to_owned(),
+            access: Access::default(),
+            settings: serde_json::Map::new(),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn resolves_commands_in_the_sandbox_path_and_the_tool_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.py"), "print(1)\n").unwrap();
+        std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+        let (program, exec, argv) =
+            resolve_command(&job(dir.path(), &["python3", "main.py", "-v"])).unwrap();
+        assert!(
+            program.starts_with("/usr") || program.starts_with("/bin"),
+            "{program:?}"
+        );
+        assert_eq!(argv[1], dir.path().join("main.py").into_os_string());
+        assert_eq!(argv[2], OsString::from("-v"));
+        assert!(exec.iter().any(|p| p.to_string_lossy().contains("python3")));
+        let (program, exec, _) = resolve_command(&job(dir.path(), &["./run.sh"])).unwrap();
+        assert_eq!(program, dir.path().join("./run.sh"));
+        assert!(exec.contains(&std::fs::canonicalize("/bin/sh").unwrap()));
+        let missing = resolve_command(&job(dir.path(), &["no-such-program-here"]));
+        assert!(matches!(missing, Err(SandboxError::Setup(m)) if m.contains("was not found")));
+    }
+
+    #[test]
+    fn environment_holds_only_what_is_declared() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path(), &["python3"]);
+        j.settings
+            .insert("api-key".into(), Value::String("k".into()));
+        j.settings.insert("limit".into(), serde_json::json!(3));
+        let env = environment(&j, Path::new("/d"), Path::new("/t"));
+        assert_eq!(env["QUIVER_SETTING_API_KEY"], "k");
+        assert_eq!(env["QUIVER_SETTING_LIMIT"], "3");
+        assert_eq!(env["QUIVER_DATA_DIR"], "/d");
+        assert!(
+            !env.contains_key("CARGO"),
+            "nothing undeclared is inherited"
+        );
+    }
+}
