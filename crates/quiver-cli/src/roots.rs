@@ -23,6 +23,9 @@ struct ConfigFile {
     precedence: Option<Vec<String>>,
     #[serde(default)]
     runtime: quiver_runtime::config::RuntimeSection,
+    /// The MCP front's section, read by `quiver serve` (`quiver_mcp::McpConfig`).
+    #[serde(default, rename = "mcp")]
+    _mcp: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Deserialize)]

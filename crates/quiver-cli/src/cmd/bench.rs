@@ -20,6 +20,8 @@ pub enum BenchCommand {
     /// The sandbox: a sandboxed `command` call against a plain spawn of the same Python tool,
     /// and a `worker` round trip.
     Sandbox(super::sandbox_bench::SandboxBenchArgs),
+    /// The MCP front: `tools/call` of a no-op tool over HTTP, against a Python MCP server.
+    Mcp(super::mcp_bench::McpBenchArgs),
 }
 
 /// Arguments of `quiver bench pipeline`.
@@ -77,6 +79,7 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Load(args) => load(args),
         BenchCommand::Pipeline(args) => pipeline(args),
         BenchCommand::Sandbox(args) => super::sandbox_bench::run(args),
+        BenchCommand::Mcp(args) => super::mcp_bench::run(args),
     }
 }
 

@@ -1,0 +1,174 @@
+//! `quiver serve`: the MCP front over stdio or Streamable HTTP.
+
+use std::io::{IsTerminal, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use quiver_mcp::{Front, McpConfig};
+use quiver_runtime::approver::QueueApprover;
+use quiver_runtime::{ApproverSet, Runtime};
+use tokio_util::sync::CancellationToken;
+
+use crate::cmd::runtime::StateArgs;
+use crate::roots::RootArgs;
+
+/// The address `quiver serve` listens on when it serves HTTP without `--http`.
+pub const DEFAULT_HTTP: &str = "127.0.0.1:8931";
+
+/// Arguments of `quiver serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Serve one client over stdin and stdout (how Claude Code, Codex and Cursor start a
+    /// local server).
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve Streamable HTTP at `ADDR` (`127.0.0.1:8931`); the endpoint is `/mcp`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+/// The example packages of this checkout, served when nothing else is configured.
+fn examples_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
+    dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
+}
+
+fn config_path() -> Option<PathBuf> {
+    std::env::var_os("QUIVER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/quiver/config.yaml"))
+        })
+        .filter(|p| p.is_file())
+}
+
+/// The roots: `--root`, `QUIVER_PATH` or the config file as for every command; with none of
+/// them, the bundled example packages.
+fn roots(args: &RootArgs) -> RootArgs {
+    if args.roots.is_empty()
+        && std::env::var_os("QUIVER_PATH").is_none()
+        && config_path().is_none()
+        && let Some(examples) = examples_dir()
+    {
+        return RootArgs {
+            roots: vec![examples],
+        };
+    }
+    args.clone()
+}
+
+/// The secret that seals conversation handles and pending questions: 32 random bytes kept in
+/// the state folder, so handles survive a restart.
+fn secret(state_db: &Path) -> miette::Result<Vec<u8>> {
+    let path = state_db
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join("mcp-secret");
+    if let Ok(bytes) = std::fs::read(&path)
+        && bytes.len() >= 32
+    {
+        return Ok(bytes);
+    }
+    let mut bytes = vec![0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| miette::miette!("cannot read /dev/urandom for the MCP secret: {e}"))?;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(&path)
+        .and_then(|mut f| f.write_all(&bytes))
+        .map_err(|e| miette::miette!("cannot write the MCP secret `{}`: {e}", path.display()))?;
+    Ok(bytes)
+}
+
+fn mcp_config() -> miette::Result<McpConfig> {
+    let Some(path) = config_path() else {
+        return Ok(McpConfig::default());
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| miette::miette!("cannot read `{}`: {e}", path.display()))?;
+    McpConfig::from_config_text(&text, &|name| std::env::var(name).ok())
+        .map_err(|e| miette::miette!("{}: {e}", path.display()))
+}
+
+/// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
+pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
+    let roots = roots(root_args);
+    let catalog = super::catalog::load(&roots)?;
+    let db = args.state.path();
+    let store = args.state.open()?;
+    let config = mcp_config()?;
+    // The person is the client (elicitation), set per call; the console queue answers what
+    // the policy routes to an operator.
+    let approvers = ApproverSet {
+        person: None,
+        console: Some(Arc::new(QueueApprover::new(
+            store.clone(),
+            config.approval_wait,
+        ))),
+        reviewer: None,
+    };
+    let runtime_config = crate::roots::runtime_config()?;
+    let always = runtime_config.always_loaded.clone();
+    let runtime = Arc::new(Runtime::new(
+        catalog,
+        store,
+        Arc::new(super::sandbox_exec::executor()?),
+        approvers,
+        runtime_config,
+    ));
+    let front =
+        Arc::new(Front::new(runtime, config, secret(&db)?).with_operator_always_loaded(always));
+    let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| miette::miette!("cannot start the async runtime: {e}"))?;
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio.block_on(async move {
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        if stdio {
+            quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
+                .await
+                .map_err(|e| miette::miette!("{e}"))
+        } else {
+            let addr = args
+                .http
+                .unwrap_or_else(|| DEFAULT_HTTP.parse().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8931))));
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| miette::miette!("cannot listen on {addr}: {e}"))?;
+            let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
+            if !local.ip().is_loopback() && front.config().tokens.is_empty() {
+                crate::err(&format!(
+                    "warning: serving on {local}, reachable from other machines, with no bearer tokens configured"
+                ));
+            }
+            crate::err(&format!(
+                "quiver: MCP over Streamable HTTP at http://{local}{} (packages: {}; state: {}); Ctrl-C stops",
+                quiver_mcp::http::MCP_PATH,
+                roots.roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+                db.display()
+            ));
+            quiver_mcp::serve_http(front, listener, shutdown)
+                .await
+                .map_err(|e| miette::miette!("{e}"))
+        }
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,263 @@
+//! The `mcp:` section of Quiver's config file: who a caller is on each transport.
+//!
+//! ```yaml
+//! mcp:
+//!   stdio: { user: local, role: master }     # the default: stdio is the local owner
+//!   http:
+//!     allowed_origins: ["http://localhost:*"]
+//!     anonymous: true                           # no token: an anonymous user (never the owner)
+//!   tokens:
+//!     - { token_env: QUIVER_TOKEN_ALICE, user: alice, role: trusted }
+//!     - { token: "s3cret-for-bob", user: bob, role: user }
+//!   approval_wait: 60                           # seconds a non-eliciting client's call waits
+//! ```
+
+use std::time::Duration;
+
+use quiver_package::rules::Role;
+use quiver_policy::Principal;
+use serde::Deserialize;
+
+/// A configuration problem.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The YAML does not parse or has unknown keys.
+    #[error("the `mcp` section of the config file is invalid: {0}")]
+    Invalid(String),
+    /// A role name that is not `master`, `trusted` or `user`.
+    #[error("unknown role `{0}` in the `mcp` section; use master, trusted or user")]
+    UnknownRole(String),
+    /// A token names an environment variable that is not set.
+    #[error("token for `{user}` reads `${var}`, which is not set")]
+    MissingTokenEnv {
+        /// The token's user.
+        user: String,
+        /// The variable.
+        var: String,
+    },
+    /// A token without a value.
+    #[error("token for `{0}` has neither `token` nor `token_env`")]
+    EmptyToken(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    stdio: Option<PrincipalEntry>,
+    #[serde(default)]
+    http: Option<HttpEntry>,
+    #[serde(default)]
+    tokens: Vec<TokenEntry>,
+    #[serde(default)]
+    approval_wait: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrincipalEntry {
+    user: Option<String>,
+    role: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpEntry {
+    #[serde(default)]
+    allowed_origins: Option<Vec<String>>,
+    #[serde(default)]
+    anonymous: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenEntry {
+    token: Option<String>,
+    token_env: Option<String>,
+    user: String,
+    role: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Whole {
+    #[serde(default)]
+    mcp: Option<FileConfig>,
+}
+
+/// A bearer token and the principal it stands for.
+#[derive(Clone)]
+pub struct BearerToken {
+    /// The secret.
+    pub token: String,
+    /// Who presents it.
+    pub principal: Principal,
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BearerToken")
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The front's identity and safety settings.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// Who a stdio client is (default: the local owner, `local` with role `master`).
+    pub stdio_principal: Principal,
+    /// Bearer tokens accepted over HTTP.
+    pub tokens: Vec<BearerToken>,
+    /// Whether an HTTP request without a token is served (as an anonymous user).
+    pub allow_anonymous: bool,
+    /// Browser origins allowed to call over HTTP (requests without `Origin` always pass).
+    pub allowed_origins: Vec<String>,
+    /// How long a call from a client that cannot elicit waits in the console approval queue.
+    pub approval_wait: Duration,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            stdio_principal: Principal::user("local", Role::Master),
+            tokens: Vec::new(),
+            allow_anonymous: true,
+            allowed_origins: vec![
+                "http://localhost:*".into(),
+                "http://127.0.0.1:*".into(),
+                "http://[::1]:*".into(),
+            ],
+            approval_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+fn role(name: Option<&str>) -> Result<Role, ConfigError> {
+    let name = name.unwrap_or("user");
+    Role::parse(name).ok_or_else(|| ConfigError::UnknownRole(name.to_owned()))
+}
+
+impl McpConfig {
+    /// Reads the `mcp:` section of a whole config file's YAML text (other sections are
+    /// ignored); the defaults when there is none. `env` looks up `token_env` variables.
+    pub fn from_config_text(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<McpConfig, ConfigError> {
+        let whole: Whole =
+            serde_saphyr::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let mut config = McpConfig::default();
+        let Some(file) = whole.mcp else {
+            return Ok(config);
+        };
+        if let Some(stdio) = file.stdio {
+            config.stdio_principal = Principal::user(
+                stdio.user.as_deref().unwrap_or("local"),
+                role(Some(stdio.role.as_deref().unwrap_or("master")))?,
+            );
+        }
+        if let Some(http) = file.http {
+            if let Some(origins) = http.allowed_origins {
+                config.allowed_origins = origins;
+            }
+            if let Some(anonymous) = http.anonymous {
+                config.allow_anonymous = anonymous;
+            }
+        }
+        for entry in file.tokens {
+            let token = match (entry.token, entry.token_env) {
+                (Some(token), _) => token,
+                (None, Some(var)) => env(&var).ok_or_else(|| ConfigError::MissingTokenEnv {
+                    user: entry.user.clone(),
+                    var: var.clone(),
+                })?,
+                (None, None) => return Err(ConfigError::EmptyToken(entry.user)),
+            };
+            if token.is_empty() {
+                return Err(ConfigError::EmptyToken(entry.user));
+            }
+            config.tokens.push(BearerToken {
+                token,
+                principal: Principal::user(&entry.user, role(entry.role.as_deref())?),
+            });
+        }
+        if let Some(secs) = file.approval_wait {
+            config.approval_wait = Duration::from_secs(secs);
+        }
+        Ok(config)
+    }
+
+    /// The principal a bearer token stands for, compared in constant time.
+    pub fn principal_for_token(&self, presented: &str) -> Option<&Principal> {
+        self.tokens
+            .iter()
+            .find(|t| constant_time_eq(t.token.as_bytes(), presented.as_bytes()))
+            .map(|t| &t.principal)
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_mcp_section() {
+        let text = r#"
+roots: [{path: /tmp/x}]
+mcp:
+  stdio: {user: me, role: trusted}
+  http: {allowed_origins: ["https://app.example:443"], anonymous: false}
+  tokens:
+    - {token: abc, user: bob}
+    - {token_env: ALICE_TOKEN, user: alice, role: master}
+  approval_wait: 5
+"#;
+        let env = |name: &str| (name == "ALICE_TOKEN").then(|| "xyz".to_owned());
+        let config = McpConfig::from_config_text(text, &env).unwrap();
+        assert_eq!(config.stdio_principal, Principal::user("me", Role::Trusted));
+        assert!(!config.allow_anonymous);
+        assert_eq!(config.allowed_origins, vec!["https://app.example:443"]);
+        assert_eq!(
+            config.principal_for_token("abc"),
+            Some(&Principal::user("bob", Role::User))
+        );
+        assert_eq!(
+            config.principal_for_token("xyz"),
+            Some(&Principal::user("alice", Role::Master))
+        );
+        assert_eq!(config.principal_for_token("ab"), None);
+        assert_eq!(config.approval_wait, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn bad_sections_are_clear_errors() {
+        let env = |_: &str| None;
+        let cases = [
+            (
+                "mcp: {tokens: [{user: a}]}",
+                "neither `token` nor `token_env`",
+            ),
+            (
+                "mcp: {tokens: [{token_env: NOPE, user: a}]}",
+                "reads `$NOPE`",
+            ),
+            ("mcp: {stdio: {role: king}}", "unknown role `king`"),
+            ("mcp: {colour: red}", "invalid"),
+        ];
+        for (text, want) in cases {
+            let err = McpConfig::from_config_text(text, &env)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        let none = McpConfig::from_config_text("roots: []", &env).unwrap();
+        assert_eq!(none.stdio_principal, Principal::user("local", Role::Master));
+    }
+}

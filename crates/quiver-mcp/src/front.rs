@@ -1,0 +1,684 @@
+//! The front's logic, free of protocol types: which conversation a request belongs to, the
+//! fixed tool list, running calls through the runtime (off the async threads), and the state
+//! machine of consent and approval questions asked through elicitation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use quiver_catalog::Catalog;
+use quiver_package::tool::{Category, Tool};
+use quiver_policy::{Origin, Principal, Restrictions, admit, classify};
+use quiver_runtime::approver::{Answer, Approver, Card, Question, QueueApprover};
+use quiver_runtime::presence::{OperatorAlwaysLoaded, always_loaded};
+use quiver_runtime::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, SessionRequest};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::config::McpConfig;
+use crate::seal::Sealer;
+use crate::skills::SkillIndex;
+
+/// The `_meta` key (and result field) that carries the conversation handle.
+pub const CONVERSATION_META: &str = "io.quiver/conversation";
+/// The agent profile MCP conversations run as.
+pub const MCP_AGENT: &str = "chat";
+const CONVERSATION: &str = "conversation";
+const REQUEST_STATE: &str = "request-state";
+/// How long a pending question's `requestState` stays valid, in seconds.
+const REQUEST_STATE_TTL: u64 = 15 * 60;
+
+/// A failure of the front (the protocol layer maps it to an error response).
+#[derive(Debug, thiserror::Error)]
+pub enum FrontError {
+    /// The runtime failed (store, I/O).
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// A conversation handle that is forged, expired, another user's, or for an ended session.
+    #[error("invalid conversation handle: {0}")]
+    BadHandle(String),
+    /// A `requestState` that is forged, expired, replayed or for another call.
+    #[error("invalid requestState: {0}")]
+    BadRequestState(String),
+    /// The blocking worker panicked or was cancelled.
+    #[error("the call was interrupted: {0}")]
+    Interrupted(String),
+}
+
+/// Who is calling, as the transport established it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// The principal (stdio's local owner, a bearer token's user, or anonymous).
+    pub principal: Principal,
+}
+
+/// A connection's own conversation (stdio, or a 2025-11-25 HTTP session): the first request
+/// that needs one creates it, and every later request of the connection reuses it.
+#[derive(Debug, Default)]
+pub struct ConnectionSlot {
+    session: Mutex<Option<String>>,
+    bound: bool,
+}
+
+impl ConnectionSlot {
+    /// A slot for a connection that lasts (stdio, an HTTP session).
+    pub fn connection() -> ConnectionSlot {
+        ConnectionSlot {
+            session: Mutex::new(None),
+            bound: true,
+        }
+    }
+
+    /// No connection: a stateless request (2026-07-28), whose conversation comes only from
+    /// its handle.
+    pub fn stateless() -> ConnectionSlot {
+        ConnectionSlot::default()
+    }
+}
+
+/// How this request can reach the person.
+#[derive(Clone)]
+pub enum Asker {
+    /// Ask now and wait (2025-11-25 elicitation: a request to the client in the middle of
+    /// the call).
+    Now(Arc<dyn Approver>),
+    /// Return the question to the client and resume when it answers (2026-07-28
+    /// `input_required` with a sealed `requestState`).
+    Deferred,
+    /// The client cannot ask: the console approval queue, then a readable error.
+    Console,
+}
+
+/// The user's answer to an elicited question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Accept: "allow once".
+    AllowOnce,
+    /// Accept: "allow for this conversation".
+    AllowConversation,
+    /// Accept with "deny", or the client's `decline`.
+    Deny,
+    /// The client's `cancel`: dismissed; nothing is recorded, the call does not run.
+    Cancel,
+}
+
+impl Decision {
+    fn answer(self) -> Answer {
+        match self {
+            Decision::AllowOnce => Answer::Allow,
+            Decision::AllowConversation => Answer::AllowForSession,
+            Decision::Deny => Answer::Deny,
+            Decision::Cancel => Answer::TimedOut,
+        }
+    }
+
+    /// The form's choice values, in order.
+    pub const CHOICES: [(&'static str, &'static str); 3] = [
+        ("allow_once", "Allow once"),
+        ("allow_conversation", "Allow for this conversation"),
+        ("deny", "Deny"),
+    ];
+
+    /// Parses a form choice.
+    pub fn from_choice(choice: &str) -> Option<Decision> {
+        match choice {
+            "allow_once" => Some(Decision::AllowOnce),
+            "allow_conversation" => Some(Decision::AllowConversation),
+            "deny" => Some(Decision::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// A question waiting for the person, as sealed into `requestState`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct CardKey {
+    consent: bool,
+    package: String,
+    tool: String,
+}
+
+impl CardKey {
+    fn of(card: &Card) -> CardKey {
+        CardKey {
+            consent: card.question == Question::Consent,
+            package: card.package.clone(),
+            tool: card.tool.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct PendingState {
+    /// Session.
+    s: String,
+    /// User id of the caller.
+    u: Option<String>,
+    /// Tool name as called.
+    t: String,
+    /// Digest of the arguments.
+    a: String,
+    /// Answers given so far.
+    done: Vec<(CardKey, Decision)>,
+    /// The question being asked.
+    ask: CardKey,
+    /// One-time nonce.
+    n: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct HandleBody {
+    s: String,
+    u: Option<String>,
+}
+
+/// A call's request.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The tool: a wire name or a meta-tool.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// A conversation handle the client passed.
+    pub handle: Option<String>,
+    /// Resuming a pending question: the sealed state and the user's decision.
+    pub resume: Option<(String, Decision)>,
+}
+
+/// A question for the person.
+#[derive(Debug, Clone)]
+pub struct PendingQuestion {
+    /// The card.
+    pub card: Card,
+    /// The message to show.
+    pub message: String,
+    /// The sealed state to echo back.
+    pub state: String,
+}
+
+/// How a call ended at the front.
+#[derive(Debug, Clone)]
+pub enum CallResult {
+    /// The pipeline finished (ran, refused, failed).
+    Done {
+        /// The runtime's outcome.
+        outcome: CallOutcome,
+        /// The conversation handle to pass on later requests.
+        handle: String,
+    },
+    /// The person must answer first (2026-07-28).
+    NeedsInput(PendingQuestion),
+}
+
+/// The fixed tool list entry, protocol-free.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Wire name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Input schema.
+    pub input_schema: Value,
+    /// Output schema, where declared.
+    pub output_schema: Option<Value>,
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint`.
+    pub destructive: bool,
+}
+
+/// The MCP front over one runtime.
+pub struct Front {
+    runtime: Arc<Runtime>,
+    config: McpConfig,
+    sealer: Sealer,
+    skills: Mutex<Option<(u64, Arc<SkillIndex>)>>,
+    used_states: Mutex<HashMap<String, u64>>,
+    always: OperatorAlwaysLoaded,
+    always_cache: Mutex<Option<(u64, Arc<Vec<usize>>)>>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn digest(value: &Value) -> String {
+    let canonical = quiver_store::canonical_json(value);
+    let hash = Sha256::digest(canonical.as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn nonce() -> String {
+    // Unique per process and time; unguessability is not needed (the state is sealed).
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{t:x}-{n:x}-{:x}", std::process::id())
+}
+
+/// Answers cards from a list of decisions; the first unanswered card is kept as pending and
+/// answered "nobody answered" so the pipeline stops without running anything.
+struct Deferred {
+    done: Vec<(CardKey, Decision)>,
+    pending: Mutex<Option<Card>>,
+}
+
+impl Approver for Deferred {
+    fn decide(&self, card: &Card) -> Answer {
+        let key = CardKey::of(card);
+        if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
+            return decision.answer();
+        }
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.is_none() {
+            *pending = Some(card.clone());
+        }
+        Answer::TimedOut
+    }
+}
+
+/// The message a form shows for a card.
+pub fn card_message(card: &Card) -> String {
+    let what = match card.question {
+        Question::Consent => format!(
+            "Allow the assistant to use the package `{}` in this conversation? (first use: `{}`)",
+            card.package, card.tool
+        ),
+        Question::Approval => format!("Run `{}`?", card.tool),
+    };
+    let mut text = format!(
+        "{what}\narguments: {}\nwhy: {}",
+        card.arguments,
+        card.reasons.join("; ")
+    );
+    if !card.risk_categories.is_empty() {
+        text.push_str(&format!("\nrisk: {}", card.risk_categories.join(", ")));
+    }
+    if card.needs_person {
+        text.push_str("\nThis needs your own approval for this one call.");
+    }
+    text
+}
+
+impl Front {
+    /// A front over `runtime`, sealing handles and request states with `secret`.
+    pub fn new(runtime: Arc<Runtime>, config: McpConfig, secret: Vec<u8>) -> Front {
+        Front {
+            runtime,
+            config,
+            sealer: Sealer::new(secret),
+            skills: Mutex::new(None),
+            used_states: Mutex::new(HashMap::new()),
+            always: OperatorAlwaysLoaded::default(),
+            always_cache: Mutex::new(None),
+        }
+    }
+
+    /// Uses the operator's `always_loaded` list (the runtime configuration's), so the fixed
+    /// tool list offers the same resident tools as the runtime.
+    pub fn with_operator_always_loaded(mut self, always: OperatorAlwaysLoaded) -> Front {
+        self.always = always;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &McpConfig {
+        &self.config
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    fn origin() -> Origin {
+        Origin::default()
+    }
+
+    /// The skills of the current catalog (rebuilt when the catalog changes).
+    pub fn skill_index(&self) -> Arc<SkillIndex> {
+        let catalog = self.runtime.catalog();
+        let mut cached = self.skills.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((version, index)) = cached.as_ref()
+            && *version == catalog.version()
+        {
+            return index.clone();
+        }
+        let index = Arc::new(SkillIndex::build(&catalog, &|_| true));
+        *cached = Some((catalog.version(), index.clone()));
+        index
+    }
+
+    /// Whether `caller` may see the skill with Quiver id `id`.
+    pub fn skill_visible(&self, caller: &Caller, id: &str) -> bool {
+        let catalog = self.runtime.catalog();
+        let package_id = id.split('/').next().unwrap_or(id);
+        catalog
+            .package(package_id)
+            .and_then(|cp| cp.package.all_skills().find(|s| s.id == id))
+            .is_some_and(|skill| {
+                admit(
+                    &Restrictions::of_skill(&skill.meta),
+                    &Self::origin(),
+                    &caller.principal,
+                )
+                .admitted
+            })
+    }
+
+    /// The fixed tool list: `read_skill`, `tool_search`, `call_tool`, then the
+    /// `always_loaded` tools the caller is admitted to.
+    pub fn tools(&self, caller: &Caller) -> Vec<ToolSpec> {
+        let handle_prop = json!({
+            "type": "string",
+            "description": "The `conversation` value of an earlier result, so this call continues that conversation (consent is asked once per conversation). Leave out on the first call."
+        });
+        let mut out = vec![
+            ToolSpec {
+                name: "read_skill".into(),
+                description: "Open a skill or package from the catalog by id (`weather`, `daily-report/weekly`), or read a file under a skill (`weather/references/cities.md`). Returns its instructions and the tools it makes available; call those with `call_tool`.".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "id": {"type": "string", "description": "skill id, package id, or skill file"},
+                    "conversation": handle_prop,
+                }, "required": ["id"]}),
+                output_schema: None,
+                read_only: true,
+                destructive: false,
+            },
+            ToolSpec {
+                name: "tool_search".into(),
+                description: "Search the catalog for tools, skills and packages that fit a request, in the user's words (Chinese or English). Call a tool found with `call_tool`; open a skill found with `read_skill`.".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": "what the user wants, in their words"},
+                    "conversation": handle_prop,
+                }, "required": ["query"]}),
+                output_schema: None,
+                read_only: true,
+                destructive: false,
+            },
+            ToolSpec {
+                name: "call_tool".into(),
+                description: "Call a tool found with `tool_search` or listed by `read_skill`, by its name (`weather__forecast`), with its arguments. Quiver checks who may call it and asks the user for consent or approval when its policy says so.".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "name": {"type": "string", "description": "the tool's name as found"},
+                    "arguments": {"type": "object", "description": "the tool's arguments, matching its input schema"},
+                    "conversation": handle_prop,
+                }, "required": ["name"]}),
+                output_schema: None,
+                read_only: false,
+                destructive: true,
+            },
+        ];
+        let catalog = self.runtime.catalog();
+        for index in self.always_loaded(&catalog).iter().copied() {
+            let Some(item) = catalog.items().get(index) else {
+                continue;
+            };
+            let (Some(wire), Some(tool)) = (item.wire.clone(), catalog.tool(item)) else {
+                continue;
+            };
+            if !admit(
+                &Restrictions::of_tool(tool),
+                &Self::origin(),
+                &caller.principal,
+            )
+            .admitted
+            {
+                continue;
+            }
+            out.push(tool_spec(wire, tool));
+        }
+        out
+    }
+
+    /// The `always_loaded` tools of `catalog`, computed once per catalog version.
+    fn always_loaded(&self, catalog: &Catalog) -> Arc<Vec<usize>> {
+        let mut cached = self
+            .always_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((version, resident)) = cached.as_ref()
+            && *version == catalog.version()
+        {
+            return resident.clone();
+        }
+        let resident = Arc::new(always_loaded(catalog, &self.always).0);
+        *cached = Some((catalog.version(), resident.clone()));
+        resident
+    }
+
+    fn handle_for(&self, session: &str, caller: &Caller) -> String {
+        self.sealer.seal(
+            CONVERSATION,
+            &HandleBody {
+                s: session.to_owned(),
+                u: caller.principal.user_id.clone(),
+            },
+            0,
+        )
+    }
+
+    /// The session of a request: its handle, else the connection's, else a new one.
+    fn conversation(
+        &self,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        handle: Option<&str>,
+    ) -> Result<String, FrontError> {
+        if let Some(handle) = handle {
+            let body: HandleBody = self
+                .sealer
+                .open(CONVERSATION, handle)
+                .map_err(|e| FrontError::BadHandle(e.to_string()))?;
+            if body.u != caller.principal.user_id {
+                return Err(FrontError::BadHandle("it belongs to another user".into()));
+            }
+            let active = self
+                .runtime
+                .store()
+                .session(&body.s)
+                .map_err(RuntimeError::from)?
+                .is_some_and(|s| s.is_active());
+            if !active {
+                return Err(FrontError::BadHandle(
+                    "its conversation has ended; leave `conversation` out to start a new one"
+                        .into(),
+                ));
+            }
+            return Ok(body.s);
+        }
+        let mut bound = slot.session.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(session) = bound.as_ref() {
+            return Ok(session.clone());
+        }
+        let session = self.runtime.create_session(&SessionRequest {
+            origin: Self::origin(),
+            agent: MCP_AGENT.into(),
+            principal: caller.principal.clone(),
+            profile: Profile::Interactive,
+        })?;
+        if slot.bound {
+            *bound = Some(session.clone());
+        }
+        Ok(session)
+    }
+
+    /// Runs a call through the pipeline on a blocking thread.
+    pub async fn call(
+        self: &Arc<Self>,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        request: CallRequest,
+        asker: Asker,
+    ) -> Result<CallResult, FrontError> {
+        let session = self.conversation(caller, slot, request.handle.as_deref())?;
+        let args_digest = digest(&request.arguments);
+        let mut done = Vec::new();
+        if let Some((sealed, decision)) = &request.resume {
+            let state: PendingState = self
+                .sealer
+                .open(REQUEST_STATE, sealed)
+                .map_err(|e| FrontError::BadRequestState(e.to_string()))?;
+            if state.s != session
+                || state.u != caller.principal.user_id
+                || state.t != request.name
+                || state.a != args_digest
+            {
+                return Err(FrontError::BadRequestState(
+                    "it belongs to another call or conversation".into(),
+                ));
+            }
+            {
+                let mut used = self
+                    .used_states
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let now = now_secs();
+                used.retain(|_, exp| *exp > now);
+                if used
+                    .insert(state.n.clone(), now + REQUEST_STATE_TTL)
+                    .is_some()
+                {
+                    return Err(FrontError::BadRequestState(
+                        "it was already used; call the tool again".into(),
+                    ));
+                }
+            }
+            done = state.done;
+            done.push((state.ask, *decision));
+        }
+        let deferred = Arc::new(Deferred {
+            done: done.clone(),
+            pending: Mutex::new(None),
+        });
+        let person: Arc<dyn Approver> = match &asker {
+            Asker::Now(approver) => approver.clone(),
+            Asker::Deferred => deferred.clone(),
+            Asker::Console => Arc::new(QueueApprover::new(
+                self.runtime.store().clone(),
+                self.config.approval_wait,
+            )),
+        };
+        let front = self.clone();
+        let principal = caller.principal.clone();
+        let session_for_call = session.clone();
+        let name = request.name.clone();
+        let arguments = request.arguments.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
+            turn.set_person(person);
+            turn.call(&name, arguments)
+        })
+        .await
+        .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        let pending = deferred
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let (Asker::Deferred, Some(card)) = (&asker, pending) {
+            let state = PendingState {
+                s: session,
+                u: caller.principal.user_id.clone(),
+                t: request.name,
+                a: args_digest,
+                done,
+                ask: CardKey::of(&card),
+                n: nonce(),
+            };
+            return Ok(CallResult::NeedsInput(PendingQuestion {
+                message: card_message(&card),
+                card,
+                state: self.sealer.seal(REQUEST_STATE, &state, REQUEST_STATE_TTL),
+            }));
+        }
+        let mut outcome = outcome;
+        if matches!(asker, Asker::Console) && outcome.status == CallStatus::Refused {
+            explain_console(
+                &mut outcome,
+                &request.name,
+                self.config.approval_wait.as_secs(),
+            );
+        }
+        Ok(CallResult::Done {
+            handle: self.handle_for(&session, caller),
+            outcome,
+        })
+    }
+
+    /// Starts a conversation for `caller` and returns its session id and handle (benchmarks,
+    /// a console that hands a client a conversation in advance).
+    pub fn open_conversation(&self, caller: &Caller) -> Result<(String, String), FrontError> {
+        let session = self.conversation(caller, &ConnectionSlot::stateless(), None)?;
+        let handle = self.handle_for(&session, caller);
+        Ok((session, handle))
+    }
+
+    /// A conversation's handle for `caller`, creating the conversation when needed (a
+    /// `resources/read` of a `SKILL.md` activates the skill in it).
+    pub fn resolve(
+        &self,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        handle: Option<&str>,
+    ) -> Result<String, FrontError> {
+        self.conversation(caller, slot, handle)
+    }
+
+    /// Activates the skill `id` in `session` exactly as `read_skill` does (dedup, allowed and
+    /// disallowed tools, the package opened, audited).
+    pub async fn activate_skill(
+        self: &Arc<Self>,
+        caller: &Caller,
+        session: String,
+        id: String,
+    ) -> Result<CallOutcome, FrontError> {
+        let front = self.clone();
+        let principal = caller.principal.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut turn = front.runtime.begin_turn(&session, principal, "")?;
+            turn.call("read_skill", json!({ "id": id }))
+        })
+        .await
+        .map_err(|e| FrontError::Interrupted(e.to_string()))?
+        .map_err(FrontError::from)
+    }
+
+    /// The catalog currently served.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.runtime.catalog()
+    }
+}
+
+/// The readable error for a client that cannot show questions.
+fn explain_console(outcome: &mut CallOutcome, name: &str, waited: u64) {
+    let reason = outcome
+        .content
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("refused")
+        .to_owned();
+    if reason.contains("no answer") || reason.contains("timed out") || reason.contains("nobody") {
+        outcome.content = json!({"error": format!(
+            "{reason}. `{name}` needs the user's consent or approval, and this MCP client cannot show questions, so the request waited {waited} s in Quiver's approval queue. Tell the user, then call `{name}` again: while that call waits, they approve it in the Quiver console (`quiver approvals list`, then `quiver approvals approve <id>`). Or ask them to use an MCP client that supports elicitation."
+        )});
+    }
+}
+
+fn tool_spec(wire: String, tool: &Tool) -> ToolSpec {
+    let dangerous = classify(tool.name.as_str(), tool.risk, tool.risk_category, &[]).is_some();
+    ToolSpec {
+        name: wire,
+        description: tool.description.full(),
+        input_schema: tool.input.clone(),
+        output_schema: tool.output.clone(),
+        read_only: tool.category == Category::Perception && !dangerous,
+        destructive: tool.category == Category::Action || dangerous,
+    }
+}

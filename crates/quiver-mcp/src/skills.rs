@@ -1,0 +1,276 @@
+//! The skills a catalog serves through the Skills extension (SEP-2640): every file of every
+//! skill the model may see, as a `skill://` URI with its bytes, sha256 digest and size.
+//!
+//! A skill's URI is `skill://<skill id>/SKILL.md` (`skill://weather/SKILL.md`,
+//! `skill://daily-report/weekly/SKILL.md`); when the frontmatter `name` is not the last segment
+//! of the id, the name is appended (`skill://tianqi/天气/SKILL.md`, percent-encoded), as the
+//! extension requires. Skills with `disable-model-invocation` or bound to a `model` are left
+//! out, as are disabled packages' skills; URIs never hold a host path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use quiver_catalog::Catalog;
+use quiver_package::skill::Skill as PackageSkill;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// One file of a skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillFile {
+    /// `skill://...` URI.
+    pub uri: String,
+    /// The file name (last segment).
+    pub name: String,
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// Its bytes.
+    pub bytes: Arc<[u8]>,
+    /// Its MIME type, when the extension is known.
+    pub mime_type: Option<&'static str>,
+}
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillEntry {
+    /// The Quiver skill id (`weather`, `daily-report/weekly`).
+    pub id: String,
+    /// The package id.
+    pub package: String,
+    /// URI of its `SKILL.md`.
+    pub uri: String,
+    /// The frontmatter, every field as the author wrote it.
+    pub frontmatter: Map<String, Value>,
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: String,
+    /// Every file, `SKILL.md` first.
+    pub files: Vec<SkillFile>,
+}
+
+/// A directory's child.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Child {
+    /// A file.
+    File(SkillFile),
+    /// A directory, by URI and name.
+    Directory {
+        /// Its URI (no trailing slash).
+        uri: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// Every skill of one catalog snapshot.
+#[derive(Debug, Default)]
+pub struct SkillIndex {
+    /// The skills, ordered by URI.
+    pub skills: Vec<SkillEntry>,
+    files: BTreeMap<String, (usize, usize)>,
+    directories: BTreeMap<String, Vec<Child>>,
+}
+
+/// `sha256:` and 64 lowercase hex digits.
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut out = String::with_capacity(71);
+    out.push_str("sha256:");
+    for b in hash {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+fn percent_encode_segment(segment: &str) -> String {
+    let mut out = String::new();
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+fn mime_type_of(path: &str) -> Option<&'static str> {
+    let ext = path.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "md" | "markdown" => "text/markdown",
+        "txt" => "text/plain",
+        "html" | "htm" => "text/html",
+        "csv" => "text/csv",
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "py" => "text/x-python",
+        "sh" => "application/x-sh",
+        "js" | "mjs" => "text/javascript",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "pdf" => "application/pdf",
+        _ => return None,
+    })
+}
+
+/// Whether a MIME type is served as text.
+pub fn is_textual(mime: Option<&str>) -> bool {
+    mime.is_some_and(|m| {
+        m.starts_with("text/")
+            || matches!(
+                m,
+                "application/json"
+                    | "application/yaml"
+                    | "application/toml"
+                    | "application/x-sh"
+                    | "image/svg+xml"
+            )
+    })
+}
+
+fn frontmatter_json(skill: &PackageSkill) -> Option<Map<String, Value>> {
+    let value: Value = serde_saphyr::from_str(&skill.frontmatter).ok()?;
+    match value {
+        Value::Object(map)
+            if map.get("name").is_some_and(Value::is_string)
+                && map.get("description").is_some_and(Value::is_string) =>
+        {
+            Some(map)
+        }
+        _ => None,
+    }
+}
+
+fn skill_root(skill: &PackageSkill) -> String {
+    let last = skill.id.rsplit('/').next().unwrap_or(&skill.id);
+    if last == skill.name {
+        format!("skill://{}", skill.id)
+    } else {
+        format!(
+            "skill://{}/{}",
+            skill.id,
+            percent_encode_segment(&skill.name)
+        )
+    }
+}
+
+impl SkillIndex {
+    /// The skills of `catalog` that a model may see, skipping packages `enabled` says are off.
+    pub fn build(catalog: &Catalog, enabled: &dyn Fn(&str) -> bool) -> SkillIndex {
+        let mut skills = Vec::new();
+        for cp in catalog.packages().iter().filter(|p| !p.shadowed) {
+            let package = &cp.package;
+            if !enabled(package.id.as_str()) {
+                continue;
+            }
+            for skill in package.all_skills() {
+                if skill.meta.disable_model_invocation || skill.meta.model.is_some() {
+                    continue;
+                }
+                match Self::entry(package.id.as_str(), skill) {
+                    Ok(entry) => skills.push(entry),
+                    Err(why) => tracing::warn!(skill = %skill.id, "not served over MCP: {why}"),
+                }
+            }
+        }
+        skills.sort_by(|a, b| a.uri.cmp(&b.uri));
+        let mut index = SkillIndex {
+            skills,
+            ..SkillIndex::default()
+        };
+        for (s, skill) in index.skills.iter().enumerate() {
+            let root = skill.uri.trim_end_matches("SKILL.md").trim_end_matches('/');
+            let mut dirs: BTreeSet<String> = BTreeSet::new();
+            dirs.insert(root.to_owned());
+            for (f, file) in skill.files.iter().enumerate() {
+                index.files.insert(file.uri.clone(), (s, f));
+                // Every directory between the root and the file.
+                let rel = file.uri[root.len() + 1..].to_owned();
+                let mut parent = root.to_owned();
+                let segments: Vec<&str> = rel.split('/').collect();
+                for (i, seg) in segments.iter().enumerate() {
+                    let uri = format!("{parent}/{seg}");
+                    let child = if i + 1 == segments.len() {
+                        Child::File(file.clone())
+                    } else {
+                        Child::Directory {
+                            uri: uri.clone(),
+                            name: (*seg).to_owned(),
+                        }
+                    };
+                    let children = index.directories.entry(parent.clone()).or_default();
+                    if !children.contains(&child) {
+                        children.push(child);
+                    }
+                    dirs.insert(uri.clone());
+                    parent = uri;
+                }
+            }
+        }
+        index
+    }
+
+    fn entry(package: &str, skill: &PackageSkill) -> Result<SkillEntry, String> {
+        let frontmatter = frontmatter_json(skill)
+            .ok_or("its frontmatter has no string `name` and `description`")?;
+        let root = skill_root(skill);
+        let manifest = std::fs::read(&skill.file).map_err(|e| e.to_string())?;
+        let mut files = vec![SkillFile {
+            uri: format!("{root}/SKILL.md"),
+            name: "SKILL.md".into(),
+            digest: sha256_digest(&manifest),
+            bytes: manifest.into(),
+            mime_type: Some("text/markdown"),
+        }];
+        for rel in &skill.files {
+            if rel
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == ".." || s.starts_with('.'))
+            {
+                continue;
+            }
+            let bytes = std::fs::read(skill.dir.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
+            let encoded: Vec<String> = rel.split('/').map(percent_encode_segment).collect();
+            files.push(SkillFile {
+                uri: format!("{root}/{}", encoded.join("/")),
+                name: rel.rsplit('/').next().unwrap_or(rel).to_owned(),
+                digest: sha256_digest(&bytes),
+                bytes: bytes.into(),
+                mime_type: mime_type_of(rel),
+            });
+        }
+        Ok(SkillEntry {
+            id: skill.id.clone(),
+            package: package.to_owned(),
+            uri: files[0].uri.clone(),
+            name: skill.name.clone(),
+            description: skill.description.clone(),
+            frontmatter,
+            files,
+        })
+    }
+
+    /// The skill whose `SKILL.md` is at `uri`.
+    pub fn skill(&self, uri: &str) -> Option<&SkillEntry> {
+        self.skills.iter().find(|s| s.uri == uri)
+    }
+
+    /// The file at `uri` and the skill it belongs to.
+    pub fn file(&self, uri: &str) -> Option<(&SkillEntry, &SkillFile)> {
+        let (s, f) = *self.files.get(uri)?;
+        let skill = self.skills.get(s)?;
+        Some((skill, skill.files.get(f)?))
+    }
+
+    /// The direct children of a directory URI (with or without a trailing `/`).
+    pub fn directory(&self, uri: &str) -> Option<(&str, &[Child])> {
+        let key = uri.trim_end_matches('/');
+        self.directories
+            .get_key_value(key)
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+}

@@ -1,0 +1,588 @@
+//! The only module that names rmcp types: the `ServerHandler` that translates MCP requests
+//! into [`Front`] calls, the elicitation approver of the 2025-11-25 era, and the
+//! `input_required` results of the 2026-07-28 era.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use quiver_runtime::approver::{Answer, Approver, Card};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, GetSkillRequestParams, GetSkillResult,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Skill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, Peer, ServerHandler};
+use serde_json::{Map, Value, json};
+
+use crate::front::{
+    Asker, CONVERSATION_META, CallRequest, CallResult, Caller, ConnectionSlot, Decision, Front,
+    FrontError, PendingQuestion, ToolSpec, card_message,
+};
+use crate::skills::{Child, SkillEntry, SkillFile, is_textual};
+
+/// The key of the one input request a consent or approval question sends.
+const DECISION_KEY: &str = "quiver_decision";
+
+/// Which transport a server instance serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// stdio: the configured local principal.
+    Stdio,
+    /// Streamable HTTP: the bearer token's principal, else anonymous.
+    Http,
+}
+
+/// The principal an HTTP request authenticated as, put in the request's extensions by the
+/// auth layer.
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub quiver_policy::Principal);
+
+/// One MCP server instance: a stdio connection, an HTTP session, or one stateless request.
+#[derive(Clone)]
+pub struct QuiverServer {
+    front: Arc<Front>,
+    slot: Arc<ConnectionSlot>,
+    transport: Transport,
+}
+
+/// Maps a front error to an MCP error: bad handles and states are the caller's mistake.
+fn mcp_error(error: FrontError) -> ErrorData {
+    match error {
+        FrontError::BadHandle(_) | FrontError::BadRequestState(_) => {
+            ErrorData::invalid_params(error.to_string(), None)
+        }
+        FrontError::Runtime(_) | FrontError::Interrupted(_) => {
+            ErrorData::internal_error(error.to_string(), None)
+        }
+    }
+}
+
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+fn can_elicit_form(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+fn meta_handle(meta: Option<&MetaObject>) -> Option<String> {
+    meta.and_then(|m| m.get(CONVERSATION_META))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The form asking for a decision; a card that needs a person offers no "for this
+/// conversation".
+fn decision_form(card: &Card, message: String) -> Result<ElicitRequestParams, ErrorData> {
+    let choices: Vec<Value> = Decision::CHOICES
+        .iter()
+        .filter(|(value, _)| !(card.needs_person && *value == "allow_conversation"))
+        .map(|(value, title)| json!({"const": value, "title": title}))
+        .collect();
+    let schema = json!({
+        "type": "object",
+        "properties": {"decision": {"type": "string", "title": "Decision", "oneOf": choices}},
+        "required": ["decision"],
+    });
+    let requested_schema = serde_json::from_value(schema)
+        .map_err(|e| ErrorData::internal_error(format!("elicitation schema: {e}"), None))?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    })
+}
+
+/// Reads the client's answer to a decision form.
+fn decision_of(result: &ElicitResult) -> Decision {
+    match result.action {
+        ElicitationAction::Accept => result
+            .content
+            .as_ref()
+            .and_then(|c| c.get("decision"))
+            .and_then(Value::as_str)
+            .and_then(Decision::from_choice)
+            // An accepted form without a valid choice is not a yes.
+            .unwrap_or(Decision::Deny),
+        ElicitationAction::Decline => Decision::Deny,
+        _ => Decision::Cancel,
+    }
+}
+
+/// Asks the person through 2025-11-25 elicitation, blocking the pipeline's thread.
+struct ElicitingApprover {
+    peer: Peer<RoleServer>,
+    handle: tokio::runtime::Handle,
+}
+
+impl Approver for ElicitingApprover {
+    fn decide(&self, card: &Card) -> Answer {
+        let Ok(params) = decision_form(card, card_message(card)) else {
+            return Answer::Deny;
+        };
+        let peer = self.peer.clone();
+        let result = self
+            .handle
+            .block_on(async move { peer.create_elicitation(params).await });
+        match result {
+            Ok(result) => match decision_of(&result) {
+                Decision::AllowOnce => Answer::Allow,
+                Decision::AllowConversation => Answer::AllowForSession,
+                Decision::Deny => Answer::Deny,
+                Decision::Cancel => Answer::TimedOut,
+            },
+            Err(error) => {
+                tracing::warn!(%error, "elicitation failed");
+                Answer::TimedOut
+            }
+        }
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        let schema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string", "title": "Answer"}},
+            "required": ["answer"],
+        }))
+        .ok()?;
+        let peer = self.peer.clone();
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question.to_owned(),
+            requested_schema: schema,
+        };
+        let result = self
+            .handle
+            .block_on(async move { peer.create_elicitation(params).await })
+            .ok()?;
+        match result.action {
+            ElicitationAction::Accept => result.content?.get("answer")?.as_str().map(str::to_owned),
+            _ => None,
+        }
+    }
+}
+
+fn to_tool(spec: ToolSpec) -> Tool {
+    let object = |v: Value| match v {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    let mut tool = Tool::new(
+        spec.name,
+        spec.description,
+        Arc::new(object(spec.input_schema)),
+    );
+    if let Some(output) = spec.output_schema
+        && output.get("type").and_then(Value::as_str) == Some("object")
+    {
+        tool = tool.with_raw_output_schema(Arc::new(object(output)));
+    }
+    let mut annotations = ToolAnnotations::new().read_only(spec.read_only);
+    if !spec.read_only {
+        annotations = annotations.destructive(spec.destructive);
+    }
+    tool.with_annotations(annotations)
+}
+
+fn file_resource(file: &SkillFile) -> Resource {
+    let mut resource = Resource::new(&file.uri, &file.name).with_size(file.bytes.len() as u64);
+    resource.mime_type = file.mime_type.map(Into::into);
+    resource
+}
+
+fn skill_of(entry: &SkillEntry) -> Skill {
+    let mut frontmatter = SkillFrontmatter::new(&entry.name, &entry.description);
+    for (key, value) in &entry.frontmatter {
+        if key != "name" && key != "description" {
+            frontmatter = frontmatter.with_field(key.clone(), value.clone());
+        }
+    }
+    // The frontmatter as written: a Unicode name stays as the author wrote it.
+    if let Some(Value::String(name)) = entry.frontmatter.get("name") {
+        frontmatter.name.clone_from(name);
+    }
+    let files = entry
+        .files
+        .iter()
+        .map(|f| SkillResource::new(&f.uri, &f.digest, f.bytes.len() as u64))
+        .collect();
+    Skill::new(&entry.uri, frontmatter, SkillResources::Files(files))
+}
+
+fn contents_of(file: &SkillFile) -> ResourceContents {
+    let text = is_textual(file.mime_type)
+        .then_some(&file.bytes)
+        .filter(|b| !b.contains(&0))
+        .and_then(|b| std::str::from_utf8(b).ok());
+    let contents = match text {
+        Some(text) => ResourceContents::text(text, &file.uri),
+        None => ResourceContents::blob(STANDARD.encode(&file.bytes), &file.uri),
+    };
+    match file.mime_type {
+        Some(mime) => contents.with_mime_type(mime),
+        None => contents,
+    }
+}
+
+impl QuiverServer {
+    /// A server instance for one connection (stdio, or one HTTP session or request).
+    pub fn new(front: Arc<Front>, transport: Transport) -> QuiverServer {
+        QuiverServer {
+            front,
+            slot: Arc::new(ConnectionSlot::connection()),
+            transport,
+        }
+    }
+
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let principal = match self.transport {
+            Transport::Stdio => self.front.config().stdio_principal.clone(),
+            Transport::Http => context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Authenticated>())
+                .map_or_else(quiver_policy::Principal::anonymous, |a| a.0.clone()),
+        };
+        Caller { principal }
+    }
+
+    /// The connection's conversation slot, or none for a stateless HTTP request.
+    fn slot(&self, context: &RequestContext<RoleServer>) -> Arc<ConnectionSlot> {
+        if self.transport == Transport::Http && is_modern(context) {
+            Arc::new(ConnectionSlot::stateless())
+        } else {
+            self.slot.clone()
+        }
+    }
+
+    fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
+        if !can_elicit_form(context) {
+            Asker::Console
+        } else if is_modern(context) {
+            Asker::Deferred
+        } else {
+            Asker::Now(Arc::new(ElicitingApprover {
+                peer: context.peer.clone(),
+                handle: tokio::runtime::Handle::current(),
+            }))
+        }
+    }
+
+    fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
+        let index = self.front.skill_index();
+        index
+            .skills
+            .iter()
+            .filter(|s| self.front.skill_visible(caller, &s.id))
+            .cloned()
+            .collect()
+    }
+}
+
+impl ServerHandler for QuiverServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_skills_with_directory_read()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Quiver serves a catalog of skills and tools. Find a tool with `tool_search`, open a skill with `read_skill`, and run a tool with `call_tool`. When a result carries `conversation`, pass it on later calls so consent is asked once per conversation.",
+            )
+    }
+
+    /// `subscriptions/listen` (2026-07-28): accepted; rmcp reduces the filter to the advertised
+    /// capabilities, and no `listChanged` is advertised (the tool list never changes, the catalog
+    /// is not reloaded while serving), so the stream stays open with nothing to send.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = self.caller(&context);
+        let tools = self.front.tools(&caller).into_iter().map(to_tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context);
+        let slot = self.slot(&context);
+        let mut arguments = request.arguments.clone().unwrap_or_default();
+        let handle_arg = match arguments.remove("conversation") {
+            Some(Value::String(h)) if !h.is_empty() => Some(h),
+            _ => None,
+        };
+        let handle = handle_arg
+            .or_else(|| meta_handle(request.meta.as_deref()))
+            .or_else(|| meta_handle(Some(&context.meta)));
+        let (name, arguments) = if request.name == "call_tool" {
+            let Some(Value::String(name)) = arguments.remove("name") else {
+                return Err(ErrorData::invalid_params(
+                    "`call_tool` needs `name`: the tool's name as `tool_search` found it",
+                    None,
+                ));
+            };
+            let inner = match arguments.remove("arguments") {
+                None | Some(Value::Null) => Value::Object(Map::new()),
+                Some(Value::String(text)) => serde_json::from_str(&text).map_err(|e| {
+                    ErrorData::invalid_params(
+                        format!("`arguments` is not a JSON object: {e}"),
+                        None,
+                    )
+                })?,
+                Some(other) => other,
+            };
+            (name, inner)
+        } else {
+            (request.name.to_string(), Value::Object(arguments))
+        };
+        if let Some(responses) = &request.input_responses
+            && let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object())
+        {
+            return Err(ErrorData::invalid_params(
+                format!("inputResponses[{key:?}] must be an object (the client's result)"),
+                None,
+            ));
+        }
+        let resume = match (&request.request_state, &request.input_responses) {
+            (Some(state), Some(responses)) => {
+                let answer = responses
+                    .get(DECISION_KEY)
+                    .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+                    .ok_or_else(|| {
+                        ErrorData::invalid_params(
+                            format!("inputResponses has no `{DECISION_KEY}` elicitation result"),
+                            None,
+                        )
+                    })?;
+                Some((state.clone(), decision_of(&answer)))
+            }
+            (Some(_), None) => {
+                return Err(ErrorData::invalid_params(
+                    "requestState without inputResponses",
+                    None,
+                ));
+            }
+            _ => None,
+        };
+        let stateless = self.transport == Transport::Http && is_modern(&context);
+        let result = self
+            .front
+            .call(
+                &caller,
+                &slot,
+                CallRequest {
+                    name,
+                    arguments,
+                    handle,
+                    resume,
+                },
+                self.asker(&context),
+            )
+            .await
+            .map_err(mcp_error)?;
+        match result {
+            CallResult::NeedsInput(PendingQuestion {
+                card,
+                message,
+                state,
+            }) => {
+                let mut requests = InputRequests::new();
+                requests.insert(
+                    DECISION_KEY.to_owned(),
+                    InputRequest::Elicitation(ElicitRequest::new(decision_form(&card, message)?)),
+                );
+                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+            }
+            CallResult::Done { outcome, handle } => {
+                let mut content = outcome.content.clone();
+                if stateless && let Value::Object(map) = &mut content {
+                    map.insert("conversation".into(), Value::String(handle.clone()));
+                }
+                let text = match &content {
+                    Value::String(s) => s.clone(),
+                    other => serde_json::to_string(other).unwrap_or_default(),
+                };
+                let mut result = if outcome.is_error() {
+                    CallToolResult::error(vec![ContentBlock::text(text)])
+                } else {
+                    CallToolResult::success(vec![ContentBlock::text(text)])
+                };
+                let declared_output = request.name != "call_tool"
+                    && self
+                        .front
+                        .tools(&caller)
+                        .iter()
+                        .any(|t| t.name == request.name && t.output_schema.is_some());
+                if declared_output && !outcome.is_error() {
+                    result.structured_content = Some(outcome.content.clone());
+                }
+                let mut meta = MetaObject::default();
+                meta.0
+                    .insert(CONVERSATION_META.into(), Value::String(handle));
+                meta.0.insert(
+                    "io.quiver/status".into(),
+                    serde_json::to_value(outcome.status).unwrap_or_default(),
+                );
+                meta.0
+                    .insert("io.quiver/call".into(), Value::String(outcome.call_id));
+                result.meta = Some(meta);
+                Ok(result.into())
+            }
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = self.caller(&context);
+        let resources = self
+            .visible_skills(&caller)
+            .iter()
+            .flat_map(|s| {
+                s.files.iter().map(|f| {
+                    let r = file_resource(f);
+                    if f.uri == s.uri {
+                        // The SKILL.md is named and described by its frontmatter.
+                        let mut r = r.with_description(&s.description);
+                        s.name.clone_into(&mut r.name);
+                        r
+                    } else {
+                        r
+                    }
+                })
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = self.caller(&context);
+        let index = self.front.skill_index();
+        let not_found = || {
+            ErrorData::resource_not_found(
+                format!("no such resource: {}", request.uri),
+                Some(json!({"uri": request.uri})),
+            )
+        };
+        let (skill, file) = index.file(&request.uri).ok_or_else(not_found)?;
+        if !self.front.skill_visible(&caller, &skill.id) {
+            return Err(not_found());
+        }
+        let mut result = ReadResourceResult::new(vec![contents_of(file)]);
+        // Reading a SKILL.md in a conversation activates the skill as `read_skill` does.
+        if file.uri == skill.uri {
+            let slot = self.slot(&context);
+            let handle =
+                meta_handle(request.meta.as_deref()).or_else(|| meta_handle(Some(&context.meta)));
+            let stateless_without_handle =
+                self.transport == Transport::Http && is_modern(&context) && handle.is_none();
+            if !stateless_without_handle {
+                let session = self
+                    .front
+                    .resolve(&caller, &slot, handle.as_deref())
+                    .map_err(mcp_error)?;
+                let outcome = self
+                    .front
+                    .activate_skill(&caller, session, skill.id.clone())
+                    .await
+                    .map_err(mcp_error)?;
+                let mut meta = MetaObject::default();
+                meta.0.insert(
+                    "io.quiver/skill".into(),
+                    json!({"id": skill.id, "status": outcome.content.get("status")}),
+                );
+                result.meta = Some(meta);
+            }
+        }
+        Ok(result.into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let caller = self.caller(&context);
+        let skills = self.visible_skills(&caller).iter().map(skill_of).collect();
+        Ok(ListSkillsResult::with_all_items(skills))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let caller = self.caller(&context);
+        let index = self.front.skill_index();
+        index
+            .skill(&request.uri)
+            .filter(|s| self.front.skill_visible(&caller, &s.id))
+            .map(|s| GetSkillResult::new(skill_of(s)))
+            .ok_or_else(|| {
+                ErrorData::invalid_params(format!("unknown skill {}", request.uri), None)
+            })
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let caller = self.caller(&context);
+        let index = self.front.skill_index();
+        let not_dir =
+            || ErrorData::invalid_params(format!("not a directory: {}", request.uri), None);
+        let (key, children) = index.directory(&request.uri).ok_or_else(not_dir)?;
+        // The directory belongs to the skill whose root is its prefix.
+        let owner = index
+            .skills
+            .iter()
+            .find(|s| key.starts_with(s.uri.trim_end_matches("/SKILL.md")))
+            .ok_or_else(not_dir)?;
+        if !self.front.skill_visible(&caller, &owner.id) {
+            return Err(not_dir());
+        }
+        let items = children
+            .iter()
+            .map(|child| match child {
+                Child::File(file) => file_resource(file),
+                Child::Directory { uri, name } => {
+                    Resource::new(uri, name).with_mime_type(rmcp::model::DIRECTORY_MIME_TYPE)
+                }
+            })
+            .collect();
+        Ok(ReadResourceDirectoryResult::with_all_items(items))
+    }
+}

@@ -1,0 +1,229 @@
+//! Consent and approvals through elicitation, in both eras, and the console queue for a
+//! client that cannot elicit.
+
+use std::time::Duration;
+
+use quiver_mcp::McpConfig;
+use quiver_store::Decision;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitResult, ElicitationAction, InputResponses,
+    ProtocolVersion,
+};
+use serde_json::json;
+
+use super::harness::{Scripted, body, call, connect, front, front_with, handle};
+
+fn packing(city: &str) -> serde_json::Value {
+    json!({"name": "travel-advice__packing_advice", "arguments": {"destination": city}})
+}
+
+async fn consent_answers(version: ProtocolVersion) {
+    let dir = tempfile::tempdir().unwrap();
+    let client_script = Scripted::era(version.clone());
+    let client = connect(front(dir.path()), client_script.clone()).await;
+    assert_eq!(client.peer_info().unwrap().protocol_version, version);
+
+    // Cancel: not run, nothing recorded, asked again next time.
+    client_script.answer("cancel", None);
+    let cancelled = call(&client, "call_tool", packing("Tokyo")).await;
+    assert_eq!(cancelled.is_error, Some(true), "{version}");
+    assert!(
+        body(&cancelled)["error"]
+            .as_str()
+            .unwrap()
+            .contains("nobody answered"),
+        "{:?}",
+        body(&cancelled)
+    );
+    assert_eq!(client_script.asked().len(), 1);
+    assert!(
+        client_script.asked()[0].contains("`travel-advice`"),
+        "{:?}",
+        client_script.asked()
+    );
+
+    // Accept for the conversation: runs, and no second question.
+    client_script.answer("accept", Some("allow_conversation"));
+    let ran = call(&client, "call_tool", packing("Tokyo")).await;
+    assert_eq!(
+        body(&ran)["advice"],
+        "pack for Tokyo",
+        "{version}: {:?}",
+        body(&ran)
+    );
+    assert_eq!(client_script.asked().len(), 2);
+    let again = call(&client, "call_tool", packing("Paris")).await;
+    assert_eq!(body(&again)["advice"], "pack for Paris");
+    assert_eq!(
+        client_script.asked().len(),
+        2,
+        "consent is asked once per conversation"
+    );
+
+    // Decline: refused, and the refusal stands for the conversation.
+    client_script.answer("decline", None);
+    let declined = call(
+        &client,
+        "call_tool",
+        json!({"name": "notes__add_note", "arguments": {"text": "milk"}}),
+    )
+    .await;
+    assert_eq!(declined.is_error, Some(true));
+    assert!(
+        body(&declined)["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused"),
+        "{:?}",
+        body(&declined)
+    );
+    assert_eq!(client_script.asked().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consent_in_the_session_era() {
+    consent_answers(ProtocolVersion::V_2025_11_25).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consent_in_the_stateless_era() {
+    consent_answers(ProtocolVersion::V_2026_07_28).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dangerous_tool_needs_a_person_each_time() {
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = Scripted::era(version.clone());
+        let client = connect(front(dir.path()), script.clone()).await;
+        script.answer("accept", Some("allow_conversation"));
+        script.answer("decline", None);
+        let kick = json!({"name": "group-admin__kick_member", "arguments": {"user_id": "10006"}});
+        let refused = call(&client, "call_tool", kick.clone()).await;
+        assert!(
+            body(&refused)["error"]
+                .as_str()
+                .unwrap()
+                .contains("refused"),
+            "{:?}",
+            body(&refused)
+        );
+        let asked = script.asked();
+        assert_eq!(
+            asked.len(),
+            2,
+            "{version}: consent, then approval: {asked:?}"
+        );
+        assert!(
+            asked[1].contains("risk: member") && asked[1].contains("this one call"),
+            "{}",
+            asked[1]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_state_cannot_be_forged_or_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(
+        front(dir.path()),
+        Scripted::era(ProtocolVersion::V_2026_07_28),
+    )
+    .await;
+    let arguments = packing("Tokyo").as_object().unwrap().clone();
+    let first = client
+        .call_tool_once(CallToolRequestParams::new("call_tool").with_arguments(arguments.clone()))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(pending) = first.clone() else {
+        panic!("expected input_required: {first:?}")
+    };
+    let state = pending.request_state.unwrap();
+    let yes: InputResponses = [(
+        "quiver_decision".to_owned(),
+        serde_json::to_value(
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"decision": "allow_once"})),
+        )
+        .unwrap(),
+    )]
+    .into();
+    let retry = |state: String, arguments: serde_json::Map<String, serde_json::Value>| {
+        CallToolRequestParams::new("call_tool")
+            .with_arguments(arguments)
+            .with_input_responses(yes.clone())
+            .with_request_state(state)
+    };
+    // Another call's arguments with this state.
+    let other = packing("Paris").as_object().unwrap().clone();
+    let error = client
+        .call_tool_once(retry(state.clone(), other))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("another call"), "{error}");
+    // A forged state.
+    let mut forged = state.clone();
+    forged.pop();
+    let error = client
+        .call_tool_once(retry(forged, arguments.clone()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("requestState"), "{error}");
+    // The real one runs once; a replay is refused.
+    let CallToolResponse::Complete(done) = client
+        .call_tool_once(retry(state.clone(), arguments.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a result")
+    };
+    assert_eq!(body(&done)["advice"], "pack for Tokyo");
+    let error = client
+        .call_tool_once(retry(state, arguments))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("already used"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_cannot_elicit_gets_the_console_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = McpConfig {
+        approval_wait: Duration::from_millis(300),
+        ..McpConfig::default()
+    };
+    let front = front_with(dir.path(), config);
+    let store = front.runtime().store().clone();
+    let script = Scripted {
+        no_elicitation: true,
+        ..Scripted::default()
+    };
+    let client = connect(front, script).await;
+    // Nobody answers: a readable error.
+    let waited = call(&client, "call_tool", packing("Tokyo")).await;
+    let error = body(&waited)["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains("cannot show questions") && error.contains("Quiver console"),
+        "{error}"
+    );
+    // An operator answers the queued card: the call runs.
+    let answerer = std::thread::spawn(move || {
+        for _ in 0..200 {
+            if let Some(pending) = store.pending_approvals(None).unwrap().first() {
+                store
+                    .answer_approval(&pending.card.id, Decision::Approve, "operator", None)
+                    .unwrap();
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    });
+    let ran = call(&client, "call_tool", packing("Tokyo")).await;
+    assert!(answerer.join().unwrap());
+    assert_eq!(body(&ran)["advice"], "pack for Tokyo", "{:?}", body(&ran));
+    let _ = handle(&ran);
+}

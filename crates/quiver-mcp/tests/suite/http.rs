@@ -1,0 +1,117 @@
+//! Streamable HTTP on a loopback port: bearer tokens, Origin, and the stateless handle.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use quiver_mcp::McpConfig;
+use quiver_mcp::config::BearerToken;
+use quiver_package::rules::Role;
+use quiver_policy::Principal;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::harness::front_with;
+
+/// One raw HTTP/1.1 POST; returns the status and body.
+fn post(port: u16, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    (status, response)
+}
+
+fn stateless(method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_origins_and_stateless_handles() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = McpConfig {
+        tokens: vec![BearerToken {
+            token: "t0k3n".into(),
+            principal: Principal::user("alice", Role::Trusted),
+        }],
+        allow_anonymous: false,
+        ..McpConfig::default()
+    };
+    let front = front_with(dir.path(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(quiver_mcp::serve_http(front, listener, shutdown.clone()));
+    let search = stateless(
+        "tools/call",
+        json!({"name": "tool_search", "arguments": {"query": "北京明天多少度"}}),
+    );
+    let result = tokio::task::spawn_blocking(move || {
+        let no_token = post(port, &[("MCP-Protocol-Version", "2026-07-28")], &search);
+        let bad_token = post(
+            port,
+            &[
+                ("Authorization", "Bearer nope"),
+                ("MCP-Protocol-Version", "2026-07-28"),
+            ],
+            &search,
+        );
+        let evil_origin = post(
+            port,
+            &[
+                ("Authorization", "Bearer t0k3n"),
+                ("Origin", "https://evil.example"),
+                ("MCP-Protocol-Version", "2026-07-28"),
+            ],
+            &search,
+        );
+        let ok = post(
+            port,
+            &[
+                ("Authorization", "Bearer t0k3n"),
+                ("Origin", "http://localhost:6274"),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "tool_search"),
+            ],
+            &search,
+        );
+        (no_token, bad_token, evil_origin, ok)
+    })
+    .await
+    .unwrap();
+    let (no_token, bad_token, evil_origin, ok) = result;
+    assert_eq!(no_token.0, 401, "{}", no_token.1);
+    assert!(
+        no_token
+            .1
+            .to_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{}",
+        no_token.1
+    );
+    assert_eq!(bad_token.0, 401);
+    assert_eq!(evil_origin.0, 403, "{}", evil_origin.1);
+    assert_eq!(ok.0, 200, "{}", ok.1);
+    assert!(ok.1.contains("weather__forecast"), "{}", ok.1);
+    // A stateless result carries the conversation handle for the model.
+    assert!(ok.1.contains(r#"\"conversation\":\"v1."#), "{}", ok.1);
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}

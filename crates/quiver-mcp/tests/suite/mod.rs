@@ -1,0 +1,5 @@
+mod consent;
+mod harness;
+mod http;
+mod skills;
+mod tools;

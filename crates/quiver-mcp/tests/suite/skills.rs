@@ -1,0 +1,129 @@
+//! The Skills extension: skills/list, skills/get, resources/read, resources/directory/read,
+//! and activation by reading a SKILL.md.
+
+use quiver_mcp::skills::sha256_digest;
+use rmcp::model::{
+    GetSkillRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
+    ResourceContents, SkillResources,
+};
+use serde_json::json;
+
+use super::harness::{Scripted, body, call, connect, examples, front};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn skills_are_listed_with_verbatim_frontmatter_and_digests() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    let listed = client.list_skills(None).await.unwrap();
+    let uris: Vec<&str> = listed.skills.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://daily-report/weekly/SKILL.md",
+            "skill://weather/SKILL.md"
+        ]
+    );
+    let weather = client
+        .get_skill(GetSkillRequestParams::new("skill://weather/SKILL.md"))
+        .await
+        .unwrap()
+        .skill;
+    assert_eq!(weather.frontmatter.name, "weather");
+    let SkillResources::Files(files) = &weather.resources else {
+        panic!("a manifest")
+    };
+    let on_disk = std::fs::read(examples().join("weather/references/cities.md")).unwrap();
+    let cities = files
+        .iter()
+        .find(|f| f.uri == "skill://weather/references/cities.md")
+        .unwrap();
+    assert_eq!(
+        (cities.digest.as_str(), cities.size),
+        (sha256_digest(&on_disk).as_str(), on_disk.len() as u64)
+    );
+    // Every file's bytes match its digest.
+    for file in files {
+        let read = client
+            .read_resource(ReadResourceRequestParams::new(file.uri.clone()))
+            .await
+            .unwrap();
+        let bytes = match &read.contents[0] {
+            ResourceContents::TextResourceContents { text, .. } => text.as_bytes().to_vec(),
+            other => panic!("{other:?}"),
+        };
+        file.verify(&bytes).unwrap();
+    }
+    // The frontmatter is as written: every key of the file is there.
+    let text = std::fs::read_to_string(examples().join("weather/SKILL.md")).unwrap();
+    for key in weather.frontmatter.extra.keys() {
+        assert!(text.contains(&format!("{key}:")), "{key}");
+    }
+    let unknown = client
+        .get_skill(GetSkillRequestParams::new("skill://nope/SKILL.md"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("unknown skill"), "{unknown}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn directories_list_their_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    let root = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new("skill://weather"))
+        .await
+        .unwrap();
+    let names: Vec<(&str, Option<&str>)> = root
+        .resources
+        .iter()
+        .map(|r| (r.name.as_str(), r.mime_type.as_deref()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("SKILL.md", Some("text/markdown")),
+            ("references", Some("inode/directory"))
+        ]
+    );
+    let refs = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://weather/references/",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        refs.resources[0].uri,
+        "skill://weather/references/cities.md"
+    );
+    let error = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://weather/SKILL.md",
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("not a directory"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reading_skill_md_activates_the_skill_in_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("skill://weather/SKILL.md"))
+        .await
+        .unwrap();
+    assert_eq!(
+        read.meta.unwrap()["io.quiver/skill"],
+        json!({"id": "weather", "status": "activated"})
+    );
+    // read_skill in the same conversation now says it is already active.
+    let again = call(&client, "read_skill", json!({"id": "weather"})).await;
+    assert!(
+        body(&again)["status"]
+            .as_str()
+            .unwrap()
+            .contains("already active")
+    );
+}

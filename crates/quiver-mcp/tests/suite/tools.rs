@@ -1,0 +1,180 @@
+//! The fixed tool list and the meta-tools through a real client.
+
+use serde_json::json;
+
+use super::harness::{Scripted, body, call, connect, front, handle};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_list_is_fixed_and_annotated() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    let before = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = before.iter().map(|t| t.name.as_ref()).collect();
+    // The examples declare no `always_loaded` tool, so the list is the three meta-tools.
+    assert_eq!(names, ["read_skill", "tool_search", "call_tool"]);
+    let hints: Vec<(Option<bool>, Option<bool>)> = before
+        .iter()
+        .map(|t| {
+            let a = t.annotations.as_ref().unwrap();
+            (a.read_only_hint, a.destructive_hint)
+        })
+        .collect();
+    assert_eq!(
+        hints,
+        [
+            (Some(true), None),
+            (Some(true), None),
+            (Some(false), Some(true))
+        ]
+    );
+    // Searching loads tools in the session, but the list a client sees does not change.
+    let found = call(&client, "tool_search", json!({"query": "北京明天多少度"})).await;
+    assert_eq!(body(&found)["results"][0]["name"], "weather__forecast");
+    let after = client.list_all_tools().await.unwrap();
+    assert_eq!(before, after);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_is_one_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    let first = call(&client, "read_skill", json!({"id": "weather"})).await;
+    assert_eq!(body(&first)["status"], "activated");
+    let second = call(&client, "read_skill", json!({"id": "weather"})).await;
+    assert!(
+        body(&second)["status"]
+            .as_str()
+            .unwrap()
+            .contains("already active")
+    );
+    assert_eq!(handle(&first), handle(&second));
+    let missing = call(&client, "read_skill", json!({"id": "no-such-skill"})).await;
+    assert_eq!(missing.is_error, Some(true));
+    assert_eq!(body(&missing)["error"], "no such skill: no-such-skill");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handles_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    let cases = [
+        ("v1.e30.AAAA", "signature does not match"),
+        ("garbage", "malformed token"),
+    ];
+    for (bad, want) in cases {
+        let error = client
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("tool_search").with_arguments(
+                    json!({"query": "x", "conversation": bad})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                ),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(want), "{bad}: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handle_is_only_its_users() {
+    use quiver_mcp::front::{Asker, CallRequest, CallResult, Caller, ConnectionSlot, FrontError};
+    use quiver_package::rules::Role;
+    use quiver_policy::Principal;
+
+    let dir = tempfile::tempdir().unwrap();
+    let front = front(dir.path());
+    let alice = Caller {
+        principal: Principal::user("alice", Role::User),
+    };
+    let bob = Caller {
+        principal: Principal::user("bob", Role::User),
+    };
+    let search = |handle: Option<String>| CallRequest {
+        name: "tool_search".into(),
+        arguments: json!({"query": "weather"}),
+        handle,
+        resume: None,
+    };
+    let stateless = ConnectionSlot::stateless();
+    let CallResult::Done { handle, .. } = front
+        .call(&alice, &stateless, search(None), Asker::Deferred)
+        .await
+        .unwrap()
+    else {
+        panic!("a result")
+    };
+    // Alice continues her conversation; Bob cannot join it.
+    let CallResult::Done { handle: again, .. } = front
+        .call(
+            &alice,
+            &stateless,
+            search(Some(handle.clone())),
+            Asker::Deferred,
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("a result")
+    };
+    assert_eq!(handle, again);
+    let error = front
+        .call(
+            &bob,
+            &stateless,
+            search(Some(handle.clone())),
+            Asker::Deferred,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, FrontError::BadHandle(why) if why.contains("another user")),
+        "{error}"
+    );
+    // An ended conversation's handle is refused.
+    let CallResult::Done { outcome, .. } = front
+        .call(
+            &alice,
+            &stateless,
+            search(Some(handle.clone())),
+            Asker::Deferred,
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("a result")
+    };
+    let session = front
+        .runtime()
+        .store()
+        .list_sessions(&Default::default())
+        .unwrap();
+    assert!(!session.is_empty() && outcome.call_id.starts_with("call"));
+    for s in session {
+        front.runtime().end_session(&s.id).unwrap();
+    }
+    let error = front
+        .call(&alice, &stateless, search(Some(handle)), Asker::Deferred)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("has ended"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subscriptions_listen_is_acknowledged() {
+    use rmcp::model::{ProtocolVersion, SubscriptionFilter};
+
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(
+        front(dir.path()),
+        Scripted::era(ProtocolVersion::V_2026_07_28),
+    )
+    .await;
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    // Acknowledged (not "method not found"), reduced to what the server advertises: the tool
+    // list never changes, so there is nothing to subscribe to.
+    let subscription = client.peer().listen(filter).await.unwrap();
+    assert_eq!(subscription.acknowledged(), &SubscriptionFilter::new());
+}
