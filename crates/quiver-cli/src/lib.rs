@@ -53,6 +53,12 @@ enum Command {
     Enable(cmd::operator::SwitchArgs),
     /// Switch a package off for everyone (absent from the catalog, its tools unknown).
     Disable(cmd::operator::SwitchArgs),
+    /// Chat with a model that uses the catalog (or run one turn with `-m`).
+    Chat(cmd::chat::ChatArgs),
+    /// Measure whether a model picks the right tools, against the eager baseline.
+    Eval(cmd::chat::EvalArgs),
+    /// What the catalog costs per turn in tokens (`--cost`).
+    Inspect(cmd::cost::InspectArgs),
     /// Serve the catalog to MCP clients over stdio or Streamable HTTP.
     Serve(cmd::serve::ServeArgs),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
@@ -89,6 +95,9 @@ pub fn main() -> ExitCode {
         Command::Control(args) => cmd::operator::control(args),
         Command::Enable(args) => cmd::operator::switch(args, true),
         Command::Disable(args) => cmd::operator::switch(args, false),
+        Command::Chat(args) => cmd::chat::chat(&cli.roots, args),
+        Command::Eval(args) => cmd::chat::eval(&cli.roots, args),
+        Command::Inspect(args) => cmd::cost::inspect(&cli.roots, args),
         Command::Serve(args) => cmd::serve::run(&cli.roots, args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),

@@ -36,7 +36,9 @@ use crate::presence::{
 };
 use crate::prompt::{NamedSection, PromptBudget, PromptError, PromptReport, assemble_sections};
 
+mod agent_calls;
 mod skill_script;
+pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 
 /// The meta-tools, by wire name.
 pub const META_TOOLS: [&str; 6] = [
@@ -170,6 +172,7 @@ pub struct Runtime {
     cache: Mutex<HashMap<(String, String), (Instant, Value)>>,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
+    agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
 }
 
 impl Runtime {
@@ -200,6 +203,7 @@ impl Runtime {
             cache: Mutex::new(HashMap::new()),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
+            agent_runner: std::sync::OnceLock::new(),
         }
     }
 
@@ -903,15 +907,7 @@ impl Turn<'_> {
         audit.tool = Some(item.qualified.clone());
         let package = &catalog.packages()[item.package].package;
         let Some(tool) = catalog.tool(item) else {
-            audit.decisions.push(decision(
-                "execute",
-                "error",
-                "agents and workflows run with the agent loop and workflow engine",
-            ));
-            return Ok(outcome(
-                CallStatus::Error,
-                json!({"error": format!("`{wire}` is an agent or workflow; calling it needs the agent loop, which this runtime does not run yet")}),
-            ));
+            return self.agent_call(call_id, wire, index, &arguments, audit);
         };
         let always = self.runtime.always_loaded(&catalog);
         let in_list = is_offered(&catalog, &view, &always.resident, index, &|i| {
@@ -1572,6 +1568,9 @@ impl Turn<'_> {
         let exposed = self.exposed_items(package_id);
         match self.skill_visible(id).map(|(_, s)| s.clone()) {
             Some(skill) => {
+                if let Some(forked) = self.forked_skill(call_id, &skill, audit) {
+                    return Ok(forked);
+                }
                 if !self
                     .runtime
                     .store

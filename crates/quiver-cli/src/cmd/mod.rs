@@ -3,6 +3,8 @@
 pub mod approvals;
 pub mod bench;
 pub mod catalog;
+pub mod chat;
+pub mod cost;
 pub mod lint;
 pub mod mcp_bench;
 pub mod new;

@@ -1,0 +1,4 @@
+mod chat_loop;
+mod common;
+mod providers;
+mod subagents;

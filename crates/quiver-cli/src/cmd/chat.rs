@@ -1,0 +1,697 @@
+//! `quiver chat` (a terminal chat, or one turn with `-m`) and `quiver eval` (tool-choice
+//! figures against the eager baseline): the agent loop of `quiver-agent` over the runtime.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use quiver_agent::agents::{self, Providers};
+use quiver_agent::eval::{self, DryRun, Mode};
+use quiver_agent::session::{CallRecord, SystemPrompt, ToolScope};
+use quiver_agent::{AgentConfig, ChatSession, Observer, Quiet, SubAgents, TurnReport};
+use quiver_policy::Principal;
+use quiver_runtime::approver::{Answer, Approver, Card, Question, TerminalApprover};
+use quiver_runtime::executor::Executor;
+use quiver_runtime::runtime::{AgentRunner, AgentTask};
+use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
+use quiver_store::{AuditEntry, AuditKind, AuditQuery, Store};
+use serde_json::{Value, json};
+
+use super::runtime::{StateArgs, origin, principal};
+use crate::roots::RootArgs;
+
+/// Which model answers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// The agent configuration file (default: `$QUIVER_AGENT_CONFIG`, else
+    /// `~/.config/quiver/agent.yaml`).
+    #[arg(long = "agent-config", value_name = "PATH")]
+    pub agent_config: Option<PathBuf>,
+    /// The provider, by its name in the configuration.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model, instead of the provider's own.
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+impl ModelArgs {
+    fn providers(&self) -> miette::Result<Arc<Providers>> {
+        let mut config = AgentConfig::load(self.agent_config.as_deref()).map_err(|e| {
+            miette::miette!(help = "see docs/agent.md for the configuration", "{e}")
+        })?;
+        if let Some(p) = &self.provider {
+            config.default = Some(p.clone());
+        }
+        if let Some(m) = &self.model {
+            let name = config
+                .default_provider()
+                .map_err(|e| miette::miette!("{e}"))?
+                .to_owned();
+            if let Some(p) = config.providers.get_mut(&name) {
+                p.model.clone_from(m);
+            }
+        }
+        config
+            .default_provider()
+            .map_err(|e| miette::miette!(help = "see docs/agent.md for examples", "{e}"))?;
+        Ok(Arc::new(Providers::new(config)))
+    }
+}
+
+/// Arguments of `quiver chat`.
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    /// Run one turn with this message, print the reply and exit (no terminal needed).
+    #[arg(short = 'm', long = "message")]
+    pub message: Option<String>,
+    /// With `-m`: print the reply, each tool call with its decisions and result, and the token
+    /// counts as JSON.
+    #[arg(long, requires = "message")]
+    pub json: bool,
+    /// Talk to this package agent (`<package>.<agent>`) instead of the default chat agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Who talks, `USER:ROLE`; default the local owner.
+    #[arg(long = "as", value_name = "USER:ROLE")]
+    pub as_user: Option<String>,
+    /// The platform the conversation is on; an agent declaring it is chosen automatically.
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// The conversation scope, `group:ID`, `private:ID` or `channel:ID`.
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Continue this runtime session (its consents, loaded tools and skills; not its messages).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Answer consent and ordinary approvals with yes; never a dangerous or `human` tool's.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+/// Arguments of `quiver eval`.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The cases: YAML (a list, or `cases:`) or JSON Lines (`.jsonl`).
+    pub cases: PathBuf,
+    /// Also run the baseline: `eager` offers every tool schema and no meta-tools.
+    #[arg(long, value_parser = ["eager"])]
+    pub baseline: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+fn runtime_for(
+    roots: &RootArgs,
+    state: &StateArgs,
+    executor: Arc<dyn Executor>,
+    person: Option<Arc<dyn Approver>>,
+) -> miette::Result<Runtime> {
+    let catalog = super::catalog::load(roots)?;
+    let store = state.open()?;
+    let mut config = crate::roots::runtime_config()?;
+    for (agent, metas) in agents::agent_meta_tools(&catalog) {
+        config.agent_meta_tools.entry(agent).or_insert(metas);
+    }
+    Ok(Runtime::new(
+        catalog,
+        store,
+        executor,
+        ApproverSet {
+            person,
+            console: None,
+            reviewer: None,
+        },
+        config,
+    ))
+}
+
+fn fail(e: impl std::fmt::Display) -> miette::Report {
+    miette::miette!("{e}")
+}
+
+/// A person at this terminal: cards and questions on stderr, answers from stdin (shared with
+/// the chat's own prompt, so both read the same lines).
+struct Person {
+    assume_yes: bool,
+}
+
+fn read_line() -> Option<String> {
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
+impl Approver for Person {
+    fn decide(&self, card: &Card) -> Answer {
+        if self.assume_yes && !card.needs_person {
+            return Answer::AllowForSession;
+        }
+        let what = match card.question {
+            Question::Consent => format!(
+                "Allow the assistant to use package `{}` in this conversation?",
+                card.package
+            ),
+            Question::Approval => format!("Run `{}`?", card.tool),
+        };
+        let risk = if card.risk_categories.is_empty() {
+            String::new()
+        } else {
+            format!("\n  risk: {}", card.risk_categories.join(", "))
+        };
+        crate::err(&format!(
+            "\n{what}\n  arguments: {}\n  why: {}{risk}",
+            card.arguments,
+            card.reasons.join("; ")
+        ));
+        let _ = write!(
+            std::io::stderr(),
+            "[y] once  [a] for this conversation  [n] deny: "
+        );
+        let _ = std::io::stderr().flush();
+        match read_line().map(|l| l.to_lowercase()).as_deref() {
+            Some("y" | "yes") => Answer::Allow,
+            Some("a" | "always") if !card.needs_person || card.question == Question::Consent => {
+                Answer::AllowForSession
+            }
+            Some("a" | "always") => Answer::Allow,
+            Some(_) => Answer::Deny,
+            None => Answer::TimedOut,
+        }
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        crate::err(&format!("\nThe assistant asks: {question}"));
+        let _ = write!(std::io::stderr(), "> ");
+        let _ = std::io::stderr().flush();
+        read_line()
+    }
+}
+
+/// Streams the reply to stdout and shows each tool call on stderr.
+struct Show {
+    stream: bool,
+    mid_line: bool,
+}
+
+impl Show {
+    fn end_line(&mut self) {
+        if self.mid_line {
+            let _ = writeln!(std::io::stdout());
+            self.mid_line = false;
+        }
+    }
+}
+
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 160 {
+        format!("{}…", text.chars().take(160).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn status_word(status: CallStatus) -> &'static str {
+    match status {
+        CallStatus::Ok => "ok",
+        CallStatus::Error => "error",
+        CallStatus::Refused => "refused",
+        CallStatus::Invalid => "invalid",
+        CallStatus::Unknown => "unknown",
+        CallStatus::TimedOut => "timed out",
+    }
+}
+
+impl Observer for Show {
+    fn text(&mut self, delta: &str) {
+        if self.stream && !delta.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(delta.as_bytes());
+            let _ = out.flush();
+            self.mid_line = true;
+        }
+    }
+
+    fn call_started(&mut self, name: &str, arguments: &Value) {
+        self.end_line();
+        crate::err(&format!("→ {name} {}", short(arguments)));
+    }
+
+    fn call_finished(&mut self, record: &CallRecord) {
+        crate::err(&format!(
+            "  ← {}: {}",
+            status_word(record.status),
+            short(&record.result)
+        ));
+    }
+
+    fn step_finished(&mut self) {
+        self.end_line();
+    }
+}
+
+fn progress_line(depth: usize, agent: &str, record: &CallRecord) {
+    crate::err(&format!(
+        "{}↳ {agent}: {} {} ← {}",
+        "  ".repeat(depth),
+        record.name,
+        short(&record.arguments),
+        status_word(record.status)
+    ));
+}
+
+/// The chat's agent: `--agent`, else the one agent declaring `--platform`, else `chat`.
+fn choose_agent(runtime: &Runtime, args: &ChatArgs) -> miette::Result<Option<String>> {
+    let catalog = runtime.catalog();
+    if let Some(agent) = &args.agent {
+        agents::profile(&catalog, agent).map_err(fail)?;
+        return Ok(Some(agent.clone()));
+    }
+    match &args.platform {
+        Some(platform) => agents::agent_for_platform(&catalog, platform).map_err(fail),
+        None => Ok(None),
+    }
+}
+
+fn decisions_by_call(store: &dyn Store, session: &str) -> HashMap<String, Value> {
+    let query = AuditQuery {
+        session: Some(session.to_owned()),
+        limit: Some(10_000),
+        ..AuditQuery::default()
+    };
+    store
+        .query_audit(&query)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| {
+            let decisions = serde_json::to_value(&r.entry.decisions).ok()?;
+            Some((r.entry.call_id?, decisions))
+        })
+        .collect()
+}
+
+fn report_json(store: &dyn Store, session: &str, agent: &str, report: &TurnReport) -> Value {
+    let decisions = decisions_by_call(store, session);
+    let calls: Vec<Value> = report
+        .calls
+        .iter()
+        .map(|c| {
+            json!({
+                "call_id": c.call_id,
+                "name": c.name,
+                "arguments": c.arguments,
+                "status": c.status,
+                "decisions": c.call_id.as_ref().and_then(|id| decisions.get(id)).cloned().unwrap_or(json!([])),
+                "result": c.result,
+            })
+        })
+        .collect();
+    json!({
+        "session": session,
+        "agent": agent,
+        "reply": report.reply,
+        "calls": calls,
+        "usage": {"input_tokens": report.usage.input_tokens, "output_tokens": report.usage.output_tokens, "total_tokens": report.usage.total()},
+        "prompt_tokens": report.prompt_tokens,
+        "steps": report.steps,
+        "stopped": report.stopped,
+    })
+}
+
+/// Runs `quiver chat`.
+pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
+    let providers = args.model.providers()?;
+    let sender = principal(args.as_user.as_deref())?;
+    let interactive = args.message.is_none();
+    if interactive && !std::io::stdin().is_terminal() {
+        return Err(miette::miette!(
+            help = "run one turn with `quiver chat -m MESSAGE`",
+            "`quiver chat` needs a terminal"
+        ));
+    }
+    let person: Arc<dyn Approver> = if interactive {
+        Arc::new(Person {
+            assume_yes: args.yes,
+        })
+    } else {
+        Arc::new(TerminalApprover::new(
+            std::io::BufReader::new(std::io::stdin()),
+            std::io::stderr(),
+            std::io::stdin().is_terminal(),
+            args.yes,
+        ))
+    };
+    let runtime = runtime_for(
+        roots,
+        &args.state,
+        Arc::new(super::sandbox_exec::executor()?),
+        Some(person.clone()),
+    )?;
+    let mut runner = SubAgents::new(providers.clone());
+    if !args.json {
+        runner = runner.with_progress(Arc::new(progress_line));
+    }
+    let runner = Arc::new(runner);
+    runtime.set_agent_runner(runner.clone());
+    let agent = choose_agent(&runtime, &args)?;
+    let profile = match &agent {
+        Some(a) => Some(agents::profile(&runtime.catalog(), a).map_err(fail)?),
+        None => None,
+    };
+    let session = match &args.session {
+        Some(id) => id.clone(),
+        None => {
+            let id = runtime
+                .create_session(&SessionRequest {
+                    origin: origin(args.platform.as_deref(), args.scope.as_deref())?,
+                    agent: agent.clone().unwrap_or_else(|| "chat".into()),
+                    principal: sender.clone(),
+                    profile: Profile::Interactive,
+                })
+                .map_err(fail)?;
+            if let Some(p) = &profile {
+                agents::load_declared(&runtime, &id, &p.loads).map_err(fail)?;
+            }
+            id
+        }
+    };
+    let (provider, mut options) = providers
+        .for_agent(
+            agent.as_deref(),
+            profile.as_ref().and_then(|p| p.model.as_deref()),
+        )
+        .map_err(fail)?;
+    if let Some(steps) = profile.as_ref().and_then(|p| p.max_steps) {
+        options.max_steps = steps.max(1);
+    }
+    options.count_tokens = args.json;
+    let mut chat = ChatSession::new(&runtime, provider, options, &session, sender.clone())
+        .with_person(person.clone());
+    if let Some(p) = &profile {
+        chat = chat
+            .with_scope(ToolScope::Only(p.tools.clone()))
+            .with_system(SystemPrompt::Fixed(p.system.clone()));
+    }
+    let agent_name = agent.clone().unwrap_or_else(|| "chat".into());
+    if let Some(message) = &args.message {
+        let report = if args.json {
+            chat.send(message, &mut Quiet)
+        } else {
+            chat.send(
+                message,
+                &mut Show {
+                    stream: false,
+                    mid_line: false,
+                },
+            )
+        }
+        .map_err(fail)?;
+        if args.json {
+            let value = report_json(runtime.store().as_ref(), &session, &agent_name, &report);
+            crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+        } else {
+            crate::out(&report.reply);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    crate::err(&format!(
+        "quiver chat · agent `{agent_name}` · session {session}\n/skills /tools /audit /reset /<skill> [text] /quit"
+    ));
+    let mut show = Show {
+        stream: true,
+        mid_line: false,
+    };
+    loop {
+        let _ = write!(std::io::stderr(), "\n> ");
+        let _ = std::io::stderr().flush();
+        let Some(line) = read_line() else { break };
+        if line.is_empty() {
+            continue;
+        }
+        let result = match line.as_str() {
+            "/quit" | "/exit" => break,
+            "/skills" => {
+                list_skills(&runtime);
+                Ok(())
+            }
+            "/tools" => list_tools(&runtime, &chat, &sender),
+            "/audit" => {
+                show_audit(runtime.store().as_ref(), &session);
+                Ok(())
+            }
+            "/reset" => chat
+                .reset()
+                .map(|ended| {
+                    crate::err(&format!(
+                        "conversation cleared{}",
+                        if ended.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; skills ended: {}", ended.join(", "))
+                        }
+                    ));
+                })
+                .map_err(fail),
+            command if command.starts_with('/') => start_skill(
+                &runtime, &runner, &mut chat, &sender, &person, command, &mut show,
+            ),
+            message => chat
+                .send(message, &mut show)
+                .map(|report| {
+                    show.end_line();
+                    if !show.stream || report.steps == 0 {
+                        crate::out(&report.reply);
+                    }
+                    if report.compacted {
+                        crate::err("(older messages were compacted; active skills ended)");
+                    }
+                })
+                .map_err(fail),
+        };
+        if let Err(e) = result {
+            show.end_line();
+            crate::err(&format!("error: {e}"));
+        }
+    }
+    runtime.end_session(&session).map_err(fail)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list_skills(runtime: &Runtime) {
+    let catalog = runtime.catalog();
+    let mut lines = Vec::new();
+    for cp in catalog.packages().iter().filter(|p| !p.shadowed) {
+        for skill in cp.package.all_skills().filter(|s| s.meta.user_invocable) {
+            let mut line = format!("/{}  {}", skill.id, skill.description);
+            if skill.meta.disable_model_invocation {
+                line.push_str("  (only by hand)");
+            }
+            if skill.meta.fork {
+                line.push_str("  (runs in a sub-agent)");
+            }
+            lines.push(line);
+        }
+    }
+    crate::out(&lines.join("\n"));
+}
+
+fn list_tools(runtime: &Runtime, chat: &ChatSession<'_>, sender: &Principal) -> miette::Result<()> {
+    let turn = runtime
+        .begin_turn(chat.session(), sender.clone(), "")
+        .map_err(fail)?;
+    let (_, tools) = chat.prepare(&turn).map_err(fail)?;
+    let lines: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!(
+                "{}  {}",
+                t.name,
+                t.description.lines().next().unwrap_or_default()
+            )
+        })
+        .collect();
+    crate::out(&lines.join("\n"));
+    Ok(())
+}
+
+fn show_audit(store: &dyn Store, session: &str) {
+    let query = AuditQuery {
+        session: Some(session.to_owned()),
+        limit: Some(30),
+        ..AuditQuery::default()
+    };
+    let lines: Vec<String> = store
+        .query_audit(&query)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .map(|r| {
+            let e = &r.entry;
+            let last = e
+                .decisions
+                .iter()
+                .map(|d| format!("{}: {}", d.step, d.decision))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "{:?}  {}  {}  {}",
+                e.kind,
+                e.tool.as_deref().or(e.skill.as_deref()).unwrap_or("-"),
+                e.status,
+                last
+            )
+        })
+        .collect();
+    crate::out(&lines.join("\n"));
+}
+
+/// `/<skill> [text]`: a person starts a skill, including `disable-model-invocation` ones.
+fn start_skill(
+    runtime: &Runtime,
+    runner: &Arc<SubAgents>,
+    chat: &mut ChatSession<'_>,
+    sender: &Principal,
+    person: &Arc<dyn Approver>,
+    command: &str,
+    show: &mut Show,
+) -> miette::Result<()> {
+    let command = command.trim_start_matches('/');
+    let (id, text) = command
+        .split_once(char::is_whitespace)
+        .unwrap_or((command, ""));
+    let catalog = runtime.catalog();
+    let package = id.split('/').next().unwrap_or(id);
+    let skill = catalog
+        .package(package)
+        .filter(|cp| !cp.shadowed)
+        .and_then(|cp| cp.package.all_skills().find(|s| s.id == id))
+        .filter(|s| s.meta.user_invocable)
+        .ok_or_else(|| {
+            miette::miette!(help = "`/skills` lists them", "no skill command `/{id}`")
+        })?;
+    let body = skill
+        .read_body()
+        .map_err(|d| miette::miette!("{}", d.message))?;
+    if skill.meta.fork {
+        let agent = skill.meta.agent.as_ref().map(|a| {
+            if a.contains('.') {
+                a.clone()
+            } else {
+                format!("{package}.{a}")
+            }
+        });
+        let task = AgentTask {
+            call_id: String::new(),
+            parent_session: chat.session().to_owned(),
+            agent,
+            skill: Some(skill.id.clone()),
+            task: if text.trim().is_empty() {
+                body.trim().to_owned()
+            } else {
+                format!("{}\n\nThe request: {}", body.trim(), text.trim())
+            },
+            sender: sender.clone(),
+            person: Some(person.clone()),
+        };
+        let reply = runner
+            .run(runtime, task)
+            .map_err(|e| miette::miette!("{e}"))?;
+        crate::out(&reply.reply);
+        return Ok(());
+    }
+    let store = runtime.store();
+    if store
+        .activate_skill(chat.session(), &skill.id)
+        .map_err(fail)?
+    {
+        let mut entry = AuditEntry::new(AuditKind::SkillActivated, chat.session());
+        entry.skill = Some(skill.id.clone());
+        entry.detail = Some(json!({"why": "started by the user"}));
+        store.append_audit(&entry).map_err(fail)?;
+    }
+    store.open_package(chat.session(), package).map_err(fail)?;
+    let message = format!(
+        "[I started the skill `{}`. Its instructions:]\n\n{}\n\n{}",
+        skill.id,
+        body.trim(),
+        if text.trim().is_empty() {
+            "Go ahead."
+        } else {
+            text.trim()
+        }
+    );
+    let report = chat.send(&message, show).map_err(fail)?;
+    show.end_line();
+    if report.steps == 0 {
+        crate::out(&report.reply);
+    }
+    Ok(())
+}
+
+/// Runs `quiver eval`.
+pub fn eval(roots: &RootArgs, args: EvalArgs) -> miette::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.cases)
+        .map_err(|e| miette::miette!("cannot read {}: {e}", args.cases.display()))?;
+    let cases = eval::parse_cases(&text, &args.cases).map_err(fail)?;
+    let providers = args.model.providers()?;
+    let runtime = runtime_for(
+        roots,
+        &args.state,
+        Arc::new(DryRun),
+        Some(Arc::new(eval::EvalApprover)),
+    )?;
+    runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
+    let sender = principal(None)?;
+    let mut runs =
+        vec![eval::run(&runtime, &providers, &cases, Mode::Progressive, &sender).map_err(fail)?];
+    if args.baseline.is_some() {
+        runs.push(eval::run(&runtime, &providers, &cases, Mode::Eager, &sender).map_err(fail)?);
+    }
+    if args.json {
+        let value: serde_json::Map<String, Value> = runs
+            .iter()
+            .map(|r| {
+                (
+                    match r.mode {
+                        Mode::Progressive => "progressive".to_owned(),
+                        Mode::Eager => "eager".to_owned(),
+                    },
+                    serde_json::to_value(r).unwrap_or_default(),
+                )
+            })
+            .collect();
+        crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+    } else {
+        for r in &runs {
+            for c in r.cases.iter().filter(|c| !c.correct) {
+                crate::err(&format!(
+                    "{:?} miss: {} (expected {:?}, called {:?}){}",
+                    r.mode,
+                    c.id,
+                    c.expected,
+                    c.called,
+                    c.error
+                        .as_ref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        crate::out(eval::table(&runs).trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,376 @@
+//! `quiver chat -m` and `quiver eval` as real processes against a scripted fake model server
+//! on 127.0.0.1.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use quiver_agent::fake::{Api, FakeServer, Move, ScriptedModel};
+use serde_json::{Value, json};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// A catalog where search is unambiguous: weather, notes, and a dangerous tool.
+fn fixture(root: &Path) {
+    write(
+        root,
+        "weather/quiver.yaml",
+        "id: weather\ndescription: 天气预报 Weather forecasts\n",
+    );
+    write(
+        root,
+        "weather/tools/forecast/tool.yaml",
+        "description: 查询城市天气预报和气温 Get the weather forecast for a city\ncategory: perception\nexpose: true\ninput:\n  type: object\n  properties:\n    city: {type: string}\n  required: [city]\nrun: {command: [sh, -c, 'echo {\"sky\": \"sunny\"}']}\n",
+    );
+    write(
+        root,
+        "notes/quiver.yaml",
+        "id: notes\ndescription: 记笔记 Take notes\n",
+    );
+    write(
+        root,
+        "notes/tools/add_note/tool.yaml",
+        "description: 保存一条笔记 Save a note\ncategory: action\nexpose: true\ninput:\n  type: object\n  properties:\n    text: {type: string, minLength: 1}\n  required: [text]\nrun: {command: [sh, -c, 'echo {}']}\n",
+    );
+    write(
+        root,
+        "group-admin/quiver.yaml",
+        "id: group-admin\ndescription: 群管理 group moderation\n",
+    );
+    write(
+        root,
+        "group-admin/tools/kick_member/tool.yaml",
+        "description: 把成员移出群 Remove a member from the group\ncategory: action\nexpose: true\nrisk: dangerous\nrisk_category: member\ninput: {type: object, properties: {user_id: {type: string}}, required: [user_id]}\nrun: {command: [sh, -c, 'echo {}']}\n",
+    );
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(server: &FakeServer) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        fixture(&dir.path().join("packages"));
+        write(
+            dir.path(),
+            "agent.yaml",
+            &format!(
+                "default: fake\nproviders:\n  fake:\n    kind: openai\n    base_url: {}\n    model: fake-model\n    retry_backoff_ms: 1\n",
+                server.url()
+            ),
+        );
+        Env { dir }
+    }
+
+    fn quiver(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_quiver"))
+            .args(["--root", self.dir.path().join("packages").to_str().unwrap()])
+            .args(args)
+            // `inspect` keeps its sessions in a scratch database of its own.
+            .args(if args.first() == Some(&"inspect") {
+                Vec::new()
+            } else {
+                vec![
+                    "--db".to_owned(),
+                    self.dir.path().join("state.db").display().to_string(),
+                ]
+            })
+            .env("QUIVER_HOME", self.dir.path().join("home"))
+            .env("HOME", self.dir.path().join("home"))
+            .env("QUIVER_AGENT_CONFIG", self.dir.path().join("agent.yaml"))
+            .env_remove("QUIVER_PATH")
+            .env_remove("QUIVER_BASE_URL")
+            .env_remove("QUIVER_MODEL")
+            .env_remove("QUIVER_PROVIDER")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn steps(call: &Value) -> Vec<(String, String)> {
+    call["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["step"].as_str().unwrap().to_owned(),
+                d["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn chat_m_json_shows_each_call_with_its_decisions_and_the_tokens() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    server.push([
+        Move::call("tool_search", json!({"query": "北京天气"})),
+        Move::call("weather__forecast", json!({"city": "北京"})),
+        Move::call("group-admin__kick_member", json!({"user_id": "42"})),
+        Move::text("北京晴。我不能踢人：需要你本人批准。"),
+    ]);
+    let env = Env::new(&server);
+    let out = env.quiver(&[
+        "chat",
+        "-m",
+        "北京天气怎么样？顺便把 42 踢了",
+        "--json",
+        "--yes",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["reply"], "北京晴。我不能踢人：需要你本人批准。");
+    assert_eq!(v["agent"], "chat");
+    let calls = v["calls"].as_array().unwrap();
+    let names: Vec<&str> = calls.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "tool_search",
+            "weather__forecast",
+            "group-admin__kick_member"
+        ]
+    );
+    assert_eq!(calls[0]["status"], "ok");
+    assert_eq!(
+        calls[0]["result"]["results"][0]["name"],
+        "weather__forecast"
+    );
+    assert!(
+        steps(&calls[1]).contains(&("consent".into(), "allow-session".into())),
+        "{:?}",
+        steps(&calls[1])
+    );
+    // --yes never approves a dangerous tool, and there is no terminal to ask.
+    assert_eq!(calls[2]["status"], "refused");
+    assert!(
+        steps(&calls[2])
+            .iter()
+            .any(|(s, d)| s == "approval" && d == "timed-out"),
+        "{:?}",
+        steps(&calls[2])
+    );
+    assert!(
+        calls[2]["result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs human approval"),
+        "{}",
+        calls[2]
+    );
+    assert_eq!(
+        v["usage"],
+        json!({"input_tokens": 400, "output_tokens": 40, "total_tokens": 440})
+    );
+    assert!(v["prompt_tokens"].as_u64().unwrap() > 100);
+    assert_eq!(v["steps"], 4);
+    // The audit log has the same calls.
+    let audit = env.quiver(&[
+        "audit",
+        "--json",
+        "--session",
+        v["session"].as_str().unwrap(),
+    ]);
+    let records = json_of(&audit);
+    assert_eq!(records.as_array().unwrap().len(), 3);
+    // Without --json the reply alone goes to stdout and the calls to stderr.
+    server.push([Move::text("你好！")]);
+    let out = env.quiver(&["chat", "-m", "你好"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "你好！\n");
+}
+
+#[test]
+fn chat_without_a_provider_or_a_terminal_says_what_to_do() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    let env = Env::new(&server);
+    fs::write(env.dir.path().join("agent.yaml"), "providers: {}\n").unwrap();
+    let out = env.quiver(&["chat", "-m", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no model provider is configured") && stderr.contains("QUIVER_BASE_URL"),
+        "{stderr}"
+    );
+    fs::write(
+        env.dir.path().join("agent.yaml"),
+        "providers:\n  x: {base_url: 'http://127.0.0.1:9/v1', model: m, max_retries: 0}\n",
+    )
+    .unwrap();
+    let out = env.quiver(&["chat"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+    let out = env.quiver(&["chat", "-m", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cannot reach http://127.0.0.1:9/v1/chat/completions")
+    );
+}
+
+const CASES: &str = "cases:
+  - request: 北京天气
+    expect: {tool: weather.forecast, arguments: {city: 北京}}
+  - request: 上海天气
+    expect: {tool: weather__forecast, arguments: {city: 上海}}
+  - request: 记一下买牛奶
+    expect: {tool: notes.add_note}
+  - request: 你好
+    expect: none
+  - request: 谢谢
+    expect: none
+";
+
+const MODEL: &str = "rules:
+  - {when: 北京天气, call: weather__forecast, args: {city: 北京}, search: 天气预报, reply: 晴}
+  - {when: 上海天气, call: weather__forecast, args: {city: Shanghai}, search: 天气预报, reply: 雨}
+  - {when: 记一下, call: weather__forecast, args: {city: 牛奶}, search: 天气预报, reply: 嗯}
+  - {when: 你好, reply: 你好！}
+  - {when: 谢谢, call: notes__add_note, args: {text: 谢谢}, search: 记笔记, reply: 记下了}
+";
+
+#[test]
+fn eval_arithmetic_on_a_scripted_run_with_the_eager_baseline() {
+    let model = ScriptedModel::parse(MODEL).unwrap();
+    let server = FakeServer::with_responder(Api::OpenAi, model.responder()).unwrap();
+    let env = Env::new(&server);
+    write(env.dir.path(), "cases.yaml", CASES);
+    let cases = env.dir.path().join("cases.yaml");
+    let out = env.quiver(&[
+        "eval",
+        cases.to_str().unwrap(),
+        "--baseline",
+        "eager",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    for mode in ["progressive", "eager"] {
+        let m = &v[mode]["metrics"];
+        assert_eq!(m["cases"], 5, "{mode}");
+        // 北京 right; 上海 right tool, wrong argument; 记一下 wrong tool; 你好 right; 谢谢 a false call.
+        assert_eq!(m["call_accuracy"], json!(0.6), "{mode}: {m}");
+        assert_eq!(m["false_call_rate"], json!(0.5), "{mode}");
+        assert_eq!(m["wrong_tool_rate"], json!(1.0 / 3.0), "{mode}");
+        assert_eq!(m["argument_accuracy"], json!(0.5), "{mode}");
+        assert_eq!(m["errors"], 0);
+        assert!(m["prompt_tokens_per_turn"].as_f64().unwrap() > 50.0);
+        assert!(m["mean_reply_chars"].as_f64().unwrap() > 0.0);
+    }
+    // Progressive searched first (one more request on the tool cases), eager did not.
+    let requests = server.requests();
+    let searched = requests
+        .iter()
+        .filter(|r| r.body["messages"].to_string().contains("tool_search"))
+        .count();
+    assert!(searched > 0);
+    let eager_first = requests
+        .iter()
+        .rev()
+        .find(|r| quiver_agent::fake::first_user_text(&r.body) == "谢谢")
+        .unwrap();
+    let offered = quiver_agent::fake::offered_tools(&eager_first.body);
+    assert!(
+        !offered.contains(&"tool_search".to_owned()),
+        "no meta-tools in the baseline: {offered:?}"
+    );
+    assert!(
+        offered.contains(&"weather__forecast".to_owned())
+            && offered.contains(&"notes__add_note".to_owned())
+    );
+    // The text form prints both columns.
+    let out = env.quiver(&["eval", cases.to_str().unwrap(), "--baseline", "eager"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("progressive")
+            && table.contains("eager")
+            && table.contains("call accuracy")
+            && table.contains("60.0%"),
+        "{table}"
+    );
+    // Bad case files are clear errors.
+    write(env.dir.path(), "bad.yaml", "- request: x\n");
+    let out = env.quiver(&["eval", env.dir.path().join("bad.yaml").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("say what should happen"));
+}
+
+#[test]
+fn inspect_cost_compares_progressive_disclosure_with_every_schema() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    let env = Env::new(&server);
+    let out = env.quiver(&["inspect", "--cost", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let packages: Vec<&str> = v["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["package"].as_str().unwrap())
+        .collect();
+    assert_eq!(packages, ["group-admin", "notes", "weather"]);
+    // Eager offers the three tools; progressive only the meta-tools.
+    assert_eq!(v["eager"]["tools"], 3);
+    assert_eq!(v["progressive"]["tools"], 6);
+    let eager_sum: u64 = v["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["eager_tokens"].as_u64().unwrap())
+        .sum();
+    // Per-package schemas add up to the whole list, up to the tokens BPE merges across joins.
+    let total = v["eager"]["tool_tokens"].as_u64().unwrap();
+    assert!(eager_sum.abs_diff(total) < 10, "{eager_sum} vs {total}");
+    assert!(v["packages"][2]["catalog_tokens"].as_u64().unwrap() > 5);
+    // A benchmark's tools load as packages.
+    let tools = env.dir.path().join("tools.jsonl");
+    let lines: Vec<String> = (0..25)
+        .map(|i| json!({"name": format!("Demo.tool{i}"), "description": format!("Demo tool number {i} that does a thing"), "parameters": {"type": "dict", "properties": {"x": {"type": "String", "description": "an input"}}, "required": ["x"]}}).to_string())
+        .collect();
+    fs::write(&tools, lines.join("\n")).unwrap();
+    let out = env.quiver(&[
+        "inspect",
+        "--cost",
+        "--bench-tools",
+        tools.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json_of(&out);
+    assert_eq!(v["eager"]["tools"], 25);
+    assert_eq!(v["packages"].as_array().unwrap().len(), 3);
+    assert!(v["reduction"].as_f64().unwrap() > 0.0, "{v}");
+}
