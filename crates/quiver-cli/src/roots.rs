@@ -23,9 +23,18 @@ struct ConfigFile {
     precedence: Option<Vec<String>>,
     #[serde(default)]
     runtime: quiver_runtime::config::RuntimeSection,
+    search: Option<SearchConfig>,
     /// The MCP front's section, read by `quiver serve` (`quiver_mcp::McpConfig`).
     #[serde(default, rename = "mcp")]
     _mcp: Option<serde::de::IgnoredAny>,
+}
+
+/// The config file's `search` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchConfig {
+    /// Weight of the dense term when search is hybrid (0 to 1; default 0.7).
+    dense_weight: Option<f32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -146,6 +155,24 @@ pub fn state_dir() -> Option<PathBuf> {
     match std::env::var_os("XDG_DATA_HOME") {
         Some(xdg) => Some(PathBuf::from(xdg).join("quiver")),
         None => home().map(|home| home.join(".local/share/quiver")),
+    }
+}
+
+/// The config file's `search.dense_weight`, if set (checked to lie in 0..=1).
+pub fn search_weight() -> miette::Result<Option<f32>> {
+    let path = std::env::var_os("QUIVER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")));
+    let Some(path) = path.filter(|p| p.is_file()) else {
+        return Ok(None);
+    };
+    let weight = read_config(&path)?.search.and_then(|s| s.dense_weight);
+    match weight {
+        Some(w) if !(0.0..=1.0).contains(&w) => Err(miette::miette!(
+            "{}: `search.dense_weight` is {w}; it must lie between 0 and 1",
+            path.display()
+        )),
+        _ => Ok(weight),
     }
 }
 

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::tokenize::{Analyzer, Kind, analyze_query, clip};
-use super::{SearchDoc, SearchHit};
+use super::{SearchDoc, SearchHit, top_k};
 
 /// The fields of a [`SearchDoc`], in the order of [`Params::fields`].
 #[derive(Debug, Clone, Copy)]
@@ -445,6 +445,27 @@ impl SearchIndex {
         if k == 0 || self.docs == 0 {
             return Vec::new();
         }
+        let (scores, touched) = self.score_touched(query);
+        let hits: Vec<SearchHit> = touched
+            .into_iter()
+            .map(|d| d as usize)
+            .filter(|&d| scores[d] > 0.0 && admit(d))
+            .map(|d| SearchHit {
+                doc: d,
+                score: scores[d],
+            })
+            .collect();
+        top_k(hits, k)
+    }
+
+    /// The BM25F score of every doc for `query`, by doc index (0 for a doc sharing no term
+    /// with it).
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        self.score_touched(query).0
+    }
+
+    /// Scores of every doc, and the docs that share a term with `query`.
+    fn score_touched(&self, query: &str) -> (Vec<f32>, Vec<u32>) {
         let query = clip(query, MAX_QUERY_BYTES);
         // Term id → (occurrences outside negated parts, occurrences inside).
         let mut qterms: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
@@ -493,23 +514,7 @@ impl SearchIndex {
                 scores[d as usize] += qw * w;
             }
         }
-        let mut hits: Vec<SearchHit> = touched
-            .into_iter()
-            .map(|d| d as usize)
-            .filter(|&d| scores[d] > 0.0 && admit(d))
-            .map(|d| SearchHit {
-                doc: d,
-                score: scores[d],
-            })
-            .collect();
-        let order =
-            |a: &SearchHit, b: &SearchHit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
-        if hits.len() > k {
-            hits.select_nth_unstable_by(k - 1, order);
-            hits.truncate(k);
-        }
-        hits.sort_unstable_by(order);
-        hits
+        (scores, touched)
     }
 
     /// Pairs of docs `(i, j)`, `i < j`, among `candidates` whose summary, description and

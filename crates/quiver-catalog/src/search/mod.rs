@@ -1,13 +1,17 @@
 //! The `tool_search` index: bilingual (English and Chinese) BM25F over the fields of packages,
-//! tools, agents, workflows, skills and built-in tools.
+//! tools, agents, workflows, skills and built-in tools, fused with dense retrieval when a
+//! sentence-embedding model is installed ([`Semantic`], [`DenseIndex`], [`fuse`]).
 //!
-//! Pure: no I/O. Build one [`SearchIndex`] per catalog snapshot; it is immutable and shared.
+//! Build one [`SearchIndex`] (and [`DenseIndex`]) per catalog snapshot; they are immutable and
+//! shared. BM25 is pure; the dense index reads and writes its vector cache file.
 
 mod bm25;
+mod hybrid;
 mod stem;
 mod tokenize;
 
 pub use bm25::SearchIndex;
+pub use hybrid::{DEFAULT_WEIGHT, DenseIndex, Method, Semantic, dense_text, fuse};
 pub use tokenize::tokenize;
 
 /// One searchable entry: a package, a tool, an agent, a workflow, a skill or a built-in tool.
@@ -42,6 +46,20 @@ pub struct SearchHit {
     pub doc: usize,
     /// Its score; higher is better. Only positive scores are returned.
     pub score: f32,
+}
+
+/// The best `k` hits, best first; equal scores go to the lower doc index.
+pub(crate) fn top_k(mut hits: Vec<SearchHit>, k: usize) -> Vec<SearchHit> {
+    let order = |a: &SearchHit, b: &SearchHit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
+    if k == 0 {
+        return Vec::new();
+    }
+    if hits.len() > k {
+        hits.select_nth_unstable_by(k - 1, order);
+        hits.truncate(k);
+    }
+    hits.sort_unstable_by(order);
+    hits
 }
 
 #[cfg(test)]

