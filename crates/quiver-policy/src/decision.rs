@@ -258,6 +258,13 @@ pub enum RefusalReason {
         /// What went wrong.
         why: String,
     },
+    /// The sandbox refused an action the package's permissions do not declare (a host not in
+    /// `network`, say).
+    SandboxDenied {
+        /// What the sandbox refused, e.g. "network access to HOST denied: not in the
+        /// package's permissions".
+        why: String,
+    },
 }
 
 impl fmt::Display for RefusalReason {
@@ -307,6 +314,7 @@ impl fmt::Display for RefusalReason {
                 f,
                 "the operator's hook `{hook}` failed ({why}), and a failing hook blocks the call"
             ),
+            RefusalReason::SandboxDenied { why } => f.write_str(why),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The `runtime:` section of Quiver's configuration file, read into a [`RuntimeConfig`]:
 //! limits, prompt budgets, the meta-tools of each agent profile, the operator's
-//! `always_loaded` list, dangerous names and `funds` switch, package settings and hooks.
+//! `always_loaded` list, dangerous names and `funds` switch, package settings, hooks and the
+//! switch allowing unsandboxed execution.
 //! Every field is optional; what is left out keeps its default. See docs/config.md.
 
 use std::collections::BTreeMap;
@@ -42,6 +43,9 @@ pub struct RuntimeSection {
     pub settings: BTreeMap<String, serde_json::Map<String, Value>>,
     /// Hooks run before calls.
     pub hooks: HooksSpec,
+    /// Run package tools without the sandbox where this machine cannot enforce it (default
+    /// off: they are refused).
+    pub allow_unsandboxed: bool,
 }
 
 /// One agent profile.
@@ -202,6 +206,7 @@ impl RuntimeSection {
             }
         }
         config.hooks = self.hooks.before_call;
+        config.allow_unsandboxed = self.allow_unsandboxed;
         Ok(config)
     }
 }
@@ -223,6 +228,23 @@ mod tests {
         assert_eq!(config.max_loaded, default.max_loaded);
         assert_eq!(config.agent_meta_tools, default.agent_meta_tools);
         assert!(config.hooks.is_empty());
+        assert!(!config.allow_unsandboxed);
+    }
+
+    #[test]
+    fn unsandboxed_execution_is_an_explicit_switch() {
+        assert!(
+            section(json!({"allow_unsandboxed": true}))
+                .unwrap()
+                .allow_unsandboxed
+        );
+        assert!(
+            !section(json!({"allow_unsandboxed": false}))
+                .unwrap()
+                .allow_unsandboxed
+        );
+        let error = section(json!({"allow_unsandboxed": "yes"})).unwrap_err();
+        assert!(error.contains("expected a boolean"), "{error}");
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct RuntimeConfig {
     pub settings: HashMap<String, serde_json::Map<String, Value>>,
     /// The operator's command hooks, run before every call they match.
     pub hooks: Vec<CommandHookSpec>,
+    /// Whether package tools may run without the sandbox where this machine cannot enforce it
+    /// (the operator's explicit choice; the audit record of each such call notes it).
+    pub allow_unsandboxed: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -94,6 +97,7 @@ impl Default for RuntimeConfig {
             agent_meta_tools,
             settings: HashMap::new(),
             hooks: Vec::new(),
+            allow_unsandboxed: false,
         }
     }
 }
@@ -1115,9 +1119,18 @@ impl Turn<'_> {
                 audit
                     .decisions
                     .push(decision("sandbox", "refused", &reason));
+                // Final for the turn (DESIGN.md §3): later calls of this tool are refused at once.
+                let refusal = quiver_policy::Refusal::new(
+                    quiver_policy::RefusalReason::SandboxDenied { why: reason },
+                    quiver_policy::Lockout {
+                        tool: item.qualified.clone(),
+                        categories: Vec::new(),
+                    },
+                );
+                self.state.record_refusal(&refusal);
                 return Ok(outcome(
                     CallStatus::Refused,
-                    json!({"error": format!("refused: {reason}; do not retry")}),
+                    json!({"error": refusal.message}),
                 ));
             }
             Err(ExecError::TimedOut(d)) => {

@@ -187,7 +187,7 @@ impl Executor for SandboxExecutor {
 
     fn isolation_note(&self) -> Option<String> {
         matches!(self.sandbox.isolation(), Ok(false)).then(|| {
-            "package code ran WITHOUT the sandbox: this machine cannot enforce it and the operator set QUIVER_ALLOW_UNSANDBOXED".to_owned()
+            "package code ran WITHOUT the sandbox: this machine cannot enforce it and the operator allowed unsandboxed execution (`runtime.allow_unsandboxed` or QUIVER_ALLOW_UNSANDBOXED=1)".to_owned()
         })
     }
 }

@@ -250,7 +250,7 @@ impl Drop for Spawned {
 
 fn unavailable_message(why: &str) -> String {
     format!(
-        "package tools cannot run: {why}. Quiver refuses to run package code without its sandbox; an operator who accepts the risk can set QUIVER_ALLOW_UNSANDBOXED=1"
+        "package tools cannot run: {why}. Quiver refuses to run package code without its sandbox; an operator who accepts the risk can set `allow_unsandboxed: true` in the config file's `runtime:` section (or QUIVER_ALLOW_UNSANDBOXED=1)"
     )
 }
 
@@ -367,7 +367,7 @@ impl Sandbox {
                 .args(&argv[1..]);
             policy_file = Some(path);
         } else {
-            tracing::warn!(package = %job.package, "running a package tool WITHOUT the sandbox (QUIVER_ALLOW_UNSANDBOXED)");
+            tracing::warn!(package = %job.package, "running a package tool WITHOUT the sandbox (the operator allowed unsandboxed execution)");
             command = Command::new(&program);
             command
                 .args(&argv[1..])

@@ -15,7 +15,8 @@ pub fn run(args: &[OsString]) -> ExitCode {
 }
 
 /// The executor for package tools: Quiver's sandbox, with this binary as its launcher and
-/// data folders under the state folder. `QUIVER_ALLOW_UNSANDBOXED=1` lets an operator run
+/// data folders under the state folder. `allow_unsandboxed: true` in the config file's
+/// `runtime:` section (or, equivalently, `QUIVER_ALLOW_UNSANDBOXED=1`) lets an operator run
 /// package tools without isolation where the machine cannot enforce it.
 pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
     let exe = std::env::current_exe().map_err(|e| {
@@ -29,7 +30,8 @@ pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> 
     })?;
     let mut config =
         quiver_sandbox::SandboxConfig::new(vec![exe.into_os_string(), NAME.into()], state);
-    config.allow_unsandboxed = std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
+    config.allow_unsandboxed = crate::roots::runtime_config()?.allow_unsandboxed
+        || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
     quiver_runtime::sandboxed::SandboxExecutor::new(config)
         .map_err(|e| miette::miette!("cannot set up the sandbox: {e}"))
 }

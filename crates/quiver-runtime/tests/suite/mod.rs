@@ -2,4 +2,5 @@ mod common;
 mod hooks;
 mod meta_tools;
 mod pipeline;
+mod sandbox_refusal;
 mod sessions;
