@@ -117,43 +117,53 @@ impl<R: BufRead + Send, W: Write + Send> Approver for TerminalApprover<R, W> {
         if self.assume_yes && !card.needs_person {
             return Answer::AllowForSession;
         }
-        let what = match card.question {
-            Question::Consent => format!(
-                "Allow the model to use package `{}` in this conversation?",
-                card.package
-            ),
-            Question::Approval => format!("Run `{}`?", card.tool),
-        };
-        let risk = if card.risk_categories.is_empty() {
-            String::new()
-        } else {
-            format!("\n  risk: {}", card.risk_categories.join(", "))
-        };
-        let text = format!(
-            "\n{what}\n  package: {}\n  tool: {}\n  arguments: {}\n  why: {}{risk}\n[y] once  [a] for this conversation  [n] deny: ",
-            card.package,
-            card.tool,
-            card.arguments,
-            card.reasons.join("; ")
-        );
-        match self
-            .prompt(&text)
-            .as_deref()
-            .map(str::to_lowercase)
-            .as_deref()
-        {
-            Some("y" | "yes") => Answer::Allow,
-            Some("a" | "always") if !card.needs_person || card.question == Question::Consent => {
-                Answer::AllowForSession
-            }
-            Some("a" | "always") => Answer::Allow,
-            Some(_) => Answer::Deny,
-            None => Answer::TimedOut,
-        }
+        let line = self.prompt(&format!("{}{CARD_CHOICES}", card_text(card)));
+        answer_from(line.as_deref(), card)
     }
 
     fn answer_question(&self, question: &str) -> Option<String> {
         self.prompt(&format!("\nThe assistant asks: {question}\n> "))
+    }
+}
+
+/// The choices a person at a terminal is offered after a card.
+pub const CARD_CHOICES: &str = "\n[y] once  [a] for this conversation  [n] deny: ";
+
+/// A card as a person at a terminal reads it: the question, the package, the tool, the exact
+/// arguments, why it asks and the risk category.
+pub fn card_text(card: &Card) -> String {
+    let what = match card.question {
+        Question::Consent => format!(
+            "Allow the model to use package `{}` in this conversation?",
+            card.package
+        ),
+        Question::Approval => format!("Run `{}`?", card.tool),
+    };
+    let risk = if card.risk_categories.is_empty() {
+        String::new()
+    } else {
+        format!("\n  risk: {}", card.risk_categories.join(", "))
+    };
+    format!(
+        "\n{what}\n  package: {}\n  tool: {}\n  arguments: {}\n  why: {}{risk}",
+        card.package,
+        card.tool,
+        card.arguments,
+        card.reasons.join("; ")
+    )
+}
+
+/// The answer a typed line gives to `card` (`None`: nobody typed anything). "For this
+/// conversation" is never granted to a card that needs a person each time, except consent.
+pub fn answer_from(line: Option<&str>, card: &Card) -> Answer {
+    match line.map(str::to_lowercase).as_deref() {
+        Some("y" | "yes") => Answer::Allow,
+        Some("a" | "always") if !card.needs_person || card.question == Question::Consent => {
+            Answer::AllowForSession
+        }
+        Some("a" | "always") => Answer::Allow,
+        Some(_) => Answer::Deny,
+        None => Answer::TimedOut,
     }
 }
 
