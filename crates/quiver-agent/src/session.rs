@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use quiver_package::tool::ToolScope as ItemScope;
 use quiver_policy::Principal;
 use quiver_runtime::approver::Approver;
-use quiver_runtime::{CallOutcome, CallStatus, Runtime, Turn};
+use quiver_runtime::{CallStatus, Runtime, Turn};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -242,6 +242,19 @@ impl<'r> ChatSession<'r> {
         self
     }
 
+    /// Begins a runtime turn of this conversation for `message`, with its sender, its person
+    /// and its model (so skills bound to that model are shown, and no other model's).
+    pub fn begin_turn(&self, message: &str) -> Result<Turn<'r>, AgentError> {
+        let mut turn = self
+            .runtime
+            .begin_turn(&self.session, self.sender.clone(), message)?;
+        if let Some(person) = &self.person {
+            turn.set_person(person.clone());
+        }
+        turn.set_model(&self.options.model);
+        Ok(turn)
+    }
+
     /// The runtime session's id.
     pub fn session(&self) -> &str {
         &self.session
@@ -323,12 +336,7 @@ impl<'r> ChatSession<'r> {
             compacted: self.compact()?,
             ..TurnReport::default()
         };
-        let mut turn = self
-            .runtime
-            .begin_turn(&self.session, self.sender.clone(), message)?;
-        if let Some(person) = &self.person {
-            turn.set_person(person.clone());
-        }
+        let mut turn = self.begin_turn(message)?;
         self.conversation.push(Message::User {
             text: message.to_owned(),
         });
@@ -469,13 +477,13 @@ impl<'r> ChatSession<'r> {
         let outcome = if self.allowed(turn, &call.name) {
             turn.call(&call.name, call.arguments.clone())?
         } else {
-            // Outside this agent's tools: the same answer as a name that does not exist.
-            CallOutcome {
-                call_id: String::new(),
-                status: CallStatus::Unknown,
-                content: json!({"error": format!("unknown tool: {}", call.name)}),
-                cached: false,
-            }
+            // Outside this agent's tools: the same answer as a name that does not exist,
+            // audited by the runtime.
+            turn.refuse_as_unknown(
+                &call.name,
+                &call.arguments,
+                "outside this agent's declared tools",
+            )?
         };
         let record = CallRecord {
             call_id: (!outcome.call_id.is_empty()).then_some(outcome.call_id),

@@ -405,6 +405,7 @@ impl Runtime {
             prompt_sections: record.prompt_versions.clone(),
             person: None,
             session_disabled: session_disabled(&record.state),
+            model: None,
         })
     }
 
@@ -609,6 +610,7 @@ pub struct Turn<'r> {
     prompt_sections: Value,
     person: Option<Arc<dyn Approver>>,
     session_disabled: BTreeSet<String>,
+    model: Option<String>,
 }
 
 impl Turn<'_> {
@@ -616,6 +618,12 @@ impl Turn<'_> {
     /// user: an MCP client's elicitation, a chat terminal), instead of the runtime's default.
     pub fn set_person(&mut self, person: Arc<dyn Approver>) {
         self.person = Some(person);
+    }
+
+    /// Tells the runtime which model this turn talks to: skills bound to a `model` are shown
+    /// only to that model (until this is called, to none).
+    pub fn set_model(&mut self, model: &str) {
+        self.model = Some(model.to_owned());
     }
 
     /// Whether `package` is on: neither the operator nor this conversation's user switched
@@ -718,16 +726,48 @@ impl Turn<'_> {
         &self,
         id: &str,
     ) -> Option<(&quiver_package::Package, &quiver_package::skill::Skill)> {
+        self.skill_admitted(id, Invoker::Model)
+    }
+
+    /// The skills a person may start by hand this turn ([`Turn::start_skill_by_user`]), in
+    /// catalog order.
+    pub fn skills_for_user(&self) -> Vec<&quiver_package::skill::Skill> {
+        self.catalog
+            .packages()
+            .iter()
+            .filter(|cp| !cp.shadowed)
+            .flat_map(|cp| cp.package.all_skills())
+            .filter(|s| self.skill_admitted(&s.id, Invoker::User).is_some())
+            .collect()
+    }
+
+    /// The skill with `id` if `invoker` may start it this turn: its package is on, the origin
+    /// and sender meet its restrictions, and this turn's model is the one it is bound to (if
+    /// any). `disable-model-invocation` hides it from the model only; `user-invocable: false`
+    /// from the user only.
+    fn skill_admitted(
+        &self,
+        id: &str,
+        invoker: Invoker,
+    ) -> Option<(&quiver_package::Package, &quiver_package::skill::Skill)> {
         let package_id = id.split('/').next()?;
         let cp = self.catalog.package(package_id)?;
         if !self.enabled(package_id) {
             return None;
         }
         let skill = cp.package.all_skills().find(|s| s.id == id)?;
-        // `model` hides a skill from other models. The runtime learns the session's model only
-        // with the agent loop (issue 6); until then a skill bound to a model stays hidden.
-        let hidden_by_model = skill.meta.model.is_some();
-        if skill.meta.disable_model_invocation
+        // `model` hides a skill from other models; until the front names the turn's model
+        // (`set_model`), a skill bound to a model stays hidden.
+        let hidden_by_model = skill
+            .meta
+            .model
+            .as_deref()
+            .is_some_and(|m| self.model.as_deref() != Some(m));
+        let hidden_from_invoker = match invoker {
+            Invoker::Model => skill.meta.disable_model_invocation,
+            Invoker::User => !skill.meta.user_invocable,
+        };
+        if hidden_from_invoker
             || hidden_by_model
             || !admit(
                 &Restrictions::of_skill(&skill.meta),
@@ -848,8 +888,47 @@ impl Turn<'_> {
     pub fn call(&mut self, name: &str, arguments: Value) -> Result<CallOutcome, RuntimeError> {
         let call_id = new_id("call");
         let started = Instant::now();
+        let mut audit = self.call_audit(&call_id, name, &arguments);
+        let outcome = if self.meta_tools().contains(&name) {
+            audit
+                .decisions
+                .push(decision("visibility", "allow", "a meta-tool of this agent"));
+            self.meta_call(&call_id, name, &arguments, &mut audit)?
+        } else {
+            self.tool_call(&call_id, name, arguments, &mut audit)?
+        };
+        self.finish_audit(audit, &outcome, started)?;
+        Ok(outcome)
+    }
+
+    /// Answers a call the front does not let this agent make (a tool outside a sub-agent's
+    /// declared set) as an unknown tool, exactly as for a name that does not exist, and writes
+    /// its audit record with `why`.
+    pub fn refuse_as_unknown(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        why: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let call_id = new_id("call");
+        let started = Instant::now();
+        let mut audit = self.call_audit(&call_id, name, arguments);
+        audit.decisions.push(decision("resolve", "unknown", why));
+        let outcome = CallOutcome {
+            call_id,
+            status: CallStatus::Unknown,
+            content: json!({"error": format!("unknown tool: {name}")}),
+            cached: false,
+        };
+        self.finish_audit(audit, &outcome, started)?;
+        Ok(outcome)
+    }
+
+    /// The audit record of a call of `name` as it starts: who, where, and a digest of the
+    /// arguments without their secret fields.
+    fn call_audit(&self, call_id: &str, name: &str, arguments: &Value) -> AuditEntry {
         let mut audit = AuditEntry::new(AuditKind::Call, self.session.clone());
-        audit.call_id = Some(call_id.clone());
+        audit.call_id = Some(call_id.to_owned());
         audit.principal = serde_json::to_value(&self.sender).unwrap_or_default();
         audit.origin = serde_json::to_value(&self.origin).unwrap_or_default();
         audit.tool = Some(name.to_owned());
@@ -860,15 +939,36 @@ impl Turn<'_> {
             .map(|tool| secret_fields(&tool.input))
             .unwrap_or_default();
         let secret_refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
-        audit.argument_digest = Some(argument_digest(&arguments, &secret_refs));
-        let outcome = if self.meta_tools().contains(&name) {
-            audit
-                .decisions
-                .push(decision("visibility", "allow", "a meta-tool of this agent"));
-            self.meta_call(&call_id, name, &arguments, &mut audit)?
-        } else {
-            self.tool_call(&call_id, name, arguments, &mut audit)?
-        };
+        audit.argument_digest = Some(argument_digest(arguments, &secret_refs));
+        audit
+    }
+
+    /// A person starts the skill `id` by hand (`/<skill>` in a chat). The skill is admitted as
+    /// `read_skill` admits it (package on; platforms, scopes, permissions and `model` met),
+    /// except that `disable-model-invocation` does not hide it and `user-invocable: false`
+    /// does; anything else is "no such skill". It is activated (or, with `context: fork`, run
+    /// in a sub-agent with this turn's message as the request) and audited, and the outcome
+    /// carries what `read_skill` returns (`instructions` when newly activated).
+    pub fn start_skill_by_user(&mut self, id: &str) -> Result<CallOutcome, RuntimeError> {
+        let call_id = new_id("call");
+        let started = Instant::now();
+        let mut audit = self.call_audit(&call_id, "read_skill", &json!({"id": id}));
+        audit.skill = Some(id.to_owned());
+        audit
+            .decisions
+            .push(decision("invoker", "user", "started by the user"));
+        let outcome = self.read_skill(&call_id, id, Invoker::User, &mut audit)?;
+        self.finish_audit(audit, &outcome, started)?;
+        Ok(outcome)
+    }
+
+    /// Records how a call ended and writes its audit record.
+    fn finish_audit(
+        &self,
+        mut audit: AuditEntry,
+        outcome: &CallOutcome,
+        started: Instant,
+    ) -> Result<(), RuntimeError> {
         audit.status = match outcome.status {
             CallStatus::Ok => AuditStatus::Ok,
             CallStatus::Error => AuditStatus::Error,
@@ -879,7 +979,7 @@ impl Turn<'_> {
         audit.cached = outcome.cached;
         audit.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.runtime.store.append_audit(&audit)?;
-        Ok(outcome)
+        Ok(())
     }
 
     fn tool_call(
@@ -1451,7 +1551,7 @@ impl Turn<'_> {
         };
         Ok(match name {
             "read_skill" => match text_arg("id") {
-                Some(id) => self.read_skill(call_id, &id, audit)?,
+                Some(id) => self.read_skill(call_id, &id, Invoker::Model, audit)?,
                 None => err(
                     CallStatus::Invalid,
                     "invalid arguments: `id` is required".into(),
@@ -1524,6 +1624,7 @@ impl Turn<'_> {
         &mut self,
         call_id: &str,
         id: &str,
+        invoker: Invoker,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
         let ok = |content: Value| CallOutcome {
@@ -1579,7 +1680,7 @@ impl Turn<'_> {
         }
         let package = &cp.package;
         let exposed = self.exposed_items(package_id);
-        match self.skill_visible(id).map(|(_, s)| s.clone()) {
+        match self.skill_admitted(id, invoker).map(|(_, s)| s.clone()) {
             Some(skill) => {
                 if let Some(forked) = self.forked_skill(call_id, &skill, audit) {
                     return Ok(forked);
@@ -1616,7 +1717,10 @@ impl Turn<'_> {
                     &self.session,
                     &skill.id,
                     AuditKind::SkillActivated,
-                    "read_skill",
+                    match invoker {
+                        Invoker::Model => "read_skill",
+                        Invoker::User => "started by the user",
+                    },
                 )?;
                 audit
                     .decisions
@@ -1646,7 +1750,7 @@ impl Turn<'_> {
                     "unlocked_tools": unlocked,
                 })))
             }
-            None if id == package_id && package.skill.is_none() => {
+            None if invoker == Invoker::Model && id == package_id && package.skill.is_none() => {
                 self.runtime.store.open_package(&self.session, package_id)?;
                 audit
                     .decisions
@@ -1719,6 +1823,13 @@ impl Turn<'_> {
         }
         Ok(json!({"results": results}))
     }
+}
+
+/// Who starts a skill: the model (`read_skill`) or a person by hand (`/<skill>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Invoker {
+    Model,
+    User,
 }
 
 fn meta_definition(name: &str) -> ToolDefinition {

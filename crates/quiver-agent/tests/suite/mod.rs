@@ -1,4 +1,5 @@
 mod chat_loop;
 mod common;
 mod providers;
+mod runtime_hooks;
 mod subagents;

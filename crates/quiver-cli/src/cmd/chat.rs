@@ -11,12 +11,12 @@ use quiver_agent::agents::{self, Providers};
 use quiver_agent::eval::{self, DryRun, Mode};
 use quiver_agent::session::{CallRecord, SystemPrompt, ToolScope};
 use quiver_agent::{AgentConfig, ChatSession, Observer, Quiet, SubAgents, TurnReport};
-use quiver_policy::Principal;
-use quiver_runtime::approver::{Answer, Approver, Card, Question, TerminalApprover};
+use quiver_runtime::approver::{
+    Answer, Approver, CARD_CHOICES, Card, TerminalApprover, answer_from, card_text,
+};
 use quiver_runtime::executor::Executor;
-use quiver_runtime::runtime::{AgentRunner, AgentTask};
 use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
-use quiver_store::{AuditEntry, AuditKind, AuditQuery, Store};
+use quiver_store::{AuditQuery, Store};
 use serde_json::{Value, json};
 
 use super::runtime::{StateArgs, origin, principal};
@@ -160,37 +160,10 @@ impl Approver for Person {
         if self.assume_yes && !card.needs_person {
             return Answer::AllowForSession;
         }
-        let what = match card.question {
-            Question::Consent => format!(
-                "Allow the assistant to use package `{}` in this conversation?",
-                card.package
-            ),
-            Question::Approval => format!("Run `{}`?", card.tool),
-        };
-        let risk = if card.risk_categories.is_empty() {
-            String::new()
-        } else {
-            format!("\n  risk: {}", card.risk_categories.join(", "))
-        };
-        crate::err(&format!(
-            "\n{what}\n  arguments: {}\n  why: {}{risk}",
-            card.arguments,
-            card.reasons.join("; ")
-        ));
-        let _ = write!(
-            std::io::stderr(),
-            "[y] once  [a] for this conversation  [n] deny: "
-        );
+        crate::err(&card_text(card));
+        let _ = write!(std::io::stderr(), "{}", CARD_CHOICES.trim_start());
         let _ = std::io::stderr().flush();
-        match read_line().map(|l| l.to_lowercase()).as_deref() {
-            Some("y" | "yes") => Answer::Allow,
-            Some("a" | "always") if !card.needs_person || card.question == Question::Consent => {
-                Answer::AllowForSession
-            }
-            Some("a" | "always") => Answer::Allow,
-            Some(_) => Answer::Deny,
-            None => Answer::TimedOut,
-        }
+        answer_from(read_line().as_deref(), card)
     }
 
     fn answer_question(&self, question: &str) -> Option<String> {
@@ -365,8 +338,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
     if !args.json {
         runner = runner.with_progress(Arc::new(progress_line));
     }
-    let runner = Arc::new(runner);
-    runtime.set_agent_runner(runner.clone());
+    runtime.set_agent_runner(Arc::new(runner));
     let agent = choose_agent(&runtime, &args)?;
     let profile = match &agent {
         Some(a) => Some(agents::profile(&runtime.catalog(), a).map_err(fail)?),
@@ -444,11 +416,8 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
         }
         let result = match line.as_str() {
             "/quit" | "/exit" => break,
-            "/skills" => {
-                list_skills(&runtime);
-                Ok(())
-            }
-            "/tools" => list_tools(&runtime, &chat, &sender),
+            "/skills" => list_skills(&chat),
+            "/tools" => list_tools(&chat),
             "/audit" => {
                 show_audit(runtime.store().as_ref(), &session);
                 Ok(())
@@ -466,9 +435,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
                     ));
                 })
                 .map_err(fail),
-            command if command.starts_with('/') => start_skill(
-                &runtime, &runner, &mut chat, &sender, &person, command, &mut show,
-            ),
+            command if command.starts_with('/') => start_skill(&mut chat, command, &mut show),
             message => chat
                 .send(message, &mut show)
                 .map(|report| {
@@ -491,11 +458,12 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn list_skills(runtime: &Runtime) {
-    let catalog = runtime.catalog();
-    let mut lines = Vec::new();
-    for cp in catalog.packages().iter().filter(|p| !p.shadowed) {
-        for skill in cp.package.all_skills().filter(|s| s.meta.user_invocable) {
+fn list_skills(chat: &ChatSession<'_>) -> miette::Result<()> {
+    let turn = chat.begin_turn("").map_err(fail)?;
+    let lines: Vec<String> = turn
+        .skills_for_user()
+        .into_iter()
+        .map(|skill| {
             let mut line = format!("/{}  {}", skill.id, skill.description);
             if skill.meta.disable_model_invocation {
                 line.push_str("  (only by hand)");
@@ -503,16 +471,15 @@ fn list_skills(runtime: &Runtime) {
             if skill.meta.fork {
                 line.push_str("  (runs in a sub-agent)");
             }
-            lines.push(line);
-        }
-    }
+            line
+        })
+        .collect();
     crate::out(&lines.join("\n"));
+    Ok(())
 }
 
-fn list_tools(runtime: &Runtime, chat: &ChatSession<'_>, sender: &Principal) -> miette::Result<()> {
-    let turn = runtime
-        .begin_turn(chat.session(), sender.clone(), "")
-        .map_err(fail)?;
+fn list_tools(chat: &ChatSession<'_>) -> miette::Result<()> {
+    let turn = chat.begin_turn("").map_err(fail)?;
     let (_, tools) = chat.prepare(&turn).map_err(fail)?;
     let lines: Vec<String> = tools
         .iter()
@@ -559,80 +526,39 @@ fn show_audit(store: &dyn Store, session: &str) {
     crate::out(&lines.join("\n"));
 }
 
-/// `/<skill> [text]`: a person starts a skill, including `disable-model-invocation` ones.
-fn start_skill(
-    runtime: &Runtime,
-    runner: &Arc<SubAgents>,
-    chat: &mut ChatSession<'_>,
-    sender: &Principal,
-    person: &Arc<dyn Approver>,
-    command: &str,
-    show: &mut Show,
-) -> miette::Result<()> {
+/// `/<skill> [text]`: a person starts a skill, including `disable-model-invocation` ones. The
+/// runtime admits it for this turn as `read_skill` would (package on, platforms, scopes,
+/// permissions, model), activates it (or runs a `context: fork` skill in a sub-agent with
+/// `text` as the request) and audits it.
+fn start_skill(chat: &mut ChatSession<'_>, command: &str, show: &mut Show) -> miette::Result<()> {
     let command = command.trim_start_matches('/');
     let (id, text) = command
         .split_once(char::is_whitespace)
         .unwrap_or((command, ""));
-    let catalog = runtime.catalog();
-    let package = id.split('/').next().unwrap_or(id);
-    let skill = catalog
-        .package(package)
-        .filter(|cp| !cp.shadowed)
-        .and_then(|cp| cp.package.all_skills().find(|s| s.id == id))
-        .filter(|s| s.meta.user_invocable)
-        .ok_or_else(|| {
-            miette::miette!(help = "`/skills` lists them", "no skill command `/{id}`")
-        })?;
-    let body = skill
-        .read_body()
-        .map_err(|d| miette::miette!("{}", d.message))?;
-    if skill.meta.fork {
-        let agent = skill.meta.agent.as_ref().map(|a| {
-            if a.contains('.') {
-                a.clone()
-            } else {
-                format!("{package}.{a}")
-            }
-        });
-        let task = AgentTask {
-            call_id: String::new(),
-            parent_session: chat.session().to_owned(),
-            agent,
-            skill: Some(skill.id.clone()),
-            task: if text.trim().is_empty() {
-                body.trim().to_owned()
-            } else {
-                format!("{}\n\nThe request: {}", body.trim(), text.trim())
-            },
-            sender: sender.clone(),
-            person: Some(person.clone()),
-        };
-        let reply = runner
-            .run(runtime, task)
-            .map_err(|e| miette::miette!("{e}"))?;
-        crate::out(&reply.reply);
+    let text = text.trim();
+    let outcome = chat
+        .begin_turn(text)
+        .and_then(|mut turn| Ok(turn.start_skill_by_user(id)?))
+        .map_err(fail)?;
+    if outcome.is_error() {
+        let why = outcome.content["error"].as_str().unwrap_or_default();
+        return Err(miette::miette!(
+            help = "`/skills` lists them",
+            "no skill command `/{id}`: {why}"
+        ));
+    }
+    if let Some(result) = outcome.content["result"].as_str() {
+        // A forked skill ran in a sub-agent; its last reply is the result.
+        crate::out(result);
         return Ok(());
     }
-    let store = runtime.store();
-    if store
-        .activate_skill(chat.session(), &skill.id)
-        .map_err(fail)?
-    {
-        let mut entry = AuditEntry::new(AuditKind::SkillActivated, chat.session());
-        entry.skill = Some(skill.id.clone());
-        entry.detail = Some(json!({"why": "started by the user"}));
-        store.append_audit(&entry).map_err(fail)?;
-    }
-    store.open_package(chat.session(), package).map_err(fail)?;
+    let instructions = match outcome.content["instructions"].as_str() {
+        Some(body) => format!("Its instructions:]\n\n{}", body.trim()),
+        None => "It was already active; its instructions are above.]".to_owned(),
+    };
     let message = format!(
-        "[I started the skill `{}`. Its instructions:]\n\n{}\n\n{}",
-        skill.id,
-        body.trim(),
-        if text.trim().is_empty() {
-            "Go ahead."
-        } else {
-            text.trim()
-        }
+        "[I started the skill `{id}`. {instructions}\n\n{}",
+        if text.is_empty() { "Go ahead." } else { text }
     );
     let report = chat.send(&message, show).map_err(fail)?;
     show.end_line();

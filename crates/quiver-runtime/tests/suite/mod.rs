@@ -4,3 +4,4 @@ mod meta_tools;
 mod pipeline;
 mod sandbox_refusal;
 mod sessions;
+mod skill_invokers;
