@@ -26,7 +26,7 @@ fn fixture(root: &Path) {
     write(
         root,
         "weather/tools/forecast/tool.yaml",
-        "description: 查询城市天气预报和气温 Get the weather forecast for a city\ncategory: perception\nexpose: true\ninput:\n  type: object\n  properties:\n    city: {type: string}\n  required: [city]\nrun: {command: [sh, -c, 'echo {\"sky\": \"sunny\"}']}\n",
+        "description: 查询城市天气预报和气温 Get the weather forecast for a city\ncategory: perception\nexpose: true\ninput:\n  type: object\n  properties:\n    city: {type: string}\n  required: [city]\nrun: {command: [sh, -c, 'echo ''{\"sky\": \"sunny\"}''']}\n",
     );
     write(
         root,
@@ -373,4 +373,215 @@ fn inspect_cost_compares_progressive_disclosure_with_every_schema() {
     assert_eq!(v["eager"]["tools"], 25);
     assert_eq!(v["packages"].as_array().unwrap().len(), 3);
     assert!(v["reduction"].as_f64().unwrap() > 0.0, "{v}");
+}
+
+/// `quiver chat` at a terminal, driven through util-linux `script`, which gives it a
+/// pseudo-terminal: the output (stdout and stderr, merged as a person sees them) is read as it
+/// comes, and each line is typed only after what it answers has been shown.
+struct Terminal {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    seen: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Terminal {
+    fn start(env: &Env, args: &[&str]) -> Terminal {
+        use std::io::Read;
+        let quiver = env!("CARGO_BIN_EXE_quiver");
+        let root = env.dir.path().join("packages");
+        let db = env.dir.path().join("state.db");
+        let command = format!(
+            "'{quiver}' --root '{}' {} --db '{}'",
+            root.display(),
+            args.join(" "),
+            db.display()
+        );
+        let mut child = Command::new("script")
+            .args(["-qfec", &command, "/dev/null"])
+            .env("QUIVER_HOME", env.dir.path().join("home"))
+            .env("HOME", env.dir.path().join("home"))
+            .env("QUIVER_AGENT_CONFIG", env.dir.path().join("agent.yaml"))
+            .env_remove("QUIVER_PATH")
+            .env_remove("QUIVER_BASE_URL")
+            .env_remove("QUIVER_MODEL")
+            .env_remove("QUIVER_PROVIDER")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs the chat under a pseudo-terminal");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                bytes.extend_from_slice(&buf[..n]);
+                *sink.lock().unwrap() = String::from_utf8_lossy(&bytes).replace('\r', "");
+            }
+        });
+        Terminal { child, stdin, seen }
+    }
+
+    fn output(&self) -> String {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until the output holds `text` `count` times; the whole output so far.
+    fn wait_for(&mut self, text: &str, count: usize) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = self.output();
+            if out.matches(text).count() >= count {
+                return out;
+            }
+            let exited = self.child.try_wait().unwrap();
+            assert!(
+                exited.is_none() && std::time::Instant::now() < deadline,
+                "no {count}× {text:?} in the chat's output ({exited:?}):\n{out}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        use std::io::Write;
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn chat_at_a_terminal_streams_asks_consent_and_runs_its_commands() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    server.push([
+        Move::call("tool_search", json!({"query": "北京天气"})),
+        Move::call("weather__forecast", json!({"city": "北京"})),
+        Move::text("北京今天晴，适合出门。"),
+        Move::text("已按日报整理：买牛奶。"),
+    ]);
+    let env = Env::new(&server);
+    write(
+        &env.dir.path().join("packages"),
+        "notes/skills/daily/SKILL.md",
+        "---\nname: daily\ndescription: 每日笔记 Daily notes digest\n---\nList today's notes as bullets.\n",
+    );
+    let mut term = Terminal::start(&env, &["chat"]);
+    // The banner and the first prompt (the prompt is "\n> ", typed lines are echoed after it).
+    let prompt = "\n> ";
+    let out = term.wait_for(prompt, 1);
+    assert!(out.contains("quiver chat · agent `chat`"), "{out}");
+
+    term.type_line("北京天气怎么样？");
+    let out = term.wait_for("[a] for this conversation  [n] deny: ", 1);
+    assert!(
+        out.contains("Allow the model to use package `weather` in this conversation?"),
+        "{out}"
+    );
+    term.type_line("a");
+    let out = term.wait_for(prompt, 2);
+    assert!(
+        out.contains("→ tool_search {\"query\":\"北京天气\"}"),
+        "{out}"
+    );
+    assert!(
+        out.contains("→ weather__forecast {\"city\":\"北京\"}"),
+        "{out}"
+    );
+    assert!(out.contains("  ← ok: {\"sky\":\"sunny\"}"), "{out}");
+    // Streamed (the model was asked for a stream) and shown once, not printed again at the end.
+    assert_eq!(out.matches("北京今天晴，适合出门。\n").count(), 1, "{out}");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.body["stream"] == json!(true)),
+        "the terminal chat asks for streamed replies"
+    );
+
+    term.type_line("/tools");
+    let out = term.wait_for(prompt, 3);
+    let tools = &out[out.rfind("/tools").unwrap()..];
+    assert!(tools.contains("\ntool_search  "), "{tools}");
+    assert!(
+        tools.contains("\nweather__forecast  查询城市天气预报和气温"),
+        "{tools}"
+    );
+
+    term.type_line("/skills");
+    let out = term.wait_for(prompt, 4);
+    let skills = &out[out.rfind("/skills").unwrap()..];
+    assert!(
+        skills.contains("\n/notes/daily  每日笔记 Daily notes digest"),
+        "{skills}"
+    );
+
+    term.type_line("/notes/daily 买牛奶");
+    let out = term.wait_for(prompt, 5);
+    assert!(out.contains("已按日报整理：买牛奶。\n"), "{out}");
+    // The model was told the skill started, with its instructions and the text typed.
+    let sent = fake_last_user(&server);
+    assert!(
+        sent.contains("I started the skill `notes/daily`")
+            && sent.contains("List today's notes as bullets.")
+            && sent.ends_with("买牛奶"),
+        "{sent}"
+    );
+
+    term.type_line("/audit");
+    let out = term.wait_for(prompt, 6);
+    let audit = &out[out.rfind("/audit").unwrap()..];
+    assert!(audit.contains("\nCall  tool_search  ok  "), "{audit}");
+    assert!(
+        audit.contains("\nCall  weather.forecast  ok  ")
+            && audit.contains("consent: allow-session"),
+        "{audit}"
+    );
+    assert!(
+        audit.contains("\nSkillActivated  notes/daily  ok"),
+        "{audit}"
+    );
+
+    term.type_line("/reset");
+    let out = term.wait_for(prompt, 7);
+    assert!(
+        out.contains("conversation cleared; skills ended: notes/daily"),
+        "{out}"
+    );
+
+    term.type_line("/quit");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = term.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`/quit` did not end the chat:\n{}",
+            term.output()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}\n{}", term.output());
+    assert_eq!(server.remaining(), 0);
+}
+
+fn fake_last_user(server: &FakeServer) -> String {
+    let requests = server.requests();
+    quiver_agent::fake::last_user_text(&requests.last().unwrap().body)
 }
