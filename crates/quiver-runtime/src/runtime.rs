@@ -587,6 +587,16 @@ pub struct CallOutcome {
 }
 
 impl CallOutcome {
+    /// The outcome of call `call_id`, not answered from the cache.
+    pub fn new(call_id: &str, status: CallStatus, content: Value) -> CallOutcome {
+        CallOutcome {
+            call_id: call_id.to_owned(),
+            status,
+            content,
+            cached: false,
+        }
+    }
+
     /// Whether the model should read this as an error.
     pub fn is_error(&self) -> bool {
         self.status != CallStatus::Ok
@@ -630,6 +640,19 @@ impl Turn<'_> {
     /// it off.
     fn enabled(&self, package: &str) -> bool {
         self.runtime.is_enabled(package) && !self.session_disabled.contains(package)
+    }
+
+    /// The context a tool or script of this turn gets with its arguments (DESIGN.md §3 step 6).
+    fn call_context(&self, call_id: &str, policy: Value, idempotency_key: String) -> CallContext {
+        CallContext {
+            call_id: call_id.to_owned(),
+            session_id: self.session.clone(),
+            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
+            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
+            unattended: self.unattended,
+            policy,
+            idempotency_key,
+        }
     }
 
     fn person(&self) -> Option<&Arc<dyn Approver>> {
@@ -914,12 +937,11 @@ impl Turn<'_> {
         let started = Instant::now();
         let mut audit = self.call_audit(&call_id, name, arguments);
         audit.decisions.push(decision("resolve", "unknown", why));
-        let outcome = CallOutcome {
-            call_id,
-            status: CallStatus::Unknown,
-            content: json!({"error": format!("unknown tool: {name}")}),
-            cached: false,
-        };
+        let outcome = CallOutcome::new(
+            &call_id,
+            CallStatus::Unknown,
+            json!({"error": format!("unknown tool: {name}")}),
+        );
         self.finish_audit(audit, &outcome, started)?;
         Ok(outcome)
     }
@@ -989,12 +1011,7 @@ impl Turn<'_> {
         mut arguments: Value,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
-        let outcome = |status, content: Value| CallOutcome {
-            call_id: call_id.to_owned(),
-            status,
-            content,
-            cached: false,
-        };
+        let outcome = |status, content| CallOutcome::new(call_id, status, content);
         // Steps 1–2: resolve the name; what the caller may not load is unknown.
         let view = self.view()?;
         let unknown = || json!({"error": format!("unknown tool: {wire}")});
@@ -1178,15 +1195,11 @@ impl Turn<'_> {
             return Ok(out);
         }
         // Step 6: execute.
-        let context = CallContext {
-            call_id: call_id.to_owned(),
-            session_id: self.session.clone(),
-            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
-            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
-            unattended: self.unattended,
-            policy: serde_json::to_value(&evaluation.trace).unwrap_or_default(),
-            idempotency_key: format!("{}:{}", item.qualified, argument_digest(&arguments, &[])),
-        };
+        let context = self.call_context(
+            call_id,
+            serde_json::to_value(&evaluation.trace).unwrap_or_default(),
+            format!("{}:{}", item.qualified, argument_digest(&arguments, &[])),
+        );
         let answer = |q: &str| self.person().and_then(|p| p.answer_question(q));
         let execution = Execution {
             package: package.id.as_str(),
@@ -1296,12 +1309,7 @@ impl Turn<'_> {
         } else {
             result
         };
-        CallOutcome {
-            call_id: call_id.to_owned(),
-            status: CallStatus::Ok,
-            content,
-            cached: false,
-        }
+        CallOutcome::new(call_id, CallStatus::Ok, content)
     }
 
     fn evaluate(
@@ -1408,12 +1416,7 @@ impl Turn<'_> {
             Decision::Unknown => (CallStatus::Unknown, json!({"error": "unknown tool"})),
             _ => (CallStatus::Refused, json!({"error": message})),
         };
-        CallOutcome {
-            call_id: call_id.to_owned(),
-            status,
-            content,
-            cached: false,
-        }
+        CallOutcome::new(call_id, status, content)
     }
 
     /// Asks the policy's questions in order (consent, then approval); `Some(refusal)` unless
@@ -1537,18 +1540,9 @@ impl Turn<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        let ok = |content: Value| CallOutcome {
-            call_id: call_id.to_owned(),
-            status: CallStatus::Ok,
-            content,
-            cached: false,
-        };
-        let err = |status, message: String| CallOutcome {
-            call_id: call_id.to_owned(),
-            status,
-            content: json!({"error": message}),
-            cached: false,
-        };
+        let ok = |content: Value| CallOutcome::new(call_id, CallStatus::Ok, content);
+        let err =
+            |status, message: String| CallOutcome::new(call_id, status, json!({"error": message}));
         Ok(match name {
             "read_skill" => match text_arg("id") {
                 Some(id) => self.read_skill(call_id, &id, Invoker::Model, audit)?,
@@ -1627,17 +1621,13 @@ impl Turn<'_> {
         invoker: Invoker,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
-        let ok = |content: Value| CallOutcome {
-            call_id: call_id.to_owned(),
-            status: CallStatus::Ok,
-            content,
-            cached: false,
-        };
-        let no_such = || CallOutcome {
-            call_id: call_id.to_owned(),
-            status: CallStatus::Error,
-            content: json!({"error": format!("no such skill: {id}")}),
-            cached: false,
+        let ok = |content: Value| CallOutcome::new(call_id, CallStatus::Ok, content);
+        let no_such = || {
+            CallOutcome::new(
+                call_id,
+                CallStatus::Error,
+                json!({"error": format!("no such skill: {id}")}),
+            )
         };
         let id = id.trim().trim_end_matches('/');
         // A file under a skill: `<skill id>/references/x.md`, `<skill id>/assets/...`, or seed
@@ -1661,12 +1651,11 @@ impl Turn<'_> {
                 return Ok(
                     match quiver_package::source::read_text_limited(&path, MAX_SKILL_FILE_BYTES) {
                         Ok(text) => ok(json!({"file": format!("{skill_id}/{rel}"), "text": text})),
-                        Err(d) => CallOutcome {
-                            call_id: call_id.to_owned(),
-                            status: CallStatus::Error,
-                            content: json!({"error": format!("cannot read {skill_id}/{rel}: {}", d.message)}),
-                            cached: false,
-                        },
+                        Err(d) => CallOutcome::new(
+                            call_id,
+                            CallStatus::Error,
+                            json!({"error": format!("cannot read {skill_id}/{rel}: {}", d.message)}),
+                        ),
                     },
                 );
             }
@@ -1698,12 +1687,11 @@ impl Turn<'_> {
                     Ok(body) => body,
                     Err(d) => {
                         let _ = self.runtime.store.end_skill(&self.session, &skill.id);
-                        return Ok(CallOutcome {
-                            call_id: call_id.to_owned(),
-                            status: CallStatus::Error,
-                            content: json!({"error": d.message}),
-                            cached: false,
-                        });
+                        return Ok(CallOutcome::new(
+                            call_id,
+                            CallStatus::Error,
+                            json!({"error": d.message}),
+                        ));
                     }
                 };
                 self.runtime.store.open_package(&self.session, package_id)?;

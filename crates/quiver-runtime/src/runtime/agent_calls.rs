@@ -70,12 +70,7 @@ impl Turn<'_> {
         arguments: &Value,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
-        let outcome = |status, content: Value| CallOutcome {
-            call_id: call_id.to_owned(),
-            status,
-            content,
-            cached: false,
-        };
+        let outcome = |status, content| CallOutcome::new(call_id, status, content);
         let catalog = self.catalog.clone();
         let item = &catalog.items()[index];
         let package = &catalog.packages()[item.package].package;
@@ -200,12 +195,11 @@ impl Turn<'_> {
         let instructions = match skill.read_body() {
             Ok(body) => body,
             Err(d) => {
-                return Some(CallOutcome {
-                    call_id: call_id.to_owned(),
-                    status: CallStatus::Error,
-                    content: json!({"error": d.message}),
-                    cached: false,
-                });
+                return Some(CallOutcome::new(
+                    call_id,
+                    CallStatus::Error,
+                    json!({"error": d.message}),
+                ));
             }
         };
         audit.decisions.push(decision("skill", "fork", &skill.id));
@@ -235,12 +229,7 @@ impl Turn<'_> {
     }
 
     fn hand_over(&self, call_id: &str, task: AgentTask, audit: &mut AuditEntry) -> CallOutcome {
-        let mut out = CallOutcome {
-            call_id: call_id.to_owned(),
-            status: CallStatus::Error,
-            content: Value::Null,
-            cached: false,
-        };
+        let mut out = CallOutcome::new(call_id, CallStatus::Error, Value::Null);
         let Some(runner) = self.runtime.agent_runner.get() else {
             audit.decisions.push(decision(
                 "execute",

@@ -11,7 +11,7 @@ use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
 use super::{CallOutcome, CallStatus, RuntimeError, Turn, argument_digest, decision};
-use crate::executor::{CallContext, ExecError, Execution};
+use crate::executor::{ExecError, Execution};
 
 /// How long a skill script may run.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -61,12 +61,8 @@ impl Turn<'_> {
         arguments: &Value,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
-        let fail = |status, message: String| CallOutcome {
-            call_id: call_id.to_owned(),
-            status,
-            content: json!({"error": message}),
-            cached: false,
-        };
+        let fail =
+            |status, message: String| CallOutcome::new(call_id, status, json!({"error": message}));
         let (Some(skill_id), Some(script)) = (
             arguments.get("skill").and_then(Value::as_str),
             arguments.get("script").and_then(Value::as_str),
@@ -138,15 +134,11 @@ impl Turn<'_> {
             ),
         ));
         let run = Run::Command(command);
-        let context = CallContext {
-            call_id: call_id.to_owned(),
-            session_id: self.session.clone(),
-            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
-            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
-            unattended: self.unattended,
-            policy: Value::Null,
-            idempotency_key: format!("{skill_id}:{}", argument_digest(arguments, &[])),
-        };
+        let context = self.call_context(
+            call_id,
+            Value::Null,
+            format!("{skill_id}:{}", argument_digest(arguments, &[])),
+        );
         let execution = Execution {
             package: package.id.as_str(),
             tool: "run_skill_script",
@@ -166,12 +158,7 @@ impl Turn<'_> {
             audit.decisions.push(decision("sandbox", "off", &note));
         }
         Ok(match self.runtime.executor.execute(&execution) {
-            Ok(value) => CallOutcome {
-                call_id: call_id.to_owned(),
-                status: CallStatus::Ok,
-                content: value,
-                cached: false,
-            },
+            Ok(value) => CallOutcome::new(call_id, CallStatus::Ok, value),
             Err(ExecError::TimedOut(d)) => {
                 audit
                     .decisions
