@@ -92,10 +92,7 @@ pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
                 }),
         );
     }
-    let config_path = std::env::var_os("QUIVER_CONFIG")
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")));
-    if let Some(path) = config_path.filter(|p| p.is_file()) {
+    if let Some(path) = config_path() {
         let config = read_config(&path)?;
         for root in config.roots {
             let scope = root
@@ -160,10 +157,7 @@ pub fn state_dir() -> Option<PathBuf> {
 
 /// The config file's `search.dense_weight`, if set (checked to lie in 0..=1).
 pub fn search_weight() -> miette::Result<Option<f32>> {
-    let path = std::env::var_os("QUIVER_CONFIG")
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")));
-    let Some(path) = path.filter(|p| p.is_file()) else {
+    let Some(path) = config_path() else {
         return Ok(None);
     };
     let weight = read_config(&path)?.search.and_then(|s| s.dense_weight);
@@ -178,7 +172,7 @@ pub fn search_weight() -> miette::Result<Option<f32>> {
 
 /// The config file in use, if there is one (`$QUIVER_CONFIG`, else
 /// `~/.config/quiver/config.yaml`).
-fn config_path() -> Option<PathBuf> {
+pub fn config_path() -> Option<PathBuf> {
     std::env::var_os("QUIVER_CONFIG")
         .map(PathBuf::from)
         .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))

@@ -37,21 +37,12 @@ fn examples_dir() -> Option<PathBuf> {
     dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
 }
 
-fn config_path() -> Option<PathBuf> {
-    std::env::var_os("QUIVER_CONFIG")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/quiver/config.yaml"))
-        })
-        .filter(|p| p.is_file())
-}
-
 /// The roots: `--root`, `QUIVER_PATH` or the config file as for every command; with none of
 /// them, the bundled example packages.
 fn roots(args: &RootArgs) -> RootArgs {
     if args.roots.is_empty()
         && std::env::var_os("QUIVER_PATH").is_none()
-        && config_path().is_none()
+        && crate::roots::config_path().is_none()
         && let Some(examples) = examples_dir()
     {
         return RootArgs {
@@ -92,7 +83,7 @@ fn secret(state_db: &Path) -> miette::Result<Vec<u8>> {
 }
 
 fn mcp_config() -> miette::Result<McpConfig> {
-    let Some(path) = config_path() else {
+    let Some(path) = crate::roots::config_path() else {
         return Ok(McpConfig::default());
     };
     let text = std::fs::read_to_string(&path)
