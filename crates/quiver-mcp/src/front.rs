@@ -105,7 +105,8 @@ pub enum Decision {
 }
 
 impl Decision {
-    fn answer(self) -> Answer {
+    /// The runtime's answer for this choice.
+    pub(crate) fn answer(self) -> Answer {
         match self {
             Decision::AllowOnce => Answer::Allow,
             Decision::AllowConversation => Answer::AllowForSession,
@@ -263,7 +264,8 @@ fn nonce() -> String {
 }
 
 /// Answers cards from a list of decisions; the first unanswered card is kept as pending and
-/// answered "nobody answered" so the pipeline stops without running anything.
+/// answered [`Answer::Pending`], so the pipeline stops without running, refusing or locking out
+/// anything.
 struct Deferred {
     done: Vec<(CardKey, Decision)>,
     pending: Mutex<Option<Card>>,
@@ -279,7 +281,7 @@ impl Approver for Deferred {
         if pending.is_none() {
             *pending = Some(card.clone());
         }
-        Answer::TimedOut
+        Answer::Pending
     }
 }
 

@@ -137,12 +137,7 @@ impl Approver for ElicitingApprover {
             .handle
             .block_on(async move { peer.create_elicitation(params).await });
         match result {
-            Ok(result) => match decision_of(&result) {
-                Decision::AllowOnce => Answer::Allow,
-                Decision::AllowConversation => Answer::AllowForSession,
-                Decision::Deny => Answer::Deny,
-                Decision::Cancel => Answer::TimedOut,
-            },
+            Ok(result) => decision_of(&result).answer(),
             Err(error) => {
                 tracing::warn!(%error, "elicitation failed");
                 Answer::TimedOut

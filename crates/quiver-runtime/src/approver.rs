@@ -53,6 +53,9 @@ pub enum Answer {
     Deny,
     /// Nobody answered in time.
     TimedOut,
+    /// The question was handed on and comes back answered with a later request (an MCP
+    /// client's `input_required` round): nothing runs now, and nothing is refused or locked out.
+    Pending,
 }
 
 /// Something that answers questions.

@@ -571,6 +571,9 @@ pub enum CallStatus {
     Unknown,
     /// It ran out of time.
     TimedOut,
+    /// Nothing ran: it waits for a person's answer that a later request brings
+    /// ([`Answer::Pending`]).
+    Pending,
 }
 
 /// A call's result, as the model reads it.
@@ -997,6 +1000,7 @@ impl Turn<'_> {
             CallStatus::Refused | CallStatus::Unknown => AuditStatus::Refused,
             CallStatus::Invalid => AuditStatus::Invalid,
             CallStatus::TimedOut => AuditStatus::TimedOut,
+            CallStatus::Pending => AuditStatus::Pending,
         };
         audit.cached = outcome.cached;
         audit.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -1163,12 +1167,10 @@ impl Turn<'_> {
                 return Ok(self.refused(call_id, &evaluation));
             }
             Decision::Ask(ask) | Decision::Park(ask) => {
-                if let Some(refusal) = self.ask(ask, &item.qualified, &arguments, audit)? {
-                    self.state.record_refusal(&refusal);
-                    return Ok(outcome(
-                        CallStatus::Refused,
-                        json!({"error": refusal.message}),
-                    ));
+                if let Some(stop) =
+                    self.ask_or_stop(call_id, ask, &item.qualified, &arguments, audit)?
+                {
+                    return Ok(stop);
                 }
             }
         }
@@ -1419,15 +1421,44 @@ impl Turn<'_> {
         CallOutcome::new(call_id, status, content)
     }
 
-    /// Asks the policy's questions in order (consent, then approval); `Some(refusal)` unless
-    /// every answer is yes.
+    /// Step 5's questions for an `Ask` or `Park` decision: `None` when every answer is yes,
+    /// else what the model reads — a refusal, final for the turn, or a call that waits for a
+    /// later request's answer.
+    fn ask_or_stop(
+        &mut self,
+        call_id: &str,
+        ask: &quiver_policy::Ask,
+        qualified: &str,
+        arguments: &Value,
+        audit: &mut AuditEntry,
+    ) -> Result<Option<CallOutcome>, RuntimeError> {
+        Ok(match self.ask(ask, qualified, arguments, audit)? {
+            Asked::Yes => None,
+            Asked::Refused(refusal) => {
+                self.state.record_refusal(&refusal);
+                Some(CallOutcome::new(
+                    call_id,
+                    CallStatus::Refused,
+                    json!({"error": refusal.message}),
+                ))
+            }
+            Asked::Pending => Some(CallOutcome::new(
+                call_id,
+                CallStatus::Pending,
+                json!({"pending": "waiting for the user's answer; nothing ran"}),
+            )),
+        })
+    }
+
+    /// Asks the policy's questions in order (consent, then approval), stopping at the first
+    /// answer that is not yes.
     fn ask(
         &mut self,
         ask: &quiver_policy::Ask,
         qualified: &str,
         arguments: &Value,
         audit: &mut AuditEntry,
-    ) -> Result<Option<quiver_policy::Refusal>, RuntimeError> {
+    ) -> Result<Asked, RuntimeError> {
         let base = Card {
             question: Question::Consent,
             session: self.session.clone(),
@@ -1479,9 +1510,10 @@ impl Turn<'_> {
                         false,
                         &principal_name(&self.sender),
                     )?;
-                    return Ok(Some(ask.refusal(Denial::Consent)));
+                    return Ok(Asked::Refused(ask.refusal(Denial::Consent)));
                 }
-                Answer::TimedOut => return Ok(Some(ask.refusal(Denial::TimedOut))),
+                Answer::TimedOut => return Ok(Asked::Refused(ask.refusal(Denial::TimedOut))),
+                Answer::Pending => return Ok(Asked::Pending),
             }
         }
         if let Some(question) = &ask.approval {
@@ -1509,11 +1541,12 @@ impl Turn<'_> {
                         )?;
                     }
                 }
-                Answer::Deny => return Ok(Some(ask.refusal(Denial::Approval))),
-                Answer::TimedOut => return Ok(Some(ask.refusal(Denial::TimedOut))),
+                Answer::Deny => return Ok(Asked::Refused(ask.refusal(Denial::Approval))),
+                Answer::TimedOut => return Ok(Asked::Refused(ask.refusal(Denial::TimedOut))),
+                Answer::Pending => return Ok(Asked::Pending),
             }
         }
-        Ok(None)
+        Ok(Asked::Yes)
     }
 
     fn route(&self, who: PolicyApprover, card: &Card) -> Answer {
@@ -1882,7 +1915,18 @@ fn answer_word(answer: Answer) -> &'static str {
         Answer::AllowForSession => "allow-session",
         Answer::Deny => "deny",
         Answer::TimedOut => "timed-out",
+        Answer::Pending => "pending",
     }
+}
+
+/// How the policy's questions about a call were answered.
+enum Asked {
+    /// Every answer was yes.
+    Yes,
+    /// One was no (or nobody answered): final for the turn.
+    Refused(quiver_policy::Refusal),
+    /// One waits for a later request's answer.
+    Pending,
 }
 
 fn principal_name(p: &Principal) -> String {

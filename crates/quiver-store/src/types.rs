@@ -308,6 +308,8 @@ open_enum! {
         TimedOut => "timed_out",
         /// Its arguments did not validate.
         Invalid => "invalid",
+        /// Nothing ran yet: it waits for a person's answer that a later request brings.
+        Pending => "pending",
     }
 }
 

@@ -206,6 +206,7 @@ fn status_word(status: CallStatus) -> &'static str {
         CallStatus::Invalid => "invalid",
         CallStatus::Unknown => "unknown",
         CallStatus::TimedOut => "timed out",
+        CallStatus::Pending => "waiting for an answer",
     }
 }
 

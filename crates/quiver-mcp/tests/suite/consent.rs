@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use quiver_mcp::McpConfig;
-use quiver_store::Decision;
+use quiver_store::{AuditQuery, Decision, SessionFilter, Store};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitResult, ElicitationAction, InputResponses,
     ProtocolVersion,
@@ -12,6 +12,13 @@ use rmcp::model::{
 use serde_json::json;
 
 use super::harness::{Scripted, body, call, connect, front, front_with, handle};
+
+/// The id of the only session on `store`.
+fn first_session(store: &std::sync::Arc<dyn Store>) -> String {
+    let sessions = store.list_sessions(&SessionFilter::default()).unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    sessions[0].id.clone()
+}
 
 fn packing(city: &str) -> serde_json::Value {
     json!({"name": "travel-advice__packing_advice", "arguments": {"destination": city}})
@@ -125,11 +132,29 @@ async fn a_dangerous_tool_needs_a_person_each_time() {
 #[tokio::test(flavor = "multi_thread")]
 async fn request_state_cannot_be_forged_or_replayed() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(
-        front(dir.path()),
-        Scripted::era(ProtocolVersion::V_2026_07_28),
-    )
-    .await;
+    let front = front(dir.path());
+    let store = front.runtime().store().clone();
+    let audited = |tool: &str| {
+        let records = store
+            .query_audit(&AuditQuery {
+                tool: Some(tool.to_owned()),
+                ..AuditQuery::default()
+            })
+            .unwrap();
+        // Oldest first: (status, the answer to the consent question).
+        records
+            .iter()
+            .rev()
+            .map(|r| {
+                let consent = r.entry.decisions.iter().rfind(|d| d.step == "consent");
+                (
+                    r.entry.status.to_string(),
+                    consent.map(|d| d.decision.clone()).unwrap_or_default(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let client = connect(front.clone(), Scripted::era(ProtocolVersion::V_2026_07_28)).await;
     let arguments = packing("Tokyo").as_object().unwrap().clone();
     let first = client
         .call_tool_once(CallToolRequestParams::new("call_tool").with_arguments(arguments.clone()))
@@ -139,6 +164,18 @@ async fn request_state_cannot_be_forged_or_replayed() {
         panic!("expected input_required: {first:?}")
     };
     let state = pending.request_state.unwrap();
+    // The first round ran nothing and refused nothing: it waits for the answer.
+    let tool = "travel-advice.packing_advice";
+    assert_eq!(
+        audited(tool),
+        [("pending".to_owned(), "pending".to_owned())]
+    );
+    assert_eq!(
+        store
+            .consent(&first_session(&store), "travel-advice")
+            .unwrap(),
+        None
+    );
     let yes: InputResponses = [(
         "quiver_decision".to_owned(),
         serde_json::to_value(
@@ -180,6 +217,13 @@ async fn request_state_cannot_be_forged_or_replayed() {
         panic!("expected a result")
     };
     assert_eq!(body(&done)["advice"], "pack for Tokyo");
+    assert_eq!(
+        audited(tool),
+        [
+            ("pending".to_owned(), "pending".to_owned()),
+            ("ok".to_owned(), "allow".to_owned())
+        ]
+    );
     let error = client
         .call_tool_once(retry(state, arguments))
         .await

@@ -148,12 +148,10 @@ impl Turn<'_> {
                 return Ok(self.refused(call_id, &evaluation));
             }
             Decision::Ask(ask) | Decision::Park(ask) => {
-                if let Some(refusal) = self.ask(ask, &item.qualified, arguments, audit)? {
-                    self.state.record_refusal(&refusal);
-                    return Ok(outcome(
-                        CallStatus::Refused,
-                        json!({"error": refusal.message}),
-                    ));
+                if let Some(stop) =
+                    self.ask_or_stop(call_id, ask, &item.qualified, arguments, audit)?
+                {
+                    return Ok(stop);
                 }
             }
         }
