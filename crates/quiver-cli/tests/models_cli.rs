@@ -79,11 +79,51 @@ fn search(home: &Path, query: &str) -> (Vec<String>, String) {
     (ids, text(&out.stderr))
 }
 
+/// Two tools in one package; the calculator's only example shares no word with it, so BM25
+/// cannot find it once `quiver test` holds the example out, and meaning can.
+fn paraphrase_package(dir: &Path) -> PathBuf {
+    let root = dir.join("paraphrase");
+    let tool = |name: &str, yaml: &str| {
+        let folder = root.join("tools").join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("tool.yaml"), yaml).unwrap();
+    };
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("quiver.yaml"),
+        "id: paraphrase\nname: Paraphrase\nversion: 0.1.0\ndescription: Two small tools\n",
+    )
+    .unwrap();
+    tool(
+        "evaluate",
+        "name: evaluate\ndescription: Evaluates an arithmetic expression.\ncategory: decision\nexpose: true\n\
+         input: {type: object, properties: {expression: {type: string}}, required: [expression]}\n\
+         examples:\n  - how much is 17 times 23\nrun: {command: [python3, main.py]}\n",
+    );
+    tool(
+        "translate",
+        "name: translate\ndescription: Translates text into another language.\ncategory: decision\nexpose: true\n\
+         input: {type: object, properties: {text: {type: string}}, required: [text]}\n\
+         run: {command: [python3, main.py]}\n",
+    );
+    root
+}
+
 #[test]
 fn install_search_call_and_remove() {
     let Some(wheel) = wheel() else { return };
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
+    let packages = tempfile::tempdir().unwrap();
+    let paraphrase = paraphrase_package(packages.path());
+    let quiver_test = |home: &Path| {
+        let out = quiver(home, &["test", paraphrase.to_str().unwrap(), "--json"]);
+        let checks: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+        (out.status.code(), checks[0]["rank"].clone())
+    };
+    // `quiver test` searches as `tool_search` does: BM25 alone misses the paraphrase.
+    assert_eq!(quiver_test(home), (Some(1), serde_json::Value::Null));
 
     // No model: BM25 alone, and a note says so. BM25 finds nothing for a paraphrase that
     // shares no word with the calculator.
@@ -114,6 +154,8 @@ fn install_search_call_and_remove() {
         "{ids:?}"
     );
     assert!(!stderr.contains("BM25 only"), "{stderr}");
+    // ... and so does `quiver test`: the held-out example now finds the calculator first.
+    assert_eq!(quiver_test(home), (Some(0), serde_json::json!(1)));
     // The tools' vectors are cached in the data folder.
     let cache = home.join("models/usem3/vectors.bin");
     let size = std::fs::metadata(&cache).unwrap().len();

@@ -1,5 +1,6 @@
 //! `quiver test`: every `examples` request of a tool or skill must find it in the top 5 of
-//! search, and no `negative_examples` request may put it first.
+//! search (hybrid when the embedding model is installed, as `tool_search` is), and no
+//! `negative_examples` request may put it first.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,12 +38,14 @@ pub struct Check {
     pub passed: bool,
 }
 
-/// Runs every declared example against the catalog's search.
+/// Runs every declared example against the catalog's search, which is `tool_search`'s: hybrid
+/// when `options` carry an embedding model, BM25 alone otherwise.
 ///
 /// Example requests are themselves indexed (they help search), so each one is checked with
-/// itself held out: the catalog is rebuilt without that request, which asks whether a new
-/// request like it would find the item. Negative examples run against the full catalog.
-pub fn check_examples(catalog: &Catalog) -> Vec<Check> {
+/// itself held out: the catalog is rebuilt (with `options`) without that request, which asks
+/// whether a new request like it would find the item. Negative examples run against the full
+/// catalog.
+pub fn check_examples(catalog: &Catalog, options: &CatalogOptions) -> Vec<Check> {
     let packages: Vec<(Package, Scope)> = catalog
         .packages()
         .iter()
@@ -52,7 +55,7 @@ pub fn check_examples(catalog: &Catalog) -> Vec<Check> {
     for entry in catalog.entries() {
         let (examples, negatives) = declared_examples(catalog, entry);
         for (held_out, query) in examples.into_iter().enumerate() {
-            let without = catalog_without_example(catalog, &packages, entry, held_out);
+            let without = catalog_without_example(catalog, &packages, entry, held_out, options);
             let rank = rank_of(&without, &query, entry);
             checks.push(Check {
                 target: entry.id.clone(),
@@ -91,6 +94,7 @@ fn catalog_without_example(
     packages: &[(Package, Scope)],
     entry: &Entry,
     held_out: usize,
+    options: &CatalogOptions,
 ) -> Catalog {
     let mut packages = packages.to_vec();
     if let Some(pi) = entry.package {
@@ -113,7 +117,7 @@ fn catalog_without_example(
             }
         }
     }
-    Catalog::build(packages, Vec::new(), &CatalogOptions::default())
+    Catalog::build(packages, Vec::new(), options)
 }
 
 fn declared_examples(catalog: &Catalog, entry: &Entry) -> (Vec<String>, Vec<String>) {
@@ -152,8 +156,12 @@ pub fn run(args: TestArgs) -> miette::Result<ExitCode> {
             scope: Scope::Project,
         })
         .collect();
-    let catalog = Catalog::load(&roots, &CatalogOptions::default());
-    let checks = check_examples(&catalog);
+    let options = CatalogOptions {
+        semantic: super::models::semantic(),
+        ..CatalogOptions::default()
+    };
+    let catalog = Catalog::load(&roots, &options);
+    let checks = check_examples(&catalog, &options);
     let failed = checks.iter().filter(|c| !c.passed).count();
     if args.json {
         crate::out(&serde_json::to_string_pretty(&checks).unwrap_or_default());
