@@ -543,6 +543,7 @@ fn model_view(
                         when_not_to_use: t.description.when_not_to_use.clone(),
                         triggers: t.triggers.clone(),
                         examples: t.examples.iter().map(|e| e.query.clone()).collect(),
+                        negative_examples: t.negative_examples.clone(),
                         params: schema_params(&t.input),
                         package_name: package_name.clone(),
                         package_description: p.description.clone(),
@@ -604,6 +605,8 @@ fn model_view(
                     s.meta.when_to_use.as_deref().unwrap_or(""),
                 ]
                 .join("\n"),
+                examples: s.meta.examples.clone(),
+                negative_examples: s.meta.negative_examples.clone(),
                 package_name: package_name.clone(),
                 package_description: p.description.clone(),
                 ..SearchDoc::default()

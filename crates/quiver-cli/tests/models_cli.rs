@@ -154,8 +154,11 @@ fn install_search_call_and_remove() {
         "{ids:?}"
     );
     assert!(!stderr.contains("BM25 only"), "{stderr}");
-    // ... and so does `quiver test`: the held-out example now finds the calculator first.
+    // ... and so does `quiver test`: the held-out example now finds the calculator first,
+    // and every example and negative example of the bundled packages holds under hybrid too.
     assert_eq!(quiver_test(home), (Some(0), serde_json::json!(1)));
+    let out = quiver(home, &["test", "examples/packages"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     // The tools' vectors are cached in the data folder.
     let cache = home.join("models/usem3/vectors.bin");
     let size = std::fs::metadata(&cache).unwrap().len();

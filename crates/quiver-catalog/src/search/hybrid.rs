@@ -1,8 +1,9 @@
 //! Dense retrieval and its fusion with BM25.
 //!
 //! Each document is embedded once, as the text [`dense_text`] builds (its name made readable,
-//! its summary and description), plus one vector per example request; a document's cosine is
-//! the best of its vectors against the query's. Vectors come from a [`VectorCache`] keyed by
+//! its summary and description), plus one vector per example request and per negative example;
+//! a document's cosine is the best of its own vectors against the query's, lowered when a
+//! negative example is closer still. Vectors come from a [`VectorCache`] keyed by
 //! the text's hash, so a reload embeds only what changed.
 //!
 //! Fusion ([`fuse`]), over the documents the caller admits: `w · minmax(cosine) +
@@ -168,6 +169,8 @@ pub struct DenseIndex {
     semantic: Semantic,
     /// Each document's vectors: its text, then its example requests.
     vectors: Vec<Vec<Arc<[f32]>>>,
+    /// Each document's negative example requests.
+    negatives: Vec<Vec<Arc<[f32]>>>,
 }
 
 impl fmt::Debug for DenseIndex {
@@ -184,24 +187,39 @@ impl DenseIndex {
     /// cache. A cache that cannot be saved is logged and otherwise ignored.
     pub fn build(semantic: Semantic, docs: &[SearchDoc]) -> DenseIndex {
         let mut texts: Vec<String> = Vec::with_capacity(docs.len());
+        // Per document: how many texts are its own (text and examples), then its negatives.
         let mut counts = Vec::with_capacity(docs.len());
+        let non_empty = |list: &[String]| -> Vec<String> {
+            list.iter()
+                .filter(|e| !e.trim().is_empty())
+                .cloned()
+                .collect()
+        };
         for doc in docs {
             let before = texts.len();
             texts.push(dense_text(doc));
-            let examples = doc.examples.iter().filter(|e| !e.trim().is_empty());
-            texts.extend(examples.cloned());
-            counts.push(texts.len() - before);
+            texts.extend(non_empty(&doc.examples));
+            let own = texts.len() - before;
+            texts.extend(non_empty(&doc.negative_examples));
+            counts.push((own, texts.len() - before - own));
         }
         let flat = semantic.cache.vectors(&semantic.model, &texts);
         let mut flat = flat.into_iter();
-        let vectors = counts
+        let (vectors, negatives) = counts
             .iter()
-            .map(|&n| flat.by_ref().take(n).collect())
-            .collect();
+            .map(|&(own, negative)| {
+                let own: Vec<_> = flat.by_ref().take(own).collect();
+                (own, flat.by_ref().take(negative).collect())
+            })
+            .unzip();
         if let Err(e) = semantic.cache.save() {
             tracing::warn!("the embedding cache could not be saved: {e}");
         }
-        DenseIndex { semantic, vectors }
+        DenseIndex {
+            semantic,
+            vectors,
+            negatives,
+        }
     }
 
     /// Number of documents.
@@ -219,7 +237,8 @@ impl DenseIndex {
         &self.semantic
     }
 
-    /// The cosine of each document with `query` (the best of its vectors), by doc index.
+    /// The cosine of each document with `query`, by doc index: the best of its own vectors,
+    /// lowered by as much again as a negative example comes closer ([`against_negatives`]).
     pub fn cosines(&self, query: &str) -> Vec<f32> {
         let mut end = query.len().min(MAX_QUERY_BYTES);
         while !query.is_char_boundary(end) {
@@ -232,10 +251,11 @@ impl DenseIndex {
                 .map(|v| v.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>())
                 .fold(f32::NEG_INFINITY, f32::max)
         };
+        let score = |d: usize| against_negatives(best(&self.vectors[d]), best(&self.negatives[d]));
         if self.vectors.len() > 4096 {
-            self.vectors.par_iter().map(best).collect()
+            (0..self.vectors.len()).into_par_iter().map(score).collect()
         } else {
-            self.vectors.iter().map(best).collect()
+            (0..self.vectors.len()).map(score).collect()
         }
     }
 
@@ -252,6 +272,18 @@ impl DenseIndex {
             .map(|(doc, score)| SearchHit { doc, score })
             .collect();
         top_k(hits, k)
+    }
+}
+
+/// A document's cosine given the best cosine of its own vectors (`own`) and of its negative
+/// examples (`negative`, −∞ without any): a request closer to a negative example than to the
+/// document itself is one the author said must not find it, so the cosine drops by the
+/// difference (`own − (negative − own)`); otherwise it is `own`.
+fn against_negatives(own: f32, negative: f32) -> f32 {
+    if negative > own {
+        own - (negative - own)
+    } else {
+        own
     }
 }
 
@@ -359,6 +391,20 @@ mod tests {
         // NaN never wins.
         let hits = fuse(&[f32::NAN, 1.0, 0.0], &[0.1, 0.2, 0.3], 0.5, 3, &|_| true);
         assert!(hits.iter().all(|h| h.score.is_finite()));
+    }
+
+    #[test]
+    fn negative_examples_lower_only_closer_requests() {
+        for (own, negative, want) in [
+            (0.6, f32::NEG_INFINITY, 0.6), // no negative examples
+            (0.6, 0.4, 0.6),               // the request is more like the item
+            (0.6, 0.6, 0.6),
+            (0.5, 0.9, 0.1), // more like a request that must not find it
+            (0.2, 1.0, -0.6),
+        ] {
+            let got = against_negatives(own, negative);
+            assert!((got - want).abs() < 1e-6, "{own} {negative}: {got}");
+        }
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct SearchDoc {
     pub triggers: Vec<String>,
     /// Example user requests that should find it.
     pub examples: Vec<String>,
+    /// Requests that must not find it first (dense retrieval ranks it lower for requests
+    /// closer to one of these than to the item itself).
+    pub negative_examples: Vec<String>,
     /// (parameter name, parameter description), nested properties flattened.
     pub params: Vec<(String, String)>,
     /// The owning package's display name and id ("" if none).
@@ -260,6 +263,7 @@ mod tests {
                 when_not_to_use: s.clone(),
                 triggers: vec![s.clone()],
                 examples: vec![s.clone()],
+                negative_examples: vec![s.clone()],
                 params: vec![(s.clone(), s.clone())],
                 package_name: s.clone(),
                 package_description: s.clone(),

@@ -41,10 +41,9 @@ pub struct Check {
 /// Runs every declared example against the catalog's search, which is `tool_search`'s: hybrid
 /// when `options` carry an embedding model, BM25 alone otherwise.
 ///
-/// Example requests are themselves indexed (they help search), so each one is checked with
-/// itself held out: the catalog is rebuilt (with `options`) without that request, which asks
-/// whether a new request like it would find the item. Negative examples run against the full
-/// catalog.
+/// Example and negative requests are themselves indexed (they steer search), so each one is
+/// checked with itself held out: the catalog is rebuilt (with `options`) without that request,
+/// which asks whether a new request like it would (or would not) find the item.
 pub fn check_examples(catalog: &Catalog, options: &CatalogOptions) -> Vec<Check> {
     let packages: Vec<(Package, Scope)> = catalog
         .packages()
@@ -55,7 +54,8 @@ pub fn check_examples(catalog: &Catalog, options: &CatalogOptions) -> Vec<Check>
     for entry in catalog.entries() {
         let (examples, negatives) = declared_examples(catalog, entry);
         for (held_out, query) in examples.into_iter().enumerate() {
-            let without = catalog_without_example(catalog, &packages, entry, held_out, options);
+            let without =
+                catalog_without(catalog, &packages, entry, Held::Example(held_out), options);
             let rank = rank_of(&without, &query, entry);
             checks.push(Check {
                 target: entry.id.clone(),
@@ -65,8 +65,10 @@ pub fn check_examples(catalog: &Catalog, options: &CatalogOptions) -> Vec<Check>
                 passed: rank.is_some(),
             });
         }
-        for query in negatives {
-            let rank = rank_of(catalog, &query, entry);
+        for (held_out, query) in negatives.into_iter().enumerate() {
+            let without =
+                catalog_without(catalog, &packages, entry, Held::Negative(held_out), options);
+            let rank = rank_of(&without, &query, entry);
             checks.push(Check {
                 target: entry.id.clone(),
                 kind: "negative",
@@ -88,12 +90,30 @@ fn rank_of(catalog: &Catalog, query: &str, entry: &Entry) -> Option<usize> {
         .map(|r| r + 1)
 }
 
-/// The catalog rebuilt with example number `held_out` of `entry` removed.
-fn catalog_without_example(
+/// Which declared request a rebuilt catalog leaves out.
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    /// `examples[i]`.
+    Example(usize),
+    /// `negative_examples[i]`.
+    Negative(usize),
+}
+
+/// Removes the held-out request from one item's examples or negative examples.
+fn hold_out<T>(examples: &mut Vec<T>, negatives: &mut Vec<String>, held: Held) {
+    match held {
+        Held::Example(i) if i < examples.len() => drop(examples.remove(i)),
+        Held::Negative(i) if i < negatives.len() => drop(negatives.remove(i)),
+        _ => {}
+    }
+}
+
+/// The catalog rebuilt with request `held` of `entry` removed.
+fn catalog_without(
     catalog: &Catalog,
     packages: &[(Package, Scope)],
     entry: &Entry,
-    held_out: usize,
+    held: Held,
     options: &CatalogOptions,
 ) -> Catalog {
     let mut packages = packages.to_vec();
@@ -102,7 +122,7 @@ fn catalog_without_example(
         match entry.item.map(|i| &catalog.items()[i]) {
             Some(item) => {
                 if let Some(tool) = package.tools.get_mut(item.index) {
-                    tool.examples.remove(held_out);
+                    hold_out(&mut tool.examples, &mut tool.negative_examples, held);
                 }
             }
             None => {
@@ -112,7 +132,8 @@ fn catalog_without_example(
                     .chain(package.skills.iter_mut())
                     .find(|s| s.id == entry.id);
                 if let Some(skill) = skill {
-                    skill.meta.examples.remove(held_out);
+                    let meta = &mut skill.meta;
+                    hold_out(&mut meta.examples, &mut meta.negative_examples, held);
                 }
             }
         }
