@@ -7,7 +7,7 @@
 //! Local-server tests need the sandbox; where the machine cannot sandbox they print why and
 //! skip.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
