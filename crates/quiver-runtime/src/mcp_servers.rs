@@ -481,9 +481,14 @@ pub struct Listing {
 }
 
 /// Connects to `server` and lists its tools.
-fn discover(server: &McpServer, sandbox: &Sandbox, root: &Path) -> Result<Listing, String> {
+fn discover(
+    server: &McpServer,
+    sandbox: &Sandbox,
+    root: &Path,
+    settings: Option<&serde_json::Map<String, Value>>,
+) -> Result<Listing, String> {
     let client = server
-        .connect(sandbox, root, None)
+        .connect(sandbox, root, settings)
         .map_err(|e| e.to_string())?;
     let tools = client.list_tools(server.timeout).map_err(|e| match e {
         SandboxError::TimedOut(d) => format!("no answer to `tools/list` within {d:?}"),
@@ -532,10 +537,17 @@ fn read_cache(server: &McpServer, root: &Path) -> Option<(Listing, u64)> {
     ))
 }
 
+/// Settings by package id (the config file's `runtime.settings`).
+pub type Settings = std::collections::HashMap<String, serde_json::Map<String, Value>>;
+
 /// Loads every configured server as a package: discovered now (in parallel; a local server
-/// in `sandbox`), else from its cache. Returns the packages and every diagnostic, each naming
-/// the config file.
-pub fn load(servers: &McpServers, sandbox: &Sandbox) -> (Vec<Package>, Vec<Diagnostic>) {
+/// in `sandbox` with its `settings`, exactly as its calls will start it), else from its
+/// cache. Returns the packages and every diagnostic, each naming the config file.
+pub fn load(
+    servers: &McpServers,
+    sandbox: &Sandbox,
+    settings: &Settings,
+) -> (Vec<Package>, Vec<Diagnostic>) {
     let state = sandbox.config().state_dir.clone();
     let results: Vec<(Option<Package>, Vec<Diagnostic>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = servers
@@ -543,7 +555,8 @@ pub fn load(servers: &McpServers, sandbox: &Sandbox) -> (Vec<Package>, Vec<Diagn
             .iter()
             .map(|server| {
                 let state = &state;
-                scope.spawn(move || load_one(server, &servers.file, sandbox, state))
+                let settings = settings.get(server.id.as_str());
+                scope.spawn(move || load_one(server, &servers.file, sandbox, state, settings))
             })
             .collect();
         handles
@@ -576,11 +589,12 @@ fn load_one(
     file: &Path,
     sandbox: &Sandbox,
     state: &Path,
+    settings: Option<&serde_json::Map<String, Value>>,
 ) -> (Option<Package>, Vec<Diagnostic>) {
     let root = server.root(state);
     let id = server.id.as_str();
     let mut diags = Vec::new();
-    let listing = match discover(server, sandbox, &root) {
+    let listing = match discover(server, sandbox, &root, settings) {
         Ok(listing) => {
             if let Err(e) = write_cache(server, &root, &listing) {
                 tracing::warn!(server = id, "cannot cache the tool list: {e}");

@@ -67,7 +67,9 @@ fn load_with(
         (Vec::new(), Vec::new())
     } else {
         let sandbox = super::sandbox_exec::sandbox()?;
-        let (packages, diagnostics) = quiver_runtime::mcp_servers::load(&servers, &sandbox);
+        let settings = crate::roots::runtime_config()?.settings;
+        let (packages, diagnostics) =
+            quiver_runtime::mcp_servers::load(&servers, &sandbox, &settings);
         let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
         (packages, diagnostics)
     };
