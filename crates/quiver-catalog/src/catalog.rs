@@ -157,6 +157,17 @@ pub struct Catalog {
 impl Catalog {
     /// Scans `roots`, loads every package in parallel and builds the snapshot.
     pub fn load(roots: &[Root], options: &CatalogOptions) -> Catalog {
+        Catalog::load_with(roots, Vec::new(), Vec::new(), options)
+    }
+
+    /// [`Catalog::load`] with packages that come from elsewhere than a folder (the config
+    /// file's MCP servers), placed after the scanned ones, and their diagnostics.
+    pub fn load_with(
+        roots: &[Root],
+        extra: Vec<(Package, Scope)>,
+        extra_diagnostics: Vec<Diagnostic>,
+        options: &CatalogOptions,
+    ) -> Catalog {
         // The Chinese dictionary is loaded only if some text needs it (on first use).
         let (found, mut diagnostics) = scan::scan(roots);
         let loaded: Vec<_> = found
@@ -170,6 +181,8 @@ impl Catalog {
                 packages.push((package, scope));
             }
         }
+        packages.extend(extra);
+        diagnostics.extend(extra_diagnostics);
         Catalog::build(packages, diagnostics, options)
     }
 

@@ -27,6 +27,9 @@ struct ConfigFile {
     /// The MCP front's section, read by `quiver serve` (`quiver_mcp::McpConfig`).
     #[serde(default, rename = "mcp")]
     _mcp: Option<serde::de::IgnoredAny>,
+    /// External MCP servers that become packages (`quiver_runtime::mcp_servers`).
+    #[serde(default)]
+    mcp_servers: quiver_runtime::mcp_servers::McpServersSection,
 }
 
 /// The config file's `search` section.
@@ -188,6 +191,16 @@ pub fn runtime_config() -> miette::Result<quiver_runtime::RuntimeConfig> {
         .runtime
         .into_config()
         .map_err(|e| miette::miette!("{}: `runtime`: {e}", path.display()))
+}
+
+/// The config file's external MCP servers (`mcp_servers:`), checked; none without a file.
+pub fn mcp_servers() -> miette::Result<quiver_runtime::mcp_servers::McpServers> {
+    let Some(path) = config_path() else {
+        return Ok(Default::default());
+    };
+    let section = read_config(&path)?.mcp_servers;
+    quiver_runtime::mcp_servers::McpServers::from_section(section, &path)
+        .map_err(|e| miette::miette!("{}: {e}", path.display()))
 }
 
 fn read_config(path: &Path) -> miette::Result<ConfigFile> {

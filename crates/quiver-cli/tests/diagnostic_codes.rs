@@ -30,7 +30,7 @@ fn is_code(s: &str) -> bool {
 }
 
 /// Prefixes of diagnostic codes, one per family in docs/diagnostics.md.
-const PREFIXES: [&str; 17] = [
+const PREFIXES: [&str; 18] = [
     "file-",
     "yaml-",
     "manifest-",
@@ -48,12 +48,13 @@ const PREFIXES: [&str; 17] = [
     "root-",
     "folder-",
     "low-",
+    "mcp-server-",
 ];
 
 /// Every kebab-case string literal with a code prefix in the library sources (tests excluded).
 fn emitted_codes(repo: &Path) -> BTreeSet<String> {
     let mut files = Vec::new();
-    for krate in ["quiver-package", "quiver-catalog"] {
+    for krate in ["quiver-package", "quiver-catalog", "quiver-runtime"] {
         rust_files(&repo.join("crates").join(krate).join("src"), &mut files);
     }
     let mut codes = BTreeSet::new();

@@ -12,6 +12,7 @@ pub mod dates;
 pub mod executor;
 pub mod hooks;
 mod ids;
+pub mod mcp_servers;
 pub mod operator;
 pub mod output;
 pub mod presence;

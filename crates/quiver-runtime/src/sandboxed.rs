@@ -1,5 +1,6 @@
 //! [`SandboxExecutor`]: runs package tools in `quiver-sandbox` (a process per `command` call,
-//! a long-lived process per package for `worker` tools), and built-in tools in-process.
+//! a long-lived process per package for `worker` tools, a long-lived MCP client per server for
+//! `mcp` tools and for the config file's external MCP servers), and built-in tools in-process.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig, SandboxError};
 use serde_json::{Value, json};
 
 use crate::executor::{BuiltinExecutor, ExecError, Execution, Executor};
+use crate::mcp_servers::{McpServer, McpServers};
 
 /// Runs package tools in Quiver's sandbox.
 pub struct SandboxExecutor {
@@ -19,6 +21,7 @@ pub struct SandboxExecutor {
     builtins: BuiltinExecutor,
     workers: Mutex<HashMap<String, Arc<Worker>>>,
     servers: Mutex<HashMap<String, Arc<McpClient>>>,
+    external: Arc<McpServers>,
 }
 
 impl SandboxExecutor {
@@ -29,7 +32,16 @@ impl SandboxExecutor {
             builtins: BuiltinExecutor::new(),
             workers: Mutex::new(HashMap::new()),
             servers: Mutex::new(HashMap::new()),
+            external: Arc::new(McpServers::default()),
         })
+    }
+
+    /// Calls the tools of the external MCP servers of the config file (`mcp_servers:`)
+    /// through `servers`: a local one started in the sandbox with exactly its permissions, a
+    /// remote one over Streamable HTTP.
+    pub fn with_mcp_servers(mut self, servers: Arc<McpServers>) -> Self {
+        self.external = servers;
+        self
     }
 
     /// Runs the tools registered in `builtins` in-process instead.
@@ -56,6 +68,7 @@ impl SandboxExecutor {
                 write: p.filesystem.write.iter().map(PathBuf::from).collect(),
                 shell: p.shell,
                 env: p.env.clone(),
+                env_values: Default::default(),
             },
             settings: execution.settings.cloned().unwrap_or_default(),
             timeout: execution.timeout,
@@ -136,7 +149,50 @@ impl SandboxExecutor {
 }
 
 impl SandboxExecutor {
+    /// The configured server behind a package, if the package is that server's (its folder
+    /// is the server's folder under the state folder, so a package folder that merely shares
+    /// the id never reaches the operator's server).
+    fn external_server(&self, execution: &Execution<'_>) -> Option<&McpServer> {
+        self.external
+            .get(execution.package)
+            .filter(|s| s.root(&self.sandbox.config().state_dir) == execution.package_dir)
+    }
+
+    fn external_call(
+        &self,
+        server: &McpServer,
+        execution: &Execution<'_>,
+        tool: &str,
+    ) -> Result<Value, ExecError> {
+        let key = format!("\u{0}config\u{0}{}", server.id);
+        let client = {
+            let mut servers = self
+                .servers
+                .lock()
+                .map_err(|_| ExecError::Failed("the MCP server table is unusable".into()))?;
+            match servers.get(&key) {
+                Some(client) if client.is_alive() => client.clone(),
+                _ => {
+                    let client = Arc::new(
+                        server
+                            .connect(&self.sandbox, execution.package_dir, execution.settings)
+                            .map_err(map_error)?,
+                    );
+                    servers.insert(key, client.clone());
+                    client
+                }
+            }
+        };
+        let context = serde_json::to_value(execution.context).unwrap_or_default();
+        client
+            .call(tool, execution.arguments, &context, execution.timeout)
+            .map_err(map_error)
+    }
+
     fn mcp(&self, execution: &Execution<'_>, server: &str, tool: &str) -> Result<Value, ExecError> {
+        if let Some(external) = self.external_server(execution) {
+            return self.external_call(external, execution, tool);
+        }
         let command = execution.mcp_command.ok_or_else(|| {
             ExecError::Failed(format!(
                 "the package declares no MCP server `{server}` (`mcp_servers` in quiver.yaml)"

@@ -1,13 +1,21 @@
-//! `mcp` tools: a package's MCP server runs over stdio inside the package's sandbox, and Quiver
-//! talks to it as an MCP client (rmcp). Each call carries the call context in `_meta` under
+//! MCP clients. A package's MCP server (`run: {mcp: ...}` tools, and a local server the
+//! operator lists in the config file) runs over stdio inside the package's sandbox; a remote
+//! server the operator lists is reached over Streamable HTTP. Either way Quiver is an MCP
+//! client (rmcp), and each call carries the call context in `_meta` under
 //! [`CONTEXT_META_KEY`]. The only module of this crate that names rmcp types.
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ServiceError, ServiceExt};
 use serde_json::Value;
 
 use crate::SandboxError;
@@ -19,18 +27,39 @@ pub const CONTEXT_META_KEY: &str = "quiver.dev/context";
 /// How long the server may take to answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-struct Request {
-    tool: String,
-    arguments: serde_json::Map<String, Value>,
-    context: Value,
-    reply: mpsc::Sender<Result<Value, SandboxError>>,
+enum Request {
+    Call {
+        tool: String,
+        arguments: serde_json::Map<String, Value>,
+        context: Value,
+        reply: mpsc::Sender<Result<Value, SandboxError>>,
+    },
+    List {
+        reply: mpsc::Sender<Result<Vec<Value>, SandboxError>>,
+    },
 }
 
-/// A running MCP server and the client connected to it.
+/// A remote MCP server, reached over Streamable HTTP.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Remote {
+    /// The endpoint (`https://mcp.example.com/mcp`).
+    pub url: String,
+    /// Sent as `Authorization: Bearer <token>` on every request.
+    pub bearer_token: Option<String>,
+    /// Further headers sent on every request.
+    pub headers: Vec<(String, String)>,
+}
+
+type Client = RunningService<RoleClient, ()>;
+type Connect =
+    Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Client, String>>>> + Send + 'static>;
+
+/// A connected MCP server: a sandboxed process over stdio, or a remote server over HTTP.
 pub struct McpClient {
     requests: tokio::sync::mpsc::UnboundedSender<Request>,
-    spawned: Arc<Mutex<Spawned>>,
+    spawned: Option<Arc<Mutex<Spawned>>>,
     alive: Arc<AtomicBool>,
+    server: Value,
 }
 
 impl McpClient {
@@ -42,114 +71,125 @@ impl McpClient {
             _ => return Err(SandboxError::Setup("the MCP server has no stdio".into())),
         };
         let spawned = Arc::new(Mutex::new(spawned));
-        let alive = Arc::new(AtomicBool::new(true));
-        let (requests, mut incoming) = tokio::sync::mpsc::unbounded_channel::<Request>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
-        let thread_alive = alive.clone();
-        let package = job.package.clone();
-        std::thread::Builder::new()
-            .name(format!("quiver-mcp-{package}"))
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                let session_alive = thread_alive.clone();
-                runtime.block_on(async move {
-                    let pipes = tokio::process::ChildStdout::from_std(stdout)
-                        .and_then(|o| Ok((o, tokio::process::ChildStdin::from_std(stdin)?)));
-                    let (reader, writer) = match pipes {
-                        Ok(p) => p,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
-                            return;
-                        }
-                    };
-                    let client = match ().serve((reader, writer)).await {
-                        Ok(client) => client,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
-                            return;
-                        }
-                    };
-                    let _ = ready_tx.send(Ok(()));
-                    while let Some(request) = incoming.recv().await {
-                        let peer = client.peer().clone();
-                        let alive = session_alive.clone();
-                        tokio::spawn(async move {
-                            let mut meta = serde_json::Map::new();
-                            meta.insert(CONTEXT_META_KEY.into(), request.context);
-                            let mut params = CallToolRequestParams::new(request.tool);
-                            params.arguments = Some(request.arguments);
-                            params.meta = Some(RequestMetaObject::from(meta));
-                            let result = match peer.call_tool(params).await {
-                                Ok(result) => {
-                                    tool_result(serde_json::to_value(result).unwrap_or_default())
-                                }
-                                Err(e) => {
-                                    alive.store(false, Ordering::SeqCst);
-                                    Err(SandboxError::Failed(format!("the MCP server failed: {e}")))
-                                }
-                            };
-                            let _ = request.reply.send(result);
-                        });
-                    }
-                    let _ = client.cancel().await;
-                });
-                thread_alive.store(false, Ordering::SeqCst);
+        let connect: Connect = Box::new(move || {
+            Box::pin(async move {
+                let reader =
+                    tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+                let writer =
+                    tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
+                ().serve((reader, writer)).await.map_err(|e| e.to_string())
             })
-            .map_err(|e| SandboxError::Setup(format!("starting the MCP client: {e}")))?;
-        let started = ready_rx.recv_timeout(START_TIMEOUT);
-        let failure = match started {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
-            Err(_) => Some("no answer to `initialize`".to_owned()),
-        };
-        if let Some(why) = failure {
-            let mut spawned = spawned
-                .lock()
-                .map_err(|_| SandboxError::Setup(why.clone()))?;
-            spawned.kill();
-            spawned.settle_stderr();
-            let tail = spawned.stderr();
-            let setup = spawned.setup_error(crate::launcher::SETUP_FAILED);
-            return Err(setup.unwrap_or_else(|| {
-                SandboxError::Failed(format!(
-                    "the MCP server did not start: {why}{}",
-                    tail.lines()
-                        .last()
-                        .map(|l| format!(" ({l})"))
-                        .unwrap_or_default()
-                ))
-            }));
+        });
+        match session(&job.package, connect) {
+            Ok((requests, alive, server)) => Ok(McpClient {
+                requests,
+                spawned: Some(spawned),
+                alive,
+                server,
+            }),
+            Err(why) => {
+                let mut spawned = spawned
+                    .lock()
+                    .map_err(|_| SandboxError::Setup(why.clone()))?;
+                spawned.kill();
+                spawned.settle_stderr();
+                let tail = spawned.stderr();
+                let setup = spawned.setup_error(crate::launcher::SETUP_FAILED);
+                Err(setup.unwrap_or_else(|| {
+                    SandboxError::Failed(format!(
+                        "the MCP server did not start: {why}{}",
+                        tail.lines()
+                            .last()
+                            .map(|l| format!(" ({l})"))
+                            .unwrap_or_default()
+                    ))
+                }))
+            }
         }
+    }
+
+    /// Connects to a remote server over Streamable HTTP and initializes the session; `name`
+    /// names the client's thread. Requests time out after `timeout` (the transport's own
+    /// connect timeout; each call has its own).
+    pub fn connect(
+        name: &str,
+        remote: &Remote,
+        timeout: Duration,
+    ) -> Result<McpClient, SandboxError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut headers = HashMap::new();
+        for (key, value) in &remote.headers {
+            let key = reqwest::header::HeaderName::from_bytes(key.as_bytes())
+                .map_err(|e| SandboxError::Setup(format!("header `{key}`: {e}")))?;
+            let value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|e| SandboxError::Setup(format!("header `{key}`: {e}")))?;
+            headers.insert(key, value);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| SandboxError::Setup(format!("the HTTP client: {e}")))?;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
+            .custom_headers(headers);
+        if let Some(token) = &remote.bearer_token {
+            config = config.auth_header(token.as_str());
+        }
+        let url = remote.url.clone();
+        let connect: Connect = Box::new(move || {
+            Box::pin(async move {
+                let transport = StreamableHttpClientTransport::with_client(http, config);
+                ().serve(transport)
+                    .await
+                    .map_err(|e| http_failure(&url, &e.to_string()))
+            })
+        });
+        let (requests, alive, server) = session(name, connect).map_err(SandboxError::Failed)?;
         Ok(McpClient {
             requests,
-            spawned,
+            spawned: None,
             alive,
+            server,
         })
     }
 
-    /// Whether the server still runs.
-    pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::SeqCst)
-            && self
-                .spawned
-                .lock()
-                .is_ok_and(|mut s| matches!(s.child.try_wait(), Ok(None)))
+    /// What the server said about itself in `initialize` (`serverInfo`, `instructions`, ...).
+    pub fn server_info(&self) -> &Value {
+        &self.server
     }
 
-    /// Stops the server and its whole process group.
+    /// Whether the server still runs (for a remote server: whether the session is usable).
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+            && self.spawned.as_ref().is_none_or(|spawned| {
+                spawned
+                    .lock()
+                    .is_ok_and(|mut s| matches!(s.child.try_wait(), Ok(None)))
+            })
+    }
+
+    /// Stops the server and its whole process group (for a remote server: ends the session).
     pub fn stop(&self) {
         self.alive.store(false, Ordering::SeqCst);
-        if let Ok(mut spawned) = self.spawned.lock() {
+        if let Some(spawned) = &self.spawned
+            && let Ok(mut spawned) = spawned.lock()
+        {
             spawned.kill();
+        }
+    }
+
+    /// The server's tools (`tools/list`, every page), each as the JSON of an MCP `Tool`.
+    pub fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, SandboxError> {
+        let (reply, answer) = mpsc::channel();
+        self.requests
+            .send(Request::List { reply })
+            .map_err(|_| SandboxError::Failed("the MCP server is not running".into()))?;
+        match answer.recv_timeout(timeout) {
+            Ok(result) => result,
+            Err(_) => {
+                self.stop();
+                Err(SandboxError::TimedOut(timeout))
+            }
         }
     }
 
@@ -172,7 +212,7 @@ impl McpClient {
         };
         let (reply, answer) = mpsc::channel();
         self.requests
-            .send(Request {
+            .send(Request::Call {
                 tool: tool.to_owned(),
                 arguments,
                 context: context.clone(),
@@ -186,7 +226,11 @@ impl McpClient {
                 return Err(SandboxError::TimedOut(timeout));
             }
         };
-        if let Some(denial) = self.spawned.lock().ok().and_then(|s| s.denial()) {
+        let denial = self
+            .spawned
+            .as_ref()
+            .and_then(|s| s.lock().ok().and_then(|s| s.denial()));
+        if let Some(denial) = denial {
             return Err(SandboxError::Denied(denial));
         }
         result
@@ -197,6 +241,127 @@ impl Drop for McpClient {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Runs an MCP client session on its own thread (a current-thread tokio runtime, so callers
+/// never need one): `connect` initializes it, then requests are served until the client is
+/// dropped. Returns the request channel, the liveness flag and the server's `initialize`
+/// result, or why the session did not start.
+fn session(
+    name: &str,
+    connect: Connect,
+) -> Result<
+    (
+        tokio::sync::mpsc::UnboundedSender<Request>,
+        Arc<AtomicBool>,
+        Value,
+    ),
+    String,
+> {
+    let alive = Arc::new(AtomicBool::new(true));
+    let (requests, mut incoming) = tokio::sync::mpsc::unbounded_channel::<Request>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<Value, String>>();
+    let thread_alive = alive.clone();
+    std::thread::Builder::new()
+        .name(format!("quiver-mcp-{name}"))
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let session_alive = thread_alive.clone();
+            runtime.block_on(async move {
+                let client = match connect().await {
+                    Ok(client) => client,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let info = client
+                    .peer_info()
+                    .and_then(|info| serde_json::to_value(&*info).ok())
+                    .unwrap_or_default();
+                let _ = ready_tx.send(Ok(info));
+                while let Some(request) = incoming.recv().await {
+                    let peer = client.peer().clone();
+                    let alive = session_alive.clone();
+                    tokio::spawn(async move {
+                        match request {
+                            Request::Call {
+                                tool,
+                                arguments,
+                                context,
+                                reply,
+                            } => {
+                                let mut meta = serde_json::Map::new();
+                                meta.insert(CONTEXT_META_KEY.into(), context);
+                                let mut params = CallToolRequestParams::new(tool);
+                                params.arguments = Some(arguments);
+                                params.meta = Some(RequestMetaObject::from(meta));
+                                let result = match peer.call_tool(params).await {
+                                    Ok(result) => tool_result(
+                                        serde_json::to_value(result).unwrap_or_default(),
+                                    ),
+                                    Err(e) => {
+                                        if !matches!(e, ServiceError::McpError(_)) {
+                                            alive.store(false, Ordering::SeqCst);
+                                        }
+                                        Err(SandboxError::Failed(format!(
+                                            "the MCP server failed: {e}"
+                                        )))
+                                    }
+                                };
+                                let _ = reply.send(result);
+                            }
+                            Request::List { reply } => {
+                                let result = match peer.list_all_tools().await {
+                                    Ok(tools) => Ok(tools
+                                        .iter()
+                                        .filter_map(|t| serde_json::to_value(t).ok())
+                                        .collect()),
+                                    Err(e) => Err(SandboxError::Failed(format!(
+                                        "`tools/list` failed: {e}"
+                                    ))),
+                                };
+                                let _ = reply.send(result);
+                            }
+                        }
+                    });
+                }
+                let _ = client.cancel().await;
+            });
+            thread_alive.store(false, Ordering::SeqCst);
+        })
+        .map_err(|e| format!("starting the MCP client: {e}"))?;
+    match ready_rx.recv_timeout(START_TIMEOUT) {
+        Ok(Ok(info)) => Ok((requests, alive, info)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err("no answer to `initialize`".to_owned()),
+    }
+}
+
+/// A readable reason why a remote server could not be initialized: rmcp's message without
+/// its transport's type names.
+fn http_failure(url: &str, error: &str) -> String {
+    let lower = error.to_lowercase();
+    if lower.contains("auth required") || lower.contains("401") || lower.contains("unauthorized") {
+        return format!("{url} answered 401 Unauthorized: it refused the bearer token");
+    }
+    if lower.contains("403") || lower.contains("insufficient scope") {
+        return format!("{url} answered 403 Forbidden: the credentials do not allow this");
+    }
+    let detail = error
+        .rsplit_once("] error: ")
+        .map_or(error, |(_, rest)| rest)
+        .trim_end_matches(", when send initialize request");
+    format!("cannot start an MCP session with {url}: {detail}")
 }
 
 /// An MCP `CallToolResult` (as JSON) as a tool result: its `structuredContent`, else its text

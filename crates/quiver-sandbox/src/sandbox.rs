@@ -71,6 +71,9 @@ pub struct Access {
     pub shell: bool,
     /// Environment variables passed through from the runtime's environment.
     pub env: Vec<String>,
+    /// Environment variables with fixed values (an operator's `env: {NAME: value}` for an MCP
+    /// server in the config file); Quiver's own variables below win over them.
+    pub env_values: BTreeMap<String, String>,
 }
 
 /// One thing to run in a package's sandbox.
@@ -569,7 +572,7 @@ fn resolve_command(job: &Job) -> Result<(PathBuf, Vec<PathBuf>, Vec<OsString>), 
 
 /// The tool's whole environment.
 fn environment(job: &Job, data: &Path, tmp: &Path) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
+    let mut env = job.access.env_values.clone();
     for name in &job.access.env {
         if let Ok(value) = std::env::var(name) {
             env.insert(name.clone(), value);

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use quiver_catalog::{Catalog, EntryKind, ItemKind};
+use quiver_catalog::{Catalog, EntryKind, ItemKind, Scope};
 use serde_json::json;
 
 use crate::roots::{RootArgs, resolve};
@@ -59,12 +59,29 @@ fn load_with(
 ) -> miette::Result<Catalog> {
     let (roots, mut options) = resolve(roots)?;
     options.semantic = semantic;
-    let catalog = Catalog::load(&roots, &options);
-    let errors = catalog
-        .diagnostics()
-        .iter()
-        .filter(|d| d.is_error())
-        .count();
+    // The config file's external MCP servers become packages beside the scanned ones. Their
+    // problems (which name the config file) are printed here, since `quiver lint` reads
+    // folders only.
+    let servers = crate::roots::mcp_servers()?;
+    let (extra, extra_diagnostics) = if servers.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let sandbox = super::sandbox_exec::sandbox()?;
+        let settings = crate::roots::runtime_config()?.settings;
+        let (packages, diagnostics) =
+            quiver_runtime::mcp_servers::load(&servers, &sandbox, &settings);
+        let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
+        (packages, diagnostics)
+    };
+    let catalog = Catalog::load_with(&roots, extra, extra_diagnostics, &options);
+    let mut errors = 0;
+    for d in catalog.diagnostics() {
+        if !servers.is_empty() && d.file == servers.file {
+            crate::err(&d.to_string());
+        } else if d.is_error() {
+            errors += 1;
+        }
+    }
     if errors > 0 {
         crate::err(&format!(
             "warning: {errors} problem(s) kept some packages or items from loading; run `quiver lint` for details"

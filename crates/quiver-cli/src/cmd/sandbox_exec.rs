@@ -14,11 +14,11 @@ pub fn run(args: &[OsString]) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(quiver_sandbox::launcher::SETUP_FAILED as u8))
 }
 
-/// The executor for package tools: Quiver's sandbox, with this binary as its launcher and
-/// data folders under the state folder. `allow_unsandboxed: true` in the config file's
-/// `runtime:` section (or, equivalently, `QUIVER_ALLOW_UNSANDBOXED=1`) lets an operator run
-/// package tools without isolation where the machine cannot enforce it.
-pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
+/// The sandbox configuration: this binary as its launcher and data folders under the state
+/// folder. `allow_unsandboxed: true` in the config file's `runtime:` section (or,
+/// equivalently, `QUIVER_ALLOW_UNSANDBOXED=1`) lets an operator run package tools without
+/// isolation where the machine cannot enforce it.
+fn sandbox_config() -> miette::Result<quiver_sandbox::SandboxConfig> {
     let exe = std::env::current_exe().map_err(|e| {
         miette::miette!("cannot find Quiver's own binary to launch the sandbox: {e}")
     })?;
@@ -32,6 +32,22 @@ pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> 
         quiver_sandbox::SandboxConfig::new(vec![exe.into_os_string(), NAME.into()], state);
     config.allow_unsandboxed = crate::roots::runtime_config()?.allow_unsandboxed
         || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
-    quiver_runtime::sandboxed::SandboxExecutor::new(config)
+    Ok(config)
+}
+
+/// A sandbox as the executor's (for discovering the config file's local MCP servers).
+pub fn sandbox() -> miette::Result<quiver_sandbox::Sandbox> {
+    quiver_sandbox::Sandbox::new(sandbox_config()?)
         .map_err(|e| miette::miette!("cannot set up the sandbox: {e}"))
+}
+
+/// The executor for package tools: Quiver's sandbox, and the config file's external MCP
+/// servers (`mcp_servers:`).
+pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
+    let servers = crate::roots::mcp_servers()?;
+    Ok(
+        quiver_runtime::sandboxed::SandboxExecutor::new(sandbox_config()?)
+            .map_err(|e| miette::miette!("cannot set up the sandbox: {e}"))?
+            .with_mcp_servers(std::sync::Arc::new(servers)),
+    )
 }
