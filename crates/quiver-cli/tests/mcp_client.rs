@@ -429,6 +429,33 @@ fn http_server(token: &str) -> (Server, String) {
     panic!("the Python server did not listen on {port}: {line} {err}");
 }
 
+/// `quiver serve --stdio` with an external server in its config, spoken to by the Python SDK:
+/// `tool_search` finds the server's tool, `call_tool` runs it in the sandbox after package
+/// consent by elicitation, and its dangerous tool is refused when the person declines.
+#[test]
+fn quiver_serve_hands_an_external_server_to_its_clients() {
+    if !sandbox_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let config = local_config(dir.path());
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/serve_external.py");
+    let out = Command::new(python())
+        .arg(&client)
+        .arg(env!("CARGO_BIN_EXE_quiver"))
+        .arg(repo_root().join("examples/packages"))
+        .arg(dir.path().join("state.db"))
+        .env("QUIVER_CONFIG", &config)
+        .env("QUIVER_HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{printed}\n{}", stderr(&out));
+    assert_eq!(printed.lines().filter(|l| l.starts_with("ok ")).count(), 7, "{printed}");
+}
+
 #[test]
 fn a_remote_server_is_called_with_its_bearer_token() {
     let (_server, url) = http_server("s3cret-token");

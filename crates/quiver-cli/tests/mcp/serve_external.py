@@ -1,0 +1,69 @@
+"""The whole chain, for `tests/mcp_client.rs`: the Python `mcp` SDK as an MCP client of
+`quiver serve --stdio`, whose config lists an external MCP server (`team-notes`, run in
+Quiver's sandbox). The client finds the server's tool with `tool_search`, calls it through
+`call_tool` with package consent asked by elicitation, and is refused a dangerous one.
+
+    python serve_external.py QUIVER_BINARY ROOT DB
+
+`QUIVER_CONFIG` and `QUIVER_HOME` come from the environment. Prints one line per check and
+exits non-zero on the first failure.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+import mcp_types as types
+
+binary, root, db = sys.argv[1:4]
+asked = []
+answers = []
+
+
+async def elicit(context, params):
+    asked.append(params.message)
+    action, choice = answers.pop(0)
+    if action == "accept":
+        return types.ElicitResult(action="accept", content={"decision": choice})
+    return types.ElicitResult(action=action)
+
+
+def body(result):
+    return json.loads(result.content[0].text)
+
+
+def check(name, condition, detail=""):
+    if not condition:
+        print(f"FAIL {name}: {detail}", flush=True)
+        sys.exit(1)
+    print(f"ok {name}", flush=True)
+
+
+async def main():
+    env = {k: os.environ[k] for k in ("QUIVER_CONFIG", "QUIVER_HOME", "PATH") if k in os.environ}
+    server = StdioServerParameters(command=binary, args=["--root", root, "serve", "--stdio", "--db", db], env=env)
+    async with Client(server, mode="legacy", elicitation_callback=elicit) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        check("the tool list stays fixed", "team-notes__read_note" not in names, names)
+
+        found = body(await client.call_tool("tool_search", {"query": "read the team note stored under a key"}))
+        hits = [r["name"] for r in found["results"]]
+        check("tool_search finds the external server's tool", "team-notes__read_note" in hits, found)
+
+        answers.append(("accept", "allow_conversation"))
+        read = await client.call_tool("call_tool", {"name": "team-notes__read_note", "arguments": {"key": "k1"}})
+        check("call_tool runs it through the sandboxed server", not read.is_error and body(read).get("text") == "note k1", body(read))
+        check("consent for the whole package was asked once", len(asked) == 1 and "team-notes" in asked[0], asked)
+        check("the server got the call context", body(read).get("session"), body(read))
+
+        answers.append(("decline", None))
+        removed = await client.call_tool("call_tool", {"name": "team-notes__remove_member", "arguments": {"user_id": "42"}})
+        check("a dangerous tool of the server needs a person: declined, refused", removed.is_error and "refused" in body(removed)["error"], body(removed))
+        check("only the approval was asked, not consent again", len(asked) == 2 and "remove_member" in asked[1], asked)
+
+
+asyncio.run(main())
