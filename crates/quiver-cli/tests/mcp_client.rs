@@ -453,7 +453,11 @@ fn quiver_serve_hands_an_external_server_to_its_clients() {
         .unwrap();
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{printed}\n{}", stderr(&out));
-    assert_eq!(printed.lines().filter(|l| l.starts_with("ok ")).count(), 7, "{printed}");
+    assert_eq!(
+        printed.lines().filter(|l| l.starts_with("ok ")).count(),
+        7,
+        "{printed}"
+    );
 }
 
 #[test]

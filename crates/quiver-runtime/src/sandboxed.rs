@@ -165,28 +165,12 @@ impl SandboxExecutor {
         tool: &str,
     ) -> Result<Value, ExecError> {
         let key = format!("\u{0}config\u{0}{}", server.id);
-        let client = {
-            let mut servers = self
-                .servers
-                .lock()
-                .map_err(|_| ExecError::Failed("the MCP server table is unusable".into()))?;
-            match servers.get(&key) {
-                Some(client) if client.is_alive() => client.clone(),
-                _ => {
-                    let client = Arc::new(
-                        server
-                            .connect(&self.sandbox, execution.package_dir, execution.settings)
-                            .map_err(map_error)?,
-                    );
-                    servers.insert(key, client.clone());
-                    client
-                }
-            }
-        };
-        let context = serde_json::to_value(execution.context).unwrap_or_default();
-        client
-            .call(tool, execution.arguments, &context, execution.timeout)
-            .map_err(map_error)
+        let client = self.server_client(key, || {
+            server
+                .connect(&self.sandbox, execution.package_dir, execution.settings)
+                .map_err(map_error)
+        })?;
+        call_server(&client, execution, tool)
     }
 
     fn mcp(&self, execution: &Execution<'_>, server: &str, tool: &str) -> Result<Value, ExecError> {
@@ -204,26 +188,44 @@ impl SandboxExecutor {
             "{}\u{0}{server}\u{0}{:?}",
             execution.package, execution.permissions
         );
-        let client = {
-            let mut servers = self
-                .servers
-                .lock()
-                .map_err(|_| ExecError::Failed("the MCP server table is unusable".into()))?;
-            match servers.get(&key) {
-                Some(client) if client.is_alive() => client.clone(),
-                _ => {
-                    let client =
-                        Arc::new(McpClient::start(&self.sandbox, &job).map_err(map_error)?);
-                    servers.insert(key, client.clone());
-                    client
-                }
-            }
-        };
-        let context = serde_json::to_value(execution.context).unwrap_or_default();
-        client
-            .call(tool, execution.arguments, &context, execution.timeout)
-            .map_err(map_error)
+        let client = self.server_client(key, || {
+            McpClient::start(&self.sandbox, &job).map_err(map_error)
+        })?;
+        call_server(&client, execution, tool)
     }
+
+    /// The running MCP client under `key`, or a new one from `start` when there is none or it
+    /// has died.
+    fn server_client(
+        &self,
+        key: String,
+        start: impl FnOnce() -> Result<McpClient, ExecError>,
+    ) -> Result<Arc<McpClient>, ExecError> {
+        let mut servers = self
+            .servers
+            .lock()
+            .map_err(|_| ExecError::Failed("the MCP server table is unusable".into()))?;
+        match servers.get(&key) {
+            Some(client) if client.is_alive() => Ok(client.clone()),
+            _ => {
+                let client = Arc::new(start()?);
+                servers.insert(key, client.clone());
+                Ok(client)
+            }
+        }
+    }
+}
+
+/// Calls `tool` on an MCP server with the execution's arguments, context and timeout.
+fn call_server(
+    client: &McpClient,
+    execution: &Execution<'_>,
+    tool: &str,
+) -> Result<Value, ExecError> {
+    let context = serde_json::to_value(execution.context).unwrap_or_default();
+    client
+        .call(tool, execution.arguments, &context, execution.timeout)
+        .map_err(map_error)
 }
 
 impl Executor for SandboxExecutor {
