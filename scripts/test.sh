@@ -17,3 +17,13 @@ else
     cargo test --workspace --locked --no-fail-fast
 fi
 cargo test --workspace --doc --locked
+# The optional English booster (the `minilm` feature: all-MiniLM-L6-v2 through candle): its
+# lints, and the tests that only exist with it (the parity test and the boosted search).
+cargo clippy -p quiver-embed -p quiver-catalog -p quiver-cli --features minilm --all-targets --locked -- -D warnings
+if command -v cargo-nextest >/dev/null 2>&1; then
+    cargo nextest run -p quiver-embed -p quiver-catalog --features minilm --locked --no-fail-fast \
+        -E 'binary(=minilm_parity) | binary(=booster)'
+else
+    cargo test -p quiver-embed -p quiver-catalog --features minilm --locked --no-fail-fast \
+        --test minilm_parity --test booster
+fi

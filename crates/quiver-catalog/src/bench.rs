@@ -3,6 +3,7 @@
 //! at a time and score the rankings (Recall@1, Recall@5, MRR@10, nDCG@10) with latency figures.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,10 +13,13 @@ use serde_json::Value;
 
 use quiver_package::tool::first_sentence;
 
-use quiver_embed::{Usem3, VectorCache};
+use quiver_embed::{Embedder, VectorCache};
 
 use crate::params::schema_params;
-use crate::search::{DenseIndex, Method, SearchDoc, SearchIndex, Semantic, fuse};
+use crate::search::{
+    BOOSTED_WEIGHT, Booster, DEFAULT_WEIGHT, DenseIndex, Method, SearchDoc, SearchIndex, Semantic,
+    fuse,
+};
 
 /// How many results each query asks for.
 const TOP: usize = 10;
@@ -54,6 +58,11 @@ pub enum BenchError {
     /// A dense or hybrid run was asked for without an embedding model.
     #[error("the dense and hybrid methods need an embedding model, and none was given")]
     NoModel,
+    /// A `+minilm` run was asked for without the English booster.
+    #[error(
+        "the dense+minilm and hybrid+minilm methods need the English booster, and none was given"
+    )]
+    NoBooster,
 }
 
 /// One tool of a corpus: its id and the document indexed for it.
@@ -251,10 +260,49 @@ pub fn evaluate(tools: Vec<BenchTool>, queries: &[BenchQuery]) -> RetrievalRepor
 pub struct MethodReport {
     /// The method.
     pub method: Method,
-    /// Its figures. For `dense` and `hybrid`, `build_ms` is the time to embed every tool with
-    /// an empty cache (plus the BM25 index for `hybrid`).
+    /// Its figures. For the dense and hybrid methods, `build_ms` is the time to embed every
+    /// tool with an empty cache (with each model they use; plus the BM25 index for the hybrid
+    /// ones).
     #[serde(flatten)]
     pub report: RetrievalReport,
+    /// Bytes of the vectors the method's index holds (none for `bm25`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_bytes: Option<u64>,
+}
+
+/// The models a benchmark run may use, and the fusion weights.
+#[derive(Clone)]
+pub struct BenchModels {
+    /// The multilingual model, for every method but `bm25`.
+    pub model: Option<Arc<dyn Embedder>>,
+    /// The English booster, for the `+minilm` methods.
+    pub booster: Option<Arc<dyn Embedder>>,
+    /// The dense weight of `hybrid` (and of `hybrid+minilm` for queries with CJK characters).
+    pub weight: f32,
+    /// The dense weight of `hybrid+minilm` for queries without CJK characters.
+    pub boosted_weight: f32,
+}
+
+impl Default for BenchModels {
+    fn default() -> Self {
+        BenchModels {
+            model: None,
+            booster: None,
+            weight: DEFAULT_WEIGHT,
+            boosted_weight: BOOSTED_WEIGHT,
+        }
+    }
+}
+
+impl fmt::Debug for BenchModels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BenchModels")
+            .field("model", &self.model.as_ref().map(|m| m.name()))
+            .field("booster", &self.booster.as_ref().map(|m| m.name()))
+            .field("weight", &self.weight)
+            .field("boosted_weight", &self.boosted_weight)
+            .finish()
+    }
 }
 
 /// Loads both files and runs [`evaluate_methods`].
@@ -262,24 +310,28 @@ pub fn run_methods(
     tools_path: &Path,
     queries_path: &Path,
     methods: &[Method],
-    model: Option<&Arc<Usem3>>,
-    weight: f32,
+    models: &BenchModels,
 ) -> Result<Vec<MethodReport>, BenchError> {
     let tools = load_tools(tools_path)?;
     let queries = load_queries(queries_path)?;
     check_gold(&tools, &queries, tools_path, queries_path)?;
-    evaluate_methods(tools, &queries, methods, model, weight)
+    evaluate_methods(tools, &queries, methods, models)
 }
 
-/// Runs every method of `methods` over the same tools and queries. `dense` and `hybrid` need
-/// `model`; the dense index is built with a fresh in-memory cache, so its build time is the
-/// real embedding time. `weight` is the dense weight of `hybrid`.
+/// A dense index and the time its vectors took to embed.
+struct Timed {
+    index: DenseIndex,
+    ms: f64,
+}
+
+/// Runs every method of `methods` over the same tools and queries. The dense and hybrid
+/// methods need `models.model`, the `+minilm` ones `models.booster` too. Each model embeds the
+/// tools into a fresh in-memory cache, so the build times are the real embedding times.
 pub fn evaluate_methods(
     tools: Vec<BenchTool>,
     queries: &[BenchQuery],
     methods: &[Method],
-    model: Option<&Arc<Usem3>>,
-    weight: f32,
+    models: &BenchModels,
 ) -> Result<Vec<MethodReport>, BenchError> {
     let (ids, docs) = split_tools(tools);
     let _ = crate::search::tokenize("预热");
@@ -287,52 +339,80 @@ pub fn evaluate_methods(
     let index = SearchIndex::build(docs.clone());
     let bm25_ms = ms(start);
     let needs_model = methods.iter().any(|m| *m != Method::Bm25);
-    let dense = match (needs_model, model) {
+    let needs_booster = methods.iter().any(|m| m.boosted());
+    let cache = Arc::new(VectorCache::in_memory());
+    let plain = match (needs_model, &models.model) {
         (false, _) => None,
         (true, None) => return Err(BenchError::NoModel),
         (true, Some(model)) => {
-            let semantic = Semantic::new(model.clone(), Arc::new(VectorCache::in_memory()))
-                .with_weight(weight);
+            let semantic = Semantic::new(model.clone(), cache.clone()).with_weight(models.weight);
             let start = Instant::now();
-            let dense = DenseIndex::build(semantic, &docs);
-            Some((dense, ms(start)))
+            let index = DenseIndex::build(semantic, &docs);
+            Some(Timed {
+                index,
+                ms: ms(start),
+            })
+        }
+    };
+    let boosted = match (needs_booster, &plain, &models.booster) {
+        (false, _, _) | (_, None, _) => None,
+        (true, _, None) => return Err(BenchError::NoBooster),
+        (true, Some(plain), Some(booster)) => {
+            // The multilingual vectors come from the cache the plain index filled: the time
+            // added is the booster's.
+            let semantic = plain.index.semantic().clone().with_booster(
+                Booster::new(booster.clone(), Arc::new(VectorCache::in_memory()))
+                    .with_weight(models.boosted_weight),
+            );
+            let start = Instant::now();
+            let index = DenseIndex::build(semantic, &docs);
+            Some(Timed {
+                index,
+                ms: plain.ms + ms(start),
+            })
         }
     };
     let mut reports = Vec::new();
     for &method in methods {
-        let report = match (method, &dense) {
-            (Method::Dense, Some((dense, dense_ms))) => {
-                score_queries(&ids, queries, *dense_ms, &|q| {
+        let dense = if method.boosted() { &boosted } else { &plain };
+        let (report, vector_bytes) = match (method, dense) {
+            (Method::Dense | Method::DenseMiniLm, Some(dense)) => (
+                score_queries(&ids, queries, dense.ms, &|q| {
                     dense
+                        .index
+                        .search(q, TOP, method.boosted(), &|_| true)
+                        .iter()
+                        .map(|h| h.doc)
+                        .collect()
+                }),
+                Some(dense.index.vector_bytes() as u64),
+            ),
+            (Method::Hybrid | Method::HybridMiniLm, Some(dense)) => (
+                score_queries(&ids, queries, bm25_ms + dense.ms, &|q| {
+                    let (cosines, weight) = dense.index.dense_term(q, method.boosted());
+                    fuse(&index.scores(q), &cosines, weight, TOP, &|_| true)
+                        .iter()
+                        .map(|h| h.doc)
+                        .collect()
+                }),
+                Some(dense.index.vector_bytes() as u64),
+            ),
+            _ => (
+                score_queries(&ids, queries, bm25_ms, &|q| {
+                    index
                         .search(q, TOP, &|_| true)
                         .iter()
                         .map(|h| h.doc)
                         .collect()
-                })
-            }
-            (Method::Hybrid, Some((dense, dense_ms))) => {
-                score_queries(&ids, queries, bm25_ms + dense_ms, &|q| {
-                    fuse(
-                        &index.scores(q),
-                        &dense.cosines(q),
-                        dense.semantic().weight,
-                        TOP,
-                        &|_| true,
-                    )
-                    .iter()
-                    .map(|h| h.doc)
-                    .collect()
-                })
-            }
-            _ => score_queries(&ids, queries, bm25_ms, &|q| {
-                index
-                    .search(q, TOP, &|_| true)
-                    .iter()
-                    .map(|h| h.doc)
-                    .collect()
-            }),
+                }),
+                None,
+            ),
         };
-        reports.push(MethodReport { method, report });
+        reports.push(MethodReport {
+            method,
+            report,
+            vector_bytes,
+        });
     }
     Ok(reports)
 }

@@ -422,19 +422,19 @@ impl Catalog {
     }
 
     /// The best `k` entries for `query` among those `admit` accepts: BM25 fused with dense
-    /// retrieval when the catalog was built with a model ([`CatalogOptions::semantic`]), else
-    /// BM25 alone.
+    /// retrieval when the catalog was built with a model ([`CatalogOptions::semantic`]) (with
+    /// the English booster when it has one), else BM25 alone.
     pub fn search(&self, query: &str, k: usize, admit: &dyn Fn(&Entry) -> bool) -> Vec<Found<'_>> {
-        let method = if self.dense.is_some() {
-            Method::Hybrid
-        } else {
-            Method::Bm25
+        let method = match &self.dense {
+            Some(dense) if dense.boosted() => Method::HybridMiniLm,
+            Some(_) => Method::Hybrid,
+            None => Method::Bm25,
         };
         self.search_with(method, query, k, admit)
     }
 
     /// [`Catalog::search`] with a chosen method; `dense` and `hybrid` fall back to BM25 when
-    /// the catalog has no model.
+    /// the catalog has no model, and their `+minilm` forms to them without the booster.
     pub fn search_with(
         &self,
         method: Method,
@@ -444,14 +444,13 @@ impl Catalog {
     ) -> Vec<Found<'_>> {
         let admit_doc = |doc: usize| admit(&self.entries[doc]);
         let hits = match (method, &self.dense) {
-            (Method::Dense, Some(dense)) => dense.search(query, k, &admit_doc),
-            (Method::Hybrid, Some(dense)) => fuse(
-                &self.index.scores(query),
-                &dense.cosines(query),
-                dense.semantic().weight,
-                k,
-                &admit_doc,
-            ),
+            (Method::Dense | Method::DenseMiniLm, Some(dense)) => {
+                dense.search(query, k, method.boosted(), &admit_doc)
+            }
+            (Method::Hybrid | Method::HybridMiniLm, Some(dense)) => {
+                let (cosines, weight) = dense.dense_term(query, method.boosted());
+                fuse(&self.index.scores(query), &cosines, weight, k, &admit_doc)
+            }
             _ => self.index.search(query, k, &admit_doc),
         };
         hits.into_iter()

