@@ -38,6 +38,8 @@ struct ConfigFile {
 struct SearchConfig {
     /// Weight of the dense term when search is hybrid (0 to 1; default 0.7).
     dense_weight: Option<f32>,
+    /// Weight of the dense term when the English booster takes part (0 to 1; default 0.8).
+    boosted_weight: Option<f32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,19 +160,34 @@ pub fn state_dir() -> Option<PathBuf> {
     }
 }
 
-/// The config file's `search.dense_weight`, if set (checked to lie in 0..=1).
-pub fn search_weight() -> miette::Result<Option<f32>> {
+/// The config file's search weights, if set (each checked to lie in 0..=1).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SearchWeights {
+    /// `search.dense_weight`: the dense term's weight in hybrid search.
+    pub dense: Option<f32>,
+    /// `search.boosted_weight`: the dense term's weight when the English booster takes part.
+    pub boosted: Option<f32>,
+}
+
+/// The config file's `search.dense_weight` and `search.boosted_weight`.
+pub fn search_weights() -> miette::Result<SearchWeights> {
     let Some(path) = config_path() else {
-        return Ok(None);
+        return Ok(SearchWeights::default());
     };
-    let weight = read_config(&path)?.search.and_then(|s| s.dense_weight);
-    match weight {
+    let Some(search) = read_config(&path)?.search else {
+        return Ok(SearchWeights::default());
+    };
+    let checked = |key: &str, weight: Option<f32>| match weight {
         Some(w) if !(0.0..=1.0).contains(&w) => Err(miette::miette!(
-            "{}: `search.dense_weight` is {w}; it must lie between 0 and 1",
+            "{}: `search.{key}` is {w}; it must lie between 0 and 1",
             path.display()
         )),
         _ => Ok(weight),
-    }
+    };
+    Ok(SearchWeights {
+        dense: checked("dense_weight", search.dense_weight)?,
+        boosted: checked("boosted_weight", search.boosted_weight)?,
+    })
 }
 
 /// The config file in use, if there is one (`$QUIVER_CONFIG`, else

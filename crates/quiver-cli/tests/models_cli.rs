@@ -18,15 +18,23 @@ fn repo() -> PathBuf {
 }
 
 fn quiver(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quiver"))
+    quiver_with_config(home, None, args)
+}
+
+/// `quiver` with `config` as its config file (none: no config file).
+fn quiver_with_config(home: &Path, config: Option<&Path>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quiver"));
+    command
         .args(args)
         .current_dir(repo())
         .env("QUIVER_HOME", home)
         .env("NO_COLOR", "1")
-        .env_remove("QUIVER_CONFIG")
-        .env_remove("QUIVER_PATH")
-        .output()
-        .unwrap()
+        .env_remove("QUIVER_PATH");
+    match config {
+        Some(config) => command.env("QUIVER_CONFIG", config),
+        None => command.env_remove("QUIVER_CONFIG"),
+    };
+    command.output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -159,6 +167,30 @@ fn install_search_call_and_remove() {
         "{ids:?}"
     );
     assert!(!stderr.contains("BM25 only"), "{stderr}");
+    // The config file's weight holds: at 0 the dense term counts for nothing, so the
+    // paraphrase finds nothing again; a weight outside 0..1 is a warning naming the file.
+    let config = home.join("config.yaml");
+    let paraphrase_search = |config: &Path| {
+        let args = [
+            "--root",
+            "examples/packages",
+            "search",
+            "how much is 17 times 23",
+            "--json",
+        ];
+        let out = quiver_with_config(home, Some(config), &args);
+        let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (found.as_array().unwrap().len(), text(&out.stderr))
+    };
+    std::fs::write(&config, "search:\n  dense_weight: 0.0\n").unwrap();
+    assert_eq!(paraphrase_search(&config).0, 0);
+    std::fs::write(&config, "search:\n  dense_weight: 1.5\n").unwrap();
+    let (found, stderr) = paraphrase_search(&config);
+    assert!(found > 0, "the default weight is used");
+    assert!(
+        stderr.contains("config.yaml: `search.dense_weight` is 1.5"),
+        "{stderr}"
+    );
     // ... and so does `quiver test`: the held-out example now finds the calculator first,
     // and every example and negative example of the bundled packages holds under hybrid too.
     assert_eq!(quiver_test(home), (Some(0), serde_json::json!(1)));

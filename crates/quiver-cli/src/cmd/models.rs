@@ -267,15 +267,12 @@ pub fn semantic() -> Option<Semantic> {
         }
     };
     let cache = open_cache(&dir);
-    let weight = match crate::roots::search_weight() {
-        Ok(weight) => weight,
-        Err(e) => {
-            crate::err(&format!("warning: {e:?}"));
-            None
-        }
-    };
+    let weights = crate::roots::search_weights().unwrap_or_else(|e| {
+        crate::err(&format!("warning: {e:?}"));
+        crate::roots::SearchWeights::default()
+    });
     let semantic = Semantic::new(model, Arc::new(cache));
-    let semantic = match weight {
+    let semantic = match weights.dense {
         Some(w) => semantic.with_weight(w),
         None => semantic,
     };
@@ -283,7 +280,12 @@ pub fn semantic() -> Option<Semantic> {
     match load_installed_booster() {
         Ok(Some((booster, dir))) => {
             let cache = open_cache(&dir);
-            Some(semantic.with_booster(Booster::new(booster, Arc::new(cache))))
+            let booster = Booster::new(booster, Arc::new(cache));
+            let booster = match weights.boosted {
+                Some(w) => booster.with_weight(w),
+                None => booster,
+            };
+            Some(semantic.with_booster(booster))
         }
         Ok(None) => {
             if booster_unusable() {
