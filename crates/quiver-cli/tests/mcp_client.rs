@@ -514,6 +514,13 @@ fn a_remote_server_is_called_with_its_bearer_token() {
             .any(|i| i["wire"] == "crm__read_note"),
         "{crm:#}"
     );
+    // A remote tool is confirmed at its first call even with `readOnlyHint` (nothing Quiver
+    // enforces limits it): without an approver it is refused, with `--yes` it runs.
+    let unapproved = json(&q(
+        &token,
+        &["call", "crm__read_note", "--args", r#"{"key": "r0"}"#],
+    ));
+    assert_eq!(unapproved["outcome"]["status"], "refused", "{unapproved:#}");
     let called = json(&q(
         &token,
         &[
@@ -531,6 +538,17 @@ fn a_remote_server_is_called_with_its_bearer_token() {
     let records = audit(&config, home.path(), &session);
     assert_eq!(records[0]["tool"], "crm.read_note");
     assert_eq!(records[0]["status"], "ok");
+    let approval = records[0]["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|d| d["step"] == "approval")
+        .unwrap_or_else(|| panic!("{:#}", records[0]));
+    assert_eq!(approval["decision"], "allow-session", "{approval:#}");
+    assert_eq!(
+        approval["reason"], "the first call of this tool in this session",
+        "{approval:#}"
+    );
     // `remove_member` on a remote server is dangerous too.
     let removed = json(&q(
         &token,

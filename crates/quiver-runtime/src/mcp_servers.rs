@@ -58,7 +58,8 @@ pub struct ServerSpec {
     pub name: Option<String>,
     /// The package's catalog line (default: the server's instructions, first sentence).
     pub description: Option<String>,
-    /// Approval mode of every tool (default `on-risk`).
+    /// Approval mode of every tool (default `on-risk` for a local server, `once` for a remote
+    /// one).
     pub approval: Option<Approval>,
     /// Category of every tool, instead of the one read from its annotations.
     pub category: Option<Category>,
@@ -334,6 +335,18 @@ impl McpServer {
     /// folder for a local server) and the home of its cached tool list.
     pub fn root(&self, state_dir: &Path) -> PathBuf {
         state_dir.join(CACHE_DIR).join(self.id.as_str())
+    }
+
+    /// The approval mode of its tools when the config sets none: `on-risk` for a local
+    /// server, whose permissions the sandbox enforces; `once` for a remote one, since nothing
+    /// Quiver enforces limits what its tools do (its `readOnlyHint` is only its word), so each
+    /// tool is confirmed at its first call in a conversation.
+    pub fn default_approval(&self) -> Approval {
+        if self.is_local() {
+            Approval::OnRisk
+        } else {
+            Approval::Once
+        }
     }
 
     /// Whether this is a local server.
@@ -712,7 +725,7 @@ pub fn package_from_listing(
             "input": listed.get("inputSchema").cloned().unwrap_or(json!({"type": "object"})),
             "permission": server.permissions(),
             "timeout": server.timeout.as_secs_f64(),
-            "approval": server.approval.unwrap_or(Approval::OnRisk),
+            "approval": server.approval.unwrap_or_else(|| server.default_approval()),
             "expose": server.expose,
             "always_loaded": always_loaded && server.expose,
             "idempotent": annotations
