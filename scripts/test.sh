@@ -17,6 +17,8 @@ else
     cargo test --workspace --locked --no-fail-fast
 fi
 cargo test --workspace --doc --locked
+# Every doc comment's links resolve.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 # The optional English booster (the `minilm` feature: all-MiniLM-L6-v2 through candle): its
 # lints, and the tests that only exist with it (the parity test and the boosted search).
 cargo clippy -p quiver-embed -p quiver-catalog -p quiver-cli --features minilm --all-targets --locked -- -D warnings

@@ -1,5 +1,6 @@
 //! The tool-retrieval benchmark: load a corpus (`tools.jsonl`, `queries.jsonl`), index it with
-//! [`SearchIndex`] (and, for dense and hybrid retrieval, a [`DenseIndex`]), run every query one
+//! [`SearchIndex`](crate::search::SearchIndex) (and, for dense and hybrid retrieval, a
+//! [`DenseIndex`](crate::search::DenseIndex)), run every query one
 //! at a time and score the rankings (Recall@1, Recall@5, MRR@10, nDCG@10) with latency figures.
 
 use std::collections::{HashMap, HashSet};

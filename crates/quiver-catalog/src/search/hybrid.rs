@@ -411,7 +411,7 @@ impl DenseIndex {
 
     /// The cosine of each document with `query`, by doc index, with the multilingual model
     /// alone: the best of its own vectors, lowered when a negative example comes closer
-    /// ([`against_negatives`]).
+    /// (by as much again as it is closer).
     pub fn cosines(&self, query: &str) -> Vec<f32> {
         match self.semantic.model.embed_text(cut_query(query)) {
             Ok(q) => best_cosines(&self.vectors, &q),

@@ -1,9 +1,11 @@
 //! The `tool_search` index: bilingual (English and Chinese) BM25F over the fields of packages,
 //! tools, agents, workflows, skills and built-in tools, fused with dense retrieval when a
-//! sentence-embedding model is installed ([`Semantic`], [`DenseIndex`], [`fuse`]), optionally
-//! with the English booster ([`Booster`]).
+//! sentence-embedding model is installed ([`Semantic`](crate::search::Semantic),
+//! [`DenseIndex`](crate::search::DenseIndex), [`fuse`](crate::search::fuse)), optionally with the
+//! English booster ([`Booster`](crate::search::Booster)).
 //!
-//! Build one [`SearchIndex`] (and [`DenseIndex`]) per catalog snapshot; they are immutable and
+//! Build one [`SearchIndex`](crate::search::SearchIndex) (and
+//! [`DenseIndex`](crate::search::DenseIndex)) per catalog snapshot; they are immutable and
 //! shared. BM25 is pure; the dense index reads and writes its vector cache file.
 
 mod bm25;
