@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs the pinned test tools, then checks formatting, lints and runs
-# every test of the workspace.
+# every test of the workspace (and the `minilm` feature's), and checks the doc links.
 #
 #   scripts/test.sh
 set -euo pipefail
