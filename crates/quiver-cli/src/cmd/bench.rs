@@ -200,39 +200,21 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
             "--weight and --boosted-weight must lie between 0 and 1"
         ));
     }
-    let rss_before = resident_bytes();
-    let start = std::time::Instant::now();
-    let model = match &args.model {
-        Some(dir) => Some(Arc::new(Usem3::load(dir).map_err(|e| {
+    let model = measured_load("usem3", || match &args.model {
+        Some(dir) => Ok(Some(Arc::new(Usem3::load(dir).map_err(|e| {
             miette!("cannot load the model in `{}`: {e}", dir.display())
-        })?)),
-        None => super::models::load_installed_model()?.map(|(model, _)| model),
-    };
-    let load_ms = start.elapsed().as_secs_f64() * 1000.0;
-    if model.is_some() {
-        crate::err(&format!(
-            "model usem3 loaded in {load_ms:.0} ms, {:.0} MB resident",
-            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
-        ));
-    }
-    let rss_before = resident_bytes();
-    let start = std::time::Instant::now();
-    let booster: Option<Arc<dyn Embedder>> = match &args.minilm {
-        Some(dir) => Some(super::models::load_booster(dir).map_err(|e| {
+        })?))),
+        None => Ok(super::models::load_installed_model()?.map(|(model, _)| model)),
+    })?;
+    let booster = measured_load("minilm", || match &args.minilm {
+        Some(dir) => Ok(Some(super::models::load_booster(dir).map_err(|e| {
             miette!(
                 "cannot load the English booster in `{}`: {e}",
                 dir.display()
             )
-        })?),
-        None => super::models::load_installed_booster()?.map(|(model, _)| model),
-    };
-    if booster.is_some() {
-        crate::err(&format!(
-            "model minilm loaded in {:.0} ms, {:.0} MB resident",
-            start.elapsed().as_secs_f64() * 1000.0,
-            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
-        ));
-    }
+        })?)),
+        None => Ok(super::models::load_installed_booster()?.map(|(model, _)| model)),
+    })?;
     let all = if booster.is_some() {
         Method::WITH_BOOSTER.to_vec()
     } else {
@@ -312,6 +294,25 @@ fn resident_bytes() -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |pages| pages * 4096)
+}
+
+/// Runs `load` and, when it loads a model, says on stderr how long it took and how much
+/// resident memory the model `name` added.
+fn measured_load<M>(
+    name: &str,
+    load: impl FnOnce() -> miette::Result<Option<M>>,
+) -> miette::Result<Option<M>> {
+    let rss_before = resident_bytes();
+    let start = std::time::Instant::now();
+    let model = load()?;
+    if model.is_some() {
+        crate::err(&format!(
+            "model {name} loaded in {:.0} ms, {:.0} MB resident",
+            start.elapsed().as_secs_f64() * 1000.0,
+            resident_bytes().saturating_sub(rss_before) as f64 / 1e6
+        ));
+    }
+    Ok(model)
 }
 
 /// One line per corpus and method.
