@@ -19,7 +19,7 @@ use quiver_embed::{Embedder, VectorCache};
 use crate::params::schema_params;
 use crate::search::{
     BOOSTED_WEIGHT, Booster, DEFAULT_WEIGHT, DenseIndex, Method, SearchDoc, SearchIndex, Semantic,
-    fuse,
+    rank,
 };
 
 /// How many results each query asks for.
@@ -375,40 +375,23 @@ pub fn evaluate_methods(
     };
     let mut reports = Vec::new();
     for &method in methods {
-        let dense = if method.boosted() { &boosted } else { &plain };
-        let (report, vector_bytes) = match (method, dense) {
-            (Method::Dense | Method::DenseMiniLm, Some(dense)) => (
-                score_queries(&ids, queries, dense.ms, &|q| {
-                    dense
-                        .index
-                        .search(q, TOP, method.boosted(), &|_| true)
-                        .iter()
-                        .map(|h| h.doc)
-                        .collect()
-                }),
-                Some(dense.index.vector_bytes() as u64),
-            ),
-            (Method::Hybrid | Method::HybridMiniLm, Some(dense)) => (
-                score_queries(&ids, queries, bm25_ms + dense.ms, &|q| {
-                    let (cosines, weight) = dense.index.dense_term(q, method.boosted());
-                    fuse(&index.scores(q), &cosines, weight, TOP, &|_| true)
-                        .iter()
-                        .map(|h| h.doc)
-                        .collect()
-                }),
-                Some(dense.index.vector_bytes() as u64),
-            ),
-            _ => (
-                score_queries(&ids, queries, bm25_ms, &|q| {
-                    index
-                        .search(q, TOP, &|_| true)
-                        .iter()
-                        .map(|h| h.doc)
-                        .collect()
-                }),
-                None,
-            ),
+        let dense = match method {
+            Method::Bm25 => None,
+            _ if method.boosted() => boosted.as_ref(),
+            _ => plain.as_ref(),
         };
+        let build_ms = match (method, dense) {
+            (Method::Hybrid | Method::HybridMiniLm, Some(dense)) => bm25_ms + dense.ms,
+            (_, Some(dense)) => dense.ms,
+            (_, None) => bm25_ms,
+        };
+        let report = score_queries(&ids, queries, build_ms, &|q| {
+            rank(method, &index, dense.map(|d| &d.index), q, TOP, &|_| true)
+                .iter()
+                .map(|h| h.doc)
+                .collect()
+        });
+        let vector_bytes = dense.map(|d| d.index.vector_bytes() as u64);
         reports.push(MethodReport {
             method,
             report,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::params::schema_params;
 use crate::scan::{self, Root, Scope};
-use crate::search::{DenseIndex, Method, SearchDoc, SearchHit, SearchIndex, Semantic, fuse};
+use crate::search::{DenseIndex, Method, SearchDoc, SearchHit, SearchIndex, Semantic, rank};
 use crate::wire::wire_name;
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
@@ -443,22 +443,20 @@ impl Catalog {
         admit: &dyn Fn(&Entry) -> bool,
     ) -> Vec<Found<'_>> {
         let admit_doc = |doc: usize| admit(&self.entries[doc]);
-        let hits = match (method, &self.dense) {
-            (Method::Dense | Method::DenseMiniLm, Some(dense)) => {
-                dense.search(query, k, method.boosted(), &admit_doc)
-            }
-            (Method::Hybrid | Method::HybridMiniLm, Some(dense)) => {
-                let (cosines, weight) = dense.dense_term(query, method.boosted());
-                fuse(&self.index.scores(query), &cosines, weight, k, &admit_doc)
-            }
-            _ => self.index.search(query, k, &admit_doc),
-        };
-        hits.into_iter()
-            .map(|SearchHit { doc, score }| Found {
-                entry: &self.entries[doc],
-                score,
-            })
-            .collect()
+        rank(
+            method,
+            &self.index,
+            self.dense.as_ref(),
+            query,
+            k,
+            &admit_doc,
+        )
+        .into_iter()
+        .map(|SearchHit { doc, score }| Found {
+            entry: &self.entries[doc],
+            score,
+        })
+        .collect()
     }
 
     /// The search index, with documents in the order of [`Catalog::entries`].

@@ -57,6 +57,30 @@ pub struct SearchHit {
     pub score: f32,
 }
 
+/// The best `k` documents `admit` accepts for `query` by `method`: BM25 from `index`, the
+/// cosines of `dense` for the dense methods, both fused ([`fuse`]) for the hybrid ones. Without
+/// a dense index every method is BM25; a `+minilm` method over an index without the booster's
+/// vectors is its plain form ([`DenseIndex::dense_term`]).
+pub fn rank(
+    method: Method,
+    index: &SearchIndex,
+    dense: Option<&DenseIndex>,
+    query: &str,
+    k: usize,
+    admit: &dyn Fn(usize) -> bool,
+) -> Vec<SearchHit> {
+    match (method, dense) {
+        (Method::Dense | Method::DenseMiniLm, Some(dense)) => {
+            dense.search(query, k, method.boosted(), admit)
+        }
+        (Method::Hybrid | Method::HybridMiniLm, Some(dense)) => {
+            let (cosines, weight) = dense.dense_term(query, method.boosted());
+            fuse(&index.scores(query), &cosines, weight, k, admit)
+        }
+        _ => index.search(query, k, admit),
+    }
+}
+
 /// The best `k` hits, best first; equal scores go to the lower doc index.
 pub(crate) fn top_k(mut hits: Vec<SearchHit>, k: usize) -> Vec<SearchHit> {
     let order = |a: &SearchHit, b: &SearchHit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
