@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::thread;
 
 use rusqlite::Connection;
@@ -78,26 +78,33 @@ fn reopening_is_idempotent() {
 
 #[test]
 fn many_openers_of_one_fresh_file_migrate_it_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(dir.path().join("quiver.db"));
-    let handles: Vec<_> = (0..8)
-        .map(|i| {
-            let db = Arc::clone(&db);
-            thread::spawn(move || {
-                let store = SqliteStore::open(db.as_path()).unwrap();
-                store
-                    .create_session(&NewSession::new(format!("s{i}"), "chat"))
-                    .unwrap();
+    const OPENERS: usize = 16;
+    // A race shows only sometimes: run it on several fresh files.
+    for _ in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(dir.path().join("quiver.db"));
+        // All start together, so the migration and the switch to WAL really race.
+        let start = Arc::new(Barrier::new(OPENERS));
+        let handles: Vec<_> = (0..OPENERS)
+            .map(|i| {
+                let (db, start) = (Arc::clone(&db), Arc::clone(&start));
+                thread::spawn(move || {
+                    start.wait();
+                    let store = SqliteStore::open(db.as_path()).unwrap();
+                    store
+                        .create_session(&NewSession::new(format!("s{i}"), "chat"))
+                        .unwrap();
+                })
             })
-        })
-        .collect();
-    for handle in handles {
-        handle.join().unwrap();
-    }
-    assert_eq!(pragma(&db, "user_version"), SCHEMA_VERSION);
-    let store = SqliteStore::open(db.as_path()).unwrap();
-    for i in 0..8 {
-        assert!(store.session(&format!("s{i}")).unwrap().is_some());
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        assert_eq!(pragma(&db, "user_version"), SCHEMA_VERSION);
+        let store = SqliteStore::open(db.as_path()).unwrap();
+        for i in 0..OPENERS {
+            assert!(store.session(&format!("s{i}")).unwrap().is_some());
+        }
     }
 }
 

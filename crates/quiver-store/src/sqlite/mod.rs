@@ -176,7 +176,7 @@ fn connect(path: &Path, options: &StoreOptions, role: Role) -> Result<Connection
 /// Puts the writer connection in WAL mode (persistent in the file) with the chosen sync level.
 fn enable_wal(conn: &Connection, path: &Path, options: &StoreOptions) -> Result<()> {
     let setup = || -> rusqlite::Result<String> {
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        let mode = switch_to_wal(conn, options.busy_timeout)?;
         conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
         conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
         Ok(mode)
@@ -192,6 +192,25 @@ fn enable_wal(conn: &Connection, path: &Path, options: &StoreOptions) -> Result<
         )));
     }
     Ok(())
+}
+
+/// `PRAGMA journal_mode = WAL`, retried while another connection holds the file: the switch
+/// needs an exclusive lock and SQLite answers `SQLITE_BUSY` at once instead of calling the busy
+/// handler, so several processes opening a fresh file together would otherwise fail.
+fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> rusqlite::Result<String> {
+    let deadline = Instant::now() + busy_timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            outcome => return outcome,
+        }
+    }
 }
 
 impl Store for SqliteStore {
