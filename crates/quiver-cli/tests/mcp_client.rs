@@ -365,6 +365,15 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
         who["outcome"]["content"]["home"],
         data.display().to_string()
     );
+    // The server that listed the tools answers the call: one start per `quiver call`.
+    let starts = |out: Value| out["outcome"]["content"]["starts"].as_u64().unwrap();
+    let before = starts(call("team-notes.starts", "{}"));
+    let after = starts(call("team-notes.starts", "{}"));
+    assert_eq!(
+        after,
+        before + 1,
+        "each `quiver call` starts the server once"
+    );
     let outside = dir.path().join("config.yaml");
     for path in ["/etc/shadow", outside.to_str().unwrap()] {
         let read = call(

@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use quiver_package::common::{Permissions, Seconds, WordList};
@@ -494,23 +495,19 @@ pub struct Listing {
 }
 
 /// Connects to `server` and lists its tools.
-fn discover(
-    server: &McpServer,
-    sandbox: &Sandbox,
-    root: &Path,
-    settings: Option<&serde_json::Map<String, Value>>,
-) -> Result<Listing, String> {
-    let client = server
-        .connect(sandbox, root, settings)
-        .map_err(|e| e.to_string())?;
-    let tools = client.list_tools(server.timeout).map_err(|e| match e {
-        SandboxError::TimedOut(d) => format!("no answer to `tools/list` within {d:?}"),
-        other => other.to_string(),
-    });
-    client.stop();
+fn discover(server: &McpServer, connect: &Connect<'_>) -> Result<Listing, String> {
+    let client = connect(server).map_err(|e| e.to_string())?;
+    let tools = client.list_tools(server.timeout).map_err(|e| {
+        // A server that cannot list its tools is not kept for calls.
+        client.stop();
+        match e {
+            SandboxError::TimedOut(d) => format!("no answer to `tools/list` within {d:?}"),
+            other => other.to_string(),
+        }
+    })?;
     Ok(Listing {
         server: client.server_info().clone(),
-        tools: tools?,
+        tools,
     })
 }
 
@@ -553,24 +550,24 @@ fn read_cache(server: &McpServer, root: &Path) -> Option<(Listing, u64)> {
 /// Settings by package id (the config file's `runtime.settings`).
 pub type Settings = std::collections::HashMap<String, serde_json::Map<String, Value>>;
 
-/// Loads every configured server as a package: discovered now (in parallel; a local server
-/// in `sandbox` with its `settings`, exactly as its calls will start it), else from its
-/// cache. Returns the packages and every diagnostic, each naming the config file.
+/// How discovery reaches a server: a running client, started (a local server in the sandbox
+/// exactly as its calls start it) or reused, so the connection can outlive the listing and
+/// answer the calls that follow.
+pub type Connect<'a> = dyn Fn(&McpServer) -> Result<Arc<McpClient>, SandboxError> + Sync + 'a;
+
+/// Loads every configured server as a package: discovered now (in parallel, each reached by
+/// `connect`), else from its cache under `state_dir`. Returns the packages and every
+/// diagnostic, each naming the config file.
 pub fn load(
     servers: &McpServers,
-    sandbox: &Sandbox,
-    settings: &Settings,
+    state_dir: &Path,
+    connect: &Connect<'_>,
 ) -> (Vec<Package>, Vec<Diagnostic>) {
-    let state = sandbox.config().state_dir.clone();
     let results: Vec<(Option<Package>, Vec<Diagnostic>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = servers
             .servers
             .iter()
-            .map(|server| {
-                let state = &state;
-                let settings = settings.get(server.id.as_str());
-                scope.spawn(move || load_one(server, &servers.file, sandbox, state, settings))
-            })
+            .map(|server| scope.spawn(move || load_one(server, &servers.file, state_dir, connect)))
             .collect();
         handles
             .into_iter()
@@ -600,14 +597,13 @@ pub fn load(
 fn load_one(
     server: &McpServer,
     file: &Path,
-    sandbox: &Sandbox,
     state: &Path,
-    settings: Option<&serde_json::Map<String, Value>>,
+    connect: &Connect<'_>,
 ) -> (Option<Package>, Vec<Diagnostic>) {
     let root = server.root(state);
     let id = server.id.as_str();
     let mut diags = Vec::new();
-    let listing = match discover(server, sandbox, &root, settings) {
+    let listing = match discover(server, connect) {
         Ok(listing) => {
             if let Err(e) = write_cache(server, &root, &listing) {
                 tracing::warn!(server = id, "cannot cache the tool list: {e}");

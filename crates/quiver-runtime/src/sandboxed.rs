@@ -4,23 +4,24 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use quiver_package::tool::Run;
+use quiver_package::{Diagnostic, Package};
 use quiver_sandbox::mcp::McpClient;
 use quiver_sandbox::worker::Worker;
 use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig, SandboxError};
 use serde_json::{Value, json};
 
 use crate::executor::{BuiltinExecutor, ExecError, Execution, Executor};
-use crate::mcp_servers::{McpServer, McpServers};
+use crate::mcp_servers::{self, McpServer, McpServers, Settings};
 
 /// Runs package tools in Quiver's sandbox.
 pub struct SandboxExecutor {
     sandbox: Sandbox,
     builtins: BuiltinExecutor,
     workers: Mutex<HashMap<String, Arc<Worker>>>,
-    servers: Mutex<HashMap<String, Arc<McpClient>>>,
+    servers: McpConnections,
     external: Arc<McpServers>,
 }
 
@@ -31,7 +32,7 @@ impl SandboxExecutor {
             sandbox: Sandbox::new(config).map_err(map_error)?,
             builtins: BuiltinExecutor::new(),
             workers: Mutex::new(HashMap::new()),
-            servers: Mutex::new(HashMap::new()),
+            servers: McpConnections::default(),
             external: Arc::new(McpServers::default()),
         })
     }
@@ -53,6 +54,21 @@ impl SandboxExecutor {
     /// The sandbox.
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
+    }
+
+    /// Discovers the config file's external MCP servers as packages (see
+    /// [`mcp_servers::load`]), each with its package `settings`. The clients that listed the
+    /// tools stay connected and answer this executor's calls, so a server is not started
+    /// twice.
+    pub fn discover_mcp_servers(&self, settings: &Settings) -> (Vec<Package>, Vec<Diagnostic>) {
+        let state = &self.sandbox.config().state_dir;
+        let connect = |server: &McpServer| {
+            let root = server.root(state);
+            self.servers.get_or_start(&external_key(server), || {
+                server.connect(&self.sandbox, &root, settings.get(server.id.as_str()))
+            })
+        };
+        mcp_servers::load(&self.external, state, &connect)
     }
 
     fn job(&self, execution: &Execution<'_>, command: &[String]) -> Job {
@@ -164,12 +180,12 @@ impl SandboxExecutor {
         execution: &Execution<'_>,
         tool: &str,
     ) -> Result<Value, ExecError> {
-        let key = format!("\u{0}config\u{0}{}", server.id);
-        let client = self.server_client(key, || {
-            server
-                .connect(&self.sandbox, execution.package_dir, execution.settings)
-                .map_err(map_error)
-        })?;
+        let client = self
+            .servers
+            .get_or_start(&external_key(server), || {
+                server.connect(&self.sandbox, execution.package_dir, execution.settings)
+            })
+            .map_err(map_error)?;
         call_server(&client, execution, tool)
     }
 
@@ -188,28 +204,48 @@ impl SandboxExecutor {
             "{}\u{0}{server}\u{0}{:?}",
             execution.package, execution.permissions
         );
-        let client = self.server_client(key, || {
-            McpClient::start(&self.sandbox, &job).map_err(map_error)
-        })?;
+        let client = self
+            .servers
+            .get_or_start(&key, || McpClient::start(&self.sandbox, &job))
+            .map_err(map_error)?;
         call_server(&client, execution, tool)
     }
+}
 
-    /// The running MCP client under `key`, or a new one from `start` when there is none or it
+/// Where the client of a configured server is kept (no package's key contains a NUL first).
+fn external_key(server: &McpServer) -> String {
+    format!("\u{0}config\u{0}{}", server.id)
+}
+
+/// Running MCP clients by key. Starting one key's server waits only for that key, so
+/// discovery starts several servers at once; a client that has died is started again.
+#[derive(Default)]
+struct McpConnections {
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+/// One key's client, if started; locked while it starts.
+type Slot = Mutex<Option<Arc<McpClient>>>;
+
+impl McpConnections {
+    /// The running client under `key`, or a new one from `start` when there is none or it
     /// has died.
-    fn server_client(
+    fn get_or_start(
         &self,
-        key: String,
-        start: impl FnOnce() -> Result<McpClient, ExecError>,
-    ) -> Result<Arc<McpClient>, ExecError> {
-        let mut servers = self
-            .servers
-            .lock()
-            .map_err(|_| ExecError::Failed("the MCP server table is unusable".into()))?;
-        match servers.get(&key) {
-            Some(client) if client.is_alive() => Ok(client.clone()),
+        key: &str,
+        start: impl FnOnce() -> Result<McpClient, SandboxError>,
+    ) -> Result<Arc<McpClient>, SandboxError> {
+        // The table only caches clients: one a panicking thread left behind is still usable.
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(slots.entry(key.to_owned()).or_default())
+        };
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(client) if client.is_alive() => Ok(Arc::clone(client)),
             _ => {
                 let client = Arc::new(start()?);
-                servers.insert(key, client.clone());
+                *slot = Some(Arc::clone(&client));
                 Ok(client)
             }
         }

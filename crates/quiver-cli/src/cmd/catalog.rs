@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use quiver_catalog::{Catalog, EntryKind, ItemKind, Scope};
+use quiver_runtime::sandboxed::SandboxExecutor;
 use serde_json::json;
 
 use crate::roots::{RootArgs, resolve};
@@ -45,17 +46,25 @@ pub struct SearchArgs {
 /// embedding model is installed (the tools the vector cache lacks are embedded now), BM25
 /// alone otherwise, with a note saying so once. Load errors are reported as warnings on stderr.
 pub fn load(roots: &RootArgs) -> miette::Result<Catalog> {
-    load_with(roots, super::models::semantic())
+    load_with(roots, super::models::semantic(), None)
+}
+
+/// Loads the catalog whose tools `executor` will run, as [`load`] does; the config file's
+/// external MCP servers are discovered through `executor`, so a server started to list its
+/// tools stays up and answers the calls.
+pub fn load_for(roots: &RootArgs, executor: &SandboxExecutor) -> miette::Result<Catalog> {
+    load_with(roots, super::models::semantic(), Some(executor))
 }
 
 /// Loads the catalog for listing and showing only: BM25 search, no embedding model.
 pub fn load_for_listing(roots: &RootArgs) -> miette::Result<Catalog> {
-    load_with(roots, None)
+    load_with(roots, None, None)
 }
 
 fn load_with(
     roots: &RootArgs,
     semantic: Option<quiver_catalog::search::Semantic>,
+    executor: Option<&SandboxExecutor>,
 ) -> miette::Result<Catalog> {
     let (roots, mut options) = resolve(roots)?;
     options.semantic = semantic;
@@ -66,10 +75,12 @@ fn load_with(
     let (extra, extra_diagnostics) = if servers.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        let sandbox = super::sandbox_exec::sandbox()?;
         let settings = crate::roots::runtime_config()?.settings;
-        let (packages, diagnostics) =
-            quiver_runtime::mcp_servers::load(&servers, &sandbox, &settings);
+        // Without an executor to keep them, the servers stop once they have listed their tools.
+        let (packages, diagnostics) = match executor {
+            Some(executor) => executor.discover_mcp_servers(&settings),
+            None => super::sandbox_exec::executor()?.discover_mcp_servers(&settings),
+        };
         let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
         (packages, diagnostics)
     };

@@ -11,6 +11,7 @@ use quiver_agent::agents::{self, Providers};
 use quiver_agent::eval::{self, DryRun, Mode};
 use quiver_agent::session::{CallRecord, SystemPrompt, ToolScope};
 use quiver_agent::{AgentConfig, ChatSession, Observer, Quiet, SubAgents, TurnReport};
+use quiver_catalog::Catalog;
 use quiver_runtime::approver::{
     Answer, Approver, CARD_CHOICES, Card, TerminalApprover, answer_from, card_text,
 };
@@ -113,12 +114,11 @@ pub struct EvalArgs {
 }
 
 fn runtime_for(
-    roots: &RootArgs,
+    catalog: Catalog,
     state: &StateArgs,
     executor: Arc<dyn Executor>,
     person: Option<Arc<dyn Approver>>,
 ) -> miette::Result<Runtime> {
-    let catalog = super::catalog::load(roots)?;
     let store = state.open()?;
     let mut config = crate::roots::runtime_config()?;
     for (agent, metas) in agents::agent_meta_tools(&catalog) {
@@ -329,10 +329,11 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
             args.yes,
         ))
     };
+    let executor = super::sandbox_exec::executor()?;
     let runtime = runtime_for(
-        roots,
+        super::catalog::load_for(roots, &executor)?,
         &args.state,
-        Arc::new(super::sandbox_exec::executor()?),
+        Arc::new(executor),
         Some(person.clone()),
     )?;
     let mut runner = SubAgents::new(providers.clone());
@@ -576,7 +577,7 @@ pub fn eval(roots: &RootArgs, args: EvalArgs) -> miette::Result<ExitCode> {
     let cases = eval::parse_cases(&text, &args.cases).map_err(fail)?;
     let providers = args.model.providers()?;
     let runtime = runtime_for(
-        roots,
+        super::catalog::load(roots)?,
         &args.state,
         Arc::new(DryRun),
         Some(Arc::new(eval::EvalApprover)),

@@ -169,7 +169,8 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
             "`--args` is not JSON: {e}"
         )
     })?;
-    let catalog = super::catalog::load(roots)?;
+    let executor = super::sandbox_exec::executor()?;
+    let catalog = super::catalog::load_for(roots, &executor)?;
     let store = args.state.open()?;
     let sender = principal(args.as_user.as_deref())?;
     let interactive = std::io::stdin().is_terminal();
@@ -203,7 +204,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     let runtime = Runtime::new(
         catalog,
         store,
-        Arc::new(super::sandbox_exec::executor()?),
+        Arc::new(executor),
         approvers,
         crate::roots::runtime_config()?,
     );

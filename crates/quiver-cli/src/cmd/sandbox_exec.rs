@@ -35,12 +35,6 @@ fn sandbox_config() -> miette::Result<quiver_sandbox::SandboxConfig> {
     Ok(config)
 }
 
-/// A sandbox as the executor's (for discovering the config file's local MCP servers).
-pub fn sandbox() -> miette::Result<quiver_sandbox::Sandbox> {
-    quiver_sandbox::Sandbox::new(sandbox_config()?)
-        .map_err(|e| miette::miette!("cannot set up the sandbox: {e}"))
-}
-
 /// The executor for package tools: Quiver's sandbox, and the config file's external MCP
 /// servers (`mcp_servers:`).
 pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {

@@ -95,7 +95,8 @@ fn mcp_config() -> miette::Result<McpConfig> {
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
 pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let roots = roots(root_args);
-    let catalog = super::catalog::load(&roots)?;
+    let executor = super::sandbox_exec::executor()?;
+    let catalog = super::catalog::load_for(&roots, &executor)?;
     let db = args.state.path();
     let store = args.state.open()?;
     let config = mcp_config()?;
@@ -114,7 +115,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let runtime = Arc::new(Runtime::new(
         catalog,
         store,
-        Arc::new(super::sandbox_exec::executor()?),
+        Arc::new(executor),
         approvers,
         runtime_config,
     ));

@@ -9,7 +9,9 @@ client.
 Tools: `read_note` (readOnlyHint, returns JSON with the call context Quiver sent in `_meta`),
 `add_note` (no hints: an action), `read_path` (reads any path it is given: the sandbox must
 stop it), `fetch_url` (connects anywhere: the sandbox must stop it), `remove_member`
-(destructiveHint; its name is on Quiver's dangerous list), `whoami` (the environment it got).
+(destructiveHint; its name is on Quiver's dangerous list), `whoami` (the environment it got),
+`starts` (how many times it was started with this data folder: each start adds a line to
+`$QUIVER_DATA_DIR/starts`).
 """
 
 import os
@@ -19,6 +21,11 @@ import urllib.request
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+
+STARTS = os.path.join(os.environ.get("QUIVER_DATA_DIR", "."), "starts")
+if "QUIVER_DATA_DIR" in os.environ:
+    with open(STARTS, "a", encoding="utf-8") as f:
+        f.write("started\n")
 
 server = MCPServer("notes-server", instructions="Team notes kept by an external MCP server. Read and add notes.")
 
@@ -74,6 +81,16 @@ def remove_member(user_id: str) -> dict:
 def whoami() -> dict:
     """Says which environment the server runs with."""
     return {"mode": os.environ.get("NOTES_MODE", ""), "home": os.environ.get("HOME", ""), "cwd": os.getcwd()}
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def starts() -> dict:
+    """Counts the server's starts."""
+    try:
+        with open(STARTS, encoding="utf-8") as f:
+            return {"starts": len(f.readlines())}
+    except FileNotFoundError:
+        return {"starts": 0}
 
 
 def http(port: int, token: str) -> None:
