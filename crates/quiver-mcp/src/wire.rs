@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use quiver_runtime::CallStatus;
 use quiver_runtime::approver::{Answer, Approver, Card};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
@@ -413,6 +414,17 @@ impl ServerHandler for QuiverServer {
                     InputRequest::Elicitation(ElicitRequest::new(decision_form(&card, message)?)),
                 );
                 Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+            }
+            // A name the client sent that is no tool is a protocol error, as MCP's tools
+            // chapter has it; inside `call_tool` the name is the model's argument, and the
+            // model reads "unknown tool" as the tool's result.
+            CallResult::Done { outcome, .. }
+                if outcome.status == CallStatus::Unknown && request.name != "call_tool" =>
+            {
+                Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {}", request.name),
+                    None,
+                ))
             }
             CallResult::Done { outcome, handle } => {
                 let mut content = outcome.content.clone();

@@ -17,7 +17,7 @@ import sys
 import httpx2
 
 import mcp_types as types
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -136,6 +136,12 @@ async def main():
         # Unknown tools say so, with no hint.
         unknown = await call(client, "call_tool", {"name": "nope__nothing", "arguments": {}}, handle2)
         check("unknown tool", unknown.is_error and "unknown tool" in body(unknown)["error"], body(unknown))
+        # Named directly by the client, it is a JSON-RPC error (-32602).
+        try:
+            direct = await call(client, "nope__nothing", {}, handle2)
+            check("unknown tool called directly: an error", False, direct)
+        except MCPError as error:
+            check("unknown tool called directly: -32602", error.code == -32602, error)
 
         # Skills extension over resources.
         resources = await client.list_resources()

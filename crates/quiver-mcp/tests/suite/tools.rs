@@ -54,6 +54,31 @@ async fn a_connection_is_one_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_tool_is_a_protocol_error_but_inside_call_tool_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(front(dir.path()), Scripted::default()).await;
+    // The client named a tool that is not there: JSON-RPC -32602, as MCP's tools chapter says.
+    let error = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("no_such_tool"))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(error) = error else {
+        panic!("not a JSON-RPC error: {error}")
+    };
+    assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert_eq!(error.message, "Unknown tool: no_such_tool");
+    // The model named it through `call_tool`: a result it can read and recover from.
+    let inner = call(
+        &client,
+        "call_tool",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(inner.is_error, Some(true));
+    assert_eq!(body(&inner)["error"], "unknown tool: no_such_tool");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn handles_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(front(dir.path()), Scripted::default()).await;
