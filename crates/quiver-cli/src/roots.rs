@@ -65,13 +65,6 @@ fn home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from)
 }
 
-fn expand(path: &str) -> PathBuf {
-    match (path.strip_prefix("~/"), home()) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(path),
-    }
-}
-
 /// The roots and catalog options for this invocation.
 pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
     let mut options = CatalogOptions::default();
@@ -107,7 +100,7 @@ pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
                 .transpose()?
                 .unwrap_or(Scope::User);
             roots.push(Root {
-                path: expand(&root.path),
+                path: quiver_package::source::expand_home(&root.path),
                 scope,
             });
         }

@@ -2,12 +2,21 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 
 /// The largest text file (manifest, `SKILL.md`, prompt) a package may contain, in bytes.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// `path` with a leading `~/` replaced by `$HOME/` (as a shell would), for paths written in a
+/// config file; any other path, or no `HOME`, is returned as written.
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
 
 /// Reads `path` as UTF-8 text of at most [`MAX_FILE_BYTES`].
 pub fn read_text(path: &Path) -> Result<String, Diagnostic> {
@@ -85,5 +94,23 @@ mod tests {
             "file-unreadable"
         );
         Ok(())
+    }
+
+    #[test]
+    fn only_a_leading_tilde_slash_is_the_home_folder() {
+        let Some(home) = std::env::var_os("HOME") else {
+            return;
+        };
+        let home = Path::new(&home);
+        let cases = [
+            ("~/venv/bin/python", home.join("venv/bin/python")),
+            ("~", PathBuf::from("~")),
+            ("~other/x", PathBuf::from("~other/x")),
+            ("/opt/~/x", PathBuf::from("/opt/~/x")),
+            ("relative/~/x", PathBuf::from("relative/~/x")),
+        ];
+        for (written, expanded) in cases {
+            assert_eq!(expand_home(written), expanded, "{written}");
+        }
     }
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
 use quiver_package::common::{Permissions, Seconds, WordList};
 use quiver_package::manifest::{Manifest, McpServer as ManifestServer};
 use quiver_package::names::{ItemName, PackageId};
+use quiver_package::source::expand_home;
 use quiver_package::tool::{Approval, Category, ToolScope, first_sentence, parse_tool};
 use quiver_package::{Diagnostic, Package};
 use quiver_sandbox::mcp::{McpClient, Remote};
@@ -172,13 +173,6 @@ fn is_header_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }
 
-fn expand_home(path: &str) -> String {
-    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => Path::new(&home).join(rest).to_string_lossy().into_owned(),
-        _ => path.to_owned(),
-    }
-}
-
 impl McpServers {
     /// Checks the section read from `file`: every impossible value is an error naming the
     /// server.
@@ -263,7 +257,7 @@ impl McpServer {
                     .iter_mut()
                     .chain(permissions.filesystem.write.iter_mut())
                 {
-                    *path = expand_home(path);
+                    *path = expand_home(path).to_string_lossy().into_owned();
                     if !Path::new(path).is_absolute() {
                         return Err(fail(format!(
                             "the filesystem path `{path}` must be absolute (or start with `~/`)"
@@ -274,7 +268,10 @@ impl McpServer {
                     return Err(fail("an empty host in `permissions.network`".into()));
                 }
                 Transport::Local {
-                    command: command.iter().map(|w| expand_home(w)).collect(),
+                    command: command
+                        .iter()
+                        .map(|w| expand_home(w).to_string_lossy().into_owned())
+                        .collect(),
                     permissions,
                     env_values,
                 }
