@@ -236,7 +236,7 @@ async fn request_state_cannot_be_forged_or_replayed() {
 async fn a_client_that_cannot_elicit_gets_the_console_queue() {
     let dir = tempfile::tempdir().unwrap();
     let config = McpConfig {
-        approval_wait: Duration::from_millis(300),
+        approval_wait: Duration::from_secs(1),
         ..McpConfig::default()
     };
     let front = front_with(dir.path(), config);
