@@ -18,7 +18,7 @@ use std::time::Duration;
 use quiver_package::common::{Permissions, Seconds, WordList};
 use quiver_package::manifest::{Manifest, McpServer as ManifestServer};
 use quiver_package::names::{ItemName, PackageId};
-use quiver_package::source::expand_home;
+use quiver_package::source::{MAX_FILE_BYTES, expand_home};
 use quiver_package::tool::{Approval, Category, ToolScope, first_sentence, parse_tool};
 use quiver_package::{Diagnostic, Package};
 use quiver_sandbox::mcp::{McpClient, Remote};
@@ -651,6 +651,10 @@ fn age(seconds: u64) -> String {
     }
 }
 
+/// The most tools one server's package holds (a hostile or broken server may list any
+/// number); the rest are left out with a diagnostic.
+pub const MAX_SERVER_TOOLS: usize = 1000;
+
 /// Builds the package of `server` from what it listed. Each tool goes through the same
 /// parser and checks as a `tool.yaml` (name, description, schemas, run); a tool that fails
 /// them is left out with a diagnostic naming the config file.
@@ -672,7 +676,13 @@ pub fn package_from_listing(
         Diagnostic::error("mcp-server-bad-tool", file, message)
             .with_help("the server's tool is left out; the rest of the server's tools load")
     };
-    for listed in &listing.tools {
+    if listing.tools.len() > MAX_SERVER_TOOLS {
+        diags.push(bad(format!(
+            "MCP server `{id}` listed {} tools; only the first {MAX_SERVER_TOOLS} load",
+            listing.tools.len()
+        )));
+    }
+    for listed in listing.tools.iter().take(MAX_SERVER_TOOLS) {
         let Some(name) = listed.get("name").and_then(Value::as_str) else {
             diags.push(bad(format!(
                 "MCP server `{id}` listed a tool without a name"
@@ -730,8 +740,16 @@ pub fn package_from_listing(
         if let Some(output) = listed.get("outputSchema").filter(|o| !o.is_null()) {
             definition["output"] = output.clone();
         }
-        // JSON is YAML: the definition goes through the `tool.yaml` parser unchanged.
+        // JSON is YAML: the definition goes through the `tool.yaml` parser unchanged, and
+        // within the size a `tool.yaml` file may have.
         let text = definition.to_string();
+        if text.len() as u64 > MAX_FILE_BYTES {
+            diags.push(bad(format!(
+                "MCP server `{id}`: the definition of `{name}` is {} bytes, more than the {MAX_FILE_BYTES} a tool may have",
+                text.len()
+            )));
+            continue;
+        }
         let (tool, found) = parse_tool(&text, file, local.as_str(), ToolScope::Package);
         for mut d in found {
             d.line = None;
@@ -994,5 +1012,32 @@ mod tests {
                 .message
                 .starts_with("MCP server `crm`, tool `broken`: ")
         );
+    }
+
+    #[test]
+    fn a_flood_of_tools_or_a_huge_definition_is_cut_with_a_diagnostic() {
+        let servers = section("flood:\n  url: https://flood.example.com/mcp\n").unwrap();
+        let server = servers.get("flood").unwrap();
+        let huge = "x".repeat(MAX_FILE_BYTES as usize + 1);
+        let mut tools = vec![json!({"name": "huge", "description": huge})];
+        tools.extend(
+            (0..MAX_SERVER_TOOLS + 5)
+                .map(|i| json!({"name": format!("t{i}"), "description": "A tool."})),
+        );
+        let listing = Listing {
+            server: json!({}),
+            tools,
+        };
+        let file = Path::new("/etc/quiver.yaml");
+        let (package, diags) =
+            package_from_listing(server, file, Path::new("/state/mcp/flood"), &listing);
+        // The huge one is left out, and only the first MAX_SERVER_TOOLS listed are read.
+        assert_eq!(package.tools.len(), MAX_SERVER_TOOLS - 1);
+        assert!(package.tool("huge").is_none());
+        let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("listed 1006 tools; only the first 1000 load"));
+        assert!(messages[1].contains("the definition of `huge` is"));
+        assert!(diags.iter().all(|d| d.code == "mcp-server-bad-tool"));
     }
 }
