@@ -31,7 +31,8 @@ pub struct McpBenchArgs {
     /// Concurrent connections of the load generator.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
-    /// The Python with the `mcp` SDK (default: the test virtualenv's).
+    /// The Python with the `mcp` SDK (default: the test virtualenv's, `$QUIVER_TEST_VENV` or
+    /// `.venv-test`).
     #[arg(long)]
     python: Option<PathBuf>,
     /// Print one JSON object instead of a table.
@@ -259,10 +260,12 @@ fn start_python(python: &Path, port: u16) -> miette::Result<PythonServer> {
 
 /// Runs `quiver bench mcp`.
 pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
-    let python = args
-        .python
-        .clone()
-        .unwrap_or_else(|| repo_root().join(".venv-test/bin/python"));
+    // The virtualenv scripts/install-test-deps.sh fills: `$QUIVER_TEST_VENV`, else the repo's.
+    let python = args.python.clone().unwrap_or_else(|| {
+        std::env::var_os("QUIVER_TEST_VENV")
+            .map_or_else(|| repo_root().join(".venv-test"), PathBuf::from)
+            .join("bin/python")
+    });
     let dir = tempfile::tempdir().into_diagnostic()?;
     write_package(dir.path()).into_diagnostic()?;
     let catalog = Catalog::load_dirs(&[dir.path()]);
