@@ -5,7 +5,8 @@
 //! remote one (`url`) is reached over Streamable HTTP with a bearer token from the
 //! environment.
 //!
-//! Discovery connects at every catalog build and caches what it saw in
+//! Discovery connects at every catalog build (through the caller's [`Connect`], so the
+//! executor can keep the connection for the calls) and caches what it saw in
 //! `<state>/mcp/<server>/tools.json`; a server that cannot be reached is loaded from that
 //! cache (with a warning), or, never seen before, left out with an error diagnostic that names
 //! the config file. See docs/mcp.md ("External MCP servers").
