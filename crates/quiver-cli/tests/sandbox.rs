@@ -552,6 +552,55 @@ print(json.dumps({"ok": True}))
     assert!(no_process_mentions(job.package_dir.to_str().unwrap()));
 }
 
+#[test]
+fn a_tool_does_not_outlive_a_killed_runtime() {
+    let Some(lab) = lab() else { return };
+    let job = lab.package_with(
+        "orphan",
+        r#"
+import time
+while True:
+    with open(os.path.join(os.environ["QUIVER_DATA_DIR"], "heartbeat"), "a") as f:
+        f.write(".")
+    time.sleep(0.05)
+"#,
+        "timeout: 120s",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let mut runtime = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .arg("--root")
+        .arg(lab.packages.path())
+        .args(["call", "orphan.t", "--yes"])
+        .env("QUIVER_HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let heartbeat = home.path().join("data/orphan/heartbeat");
+    let beats = || std::fs::metadata(&heartbeat).map_or(0, |m| m.len());
+    let started = Instant::now();
+    while beats() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the tool never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SIGKILL: Quiver runs no cleanup of its own.
+    runtime.kill().unwrap();
+    runtime.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let after_kill = beats();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        beats(),
+        after_kill,
+        "the tool still runs after Quiver was killed"
+    );
+    assert!(no_process_mentions(job.package_dir.to_str().unwrap()));
+}
+
 fn fetch_body(url: &str) -> String {
     format!(
         r#"

@@ -12,7 +12,8 @@
 //! 5. forks the tool's first process, which sets rlimits, changes to the tool's user, sets
 //!    `no_new_privs`, restricts itself with Landlock and seccomp, and `execve`s the tool with
 //!    exactly the policy's environment;
-//! 6. waits for it and exits with its status.
+//! 6. waits for it and exits with its status; if the runtime that started the launcher dies
+//!    first, kills it (and so its whole namespace).
 //!
 //! A setup failure exits with [`SETUP_FAILED`] and one line on stderr starting with
 //! [`ERROR_PREFIX`]; a machine that cannot enforce the sandbox says `unavailable:` after it.
@@ -20,6 +21,7 @@
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,8 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::process::{Pid, PidfdFlags, getppid, pidfd_open};
 use rustix::process::{Resource, Rlimit};
 use seccompiler::BpfProgram;
 
@@ -102,6 +106,8 @@ fn parse(args: &[OsString]) -> Result<(PathBuf, Vec<OsString>), LaunchError> {
 }
 
 fn launch(args: &[OsString]) -> Result<i32, LaunchError> {
+    // Watched from the start, before the runtime can die unseen.
+    let runtime = watch_parent();
     let (policy_path, command) = parse(args)?;
     let text = std::fs::read_to_string(&policy_path).map_err(sys("reading the policy file"))?;
     let mut policy: Policy = serde_json::from_str(&text)
@@ -145,7 +151,7 @@ fn launch(args: &[OsString]) -> Result<i32, LaunchError> {
         exit_now(SETUP_FAILED);
     }
     drop(ruleset);
-    let code = wait(child);
+    let code = wait(child, runtime.as_ref());
     if let Some((_, relay_pid)) = relay_port {
         crate::sys::kill_and_reap(relay_pid);
     }
@@ -190,7 +196,34 @@ fn exit_now(code: i32) -> ! {
     crate::sys::exit_now(code)
 }
 
-fn wait(child: i32) -> Result<i32, LaunchError> {
+/// A pidfd of the process that started the launcher (Quiver's runtime), or `None` on a
+/// kernel without pidfds (before Linux 5.3), where the tool is only waited for.
+fn watch_parent() -> Option<OwnedFd> {
+    pidfd_open(getppid()?, PidfdFlags::empty()).ok()
+}
+
+/// Waits for the tool and returns its status. When `runtime` ends first (killed, crashed), the
+/// tool is killed: it is PID 1 of its namespace, so every process it started goes with it, and
+/// no tool or server outlives the Quiver that ran it.
+fn wait(child: i32, runtime: Option<&OwnedFd>) -> Result<i32, LaunchError> {
+    let tool = Pid::from_raw(child).and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+    if let (Some(runtime), Some(tool)) = (runtime, tool) {
+        loop {
+            let mut fds = [
+                PollFd::new(runtime, PollFlags::IN),
+                PollFd::new(&tool, PollFlags::IN),
+            ];
+            match poll(&mut fds, None) {
+                Ok(_) if !fds[1].revents().is_empty() => break,
+                Ok(_) if !fds[0].revents().is_empty() => {
+                    crate::sys::kill_and_reap(child);
+                    return Ok(128 + libc::SIGKILL);
+                }
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => break,
+            }
+        }
+    }
     crate::sys::wait_for(child).map_err(sys("waiting for the tool"))
 }
 
