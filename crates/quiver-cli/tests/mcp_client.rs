@@ -464,7 +464,7 @@ fn quiver_serve_hands_an_external_server_to_its_clients() {
     assert!(out.status.success(), "{printed}\n{}", stderr(&out));
     assert_eq!(
         printed.lines().filter(|l| l.starts_with("ok ")).count(),
-        7,
+        11,
         "{printed}"
     );
 }

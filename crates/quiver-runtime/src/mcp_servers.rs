@@ -22,7 +22,7 @@ use quiver_package::names::{ItemName, PackageId};
 use quiver_package::source::{MAX_FILE_BYTES, expand_home};
 use quiver_package::tool::{Approval, Category, ToolScope, first_sentence, parse_tool};
 use quiver_package::{Diagnostic, Package};
-use quiver_sandbox::mcp::{McpClient, Remote};
+use quiver_sandbox::mcp::{McpClient, Remote, ToolsChanged};
 use quiver_sandbox::{Access, Job, Sandbox, SandboxError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -372,12 +372,13 @@ impl McpServer {
     /// Connects to the server: a local one is started in `sandbox` with exactly its
     /// permissions (its package folder `root`, its data folder, `settings` as for any
     /// package); a remote one gets the bearer token from its environment variable. The same
-    /// for discovery and for calls.
+    /// for discovery and for calls; `changed` hears when the server's tool list changes.
     pub fn connect(
         &self,
         sandbox: &Sandbox,
         root: &Path,
         settings: Option<&serde_json::Map<String, Value>>,
+        changed: Option<ToolsChanged>,
     ) -> Result<McpClient, SandboxError> {
         match &self.transport {
             Transport::Local {
@@ -414,7 +415,7 @@ impl McpServer {
                     settings: settings.cloned().unwrap_or_default(),
                     timeout: self.timeout,
                 };
-                McpClient::start(sandbox, &job)
+                McpClient::start(sandbox, &job, changed)
             }
             Transport::Remote {
                 url,
@@ -437,7 +438,7 @@ impl McpServer {
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
                 };
-                McpClient::connect(self.id.as_str(), &remote, self.timeout)
+                McpClient::connect(self.id.as_str(), &remote, self.timeout, changed)
             }
         }
     }

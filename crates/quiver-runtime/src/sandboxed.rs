@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use quiver_package::tool::Run;
 use quiver_package::{Diagnostic, Package};
-use quiver_sandbox::mcp::McpClient;
+use quiver_sandbox::mcp::{McpClient, ToolsChanged};
 use quiver_sandbox::worker::Worker;
 use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig, SandboxError};
 use serde_json::{Value, json};
@@ -23,6 +23,7 @@ pub struct SandboxExecutor {
     workers: Mutex<HashMap<String, Arc<Worker>>>,
     servers: McpConnections,
     external: Arc<McpServers>,
+    tools_changed: Option<ToolsChanged>,
 }
 
 impl SandboxExecutor {
@@ -34,6 +35,7 @@ impl SandboxExecutor {
             workers: Mutex::new(HashMap::new()),
             servers: McpConnections::default(),
             external: Arc::new(McpServers::default()),
+            tools_changed: None,
         })
     }
 
@@ -42,6 +44,13 @@ impl SandboxExecutor {
     /// remote one over Streamable HTTP.
     pub fn with_mcp_servers(mut self, servers: Arc<McpServers>) -> Self {
         self.external = servers;
+        self
+    }
+
+    /// Tells `changed` when an external MCP server says its tool list changed, so the caller
+    /// can build the catalog again (see [`SandboxExecutor::discover_mcp_servers`]).
+    pub fn with_tools_changed(mut self, changed: ToolsChanged) -> Self {
+        self.tools_changed = Some(changed);
         self
     }
 
@@ -65,7 +74,12 @@ impl SandboxExecutor {
         let connect = |server: &McpServer| {
             let root = server.root(state);
             self.servers.get_or_start(&external_key(server), || {
-                server.connect(&self.sandbox, &root, settings.get(server.id.as_str()))
+                server.connect(
+                    &self.sandbox,
+                    &root,
+                    settings.get(server.id.as_str()),
+                    self.tools_changed.clone(),
+                )
             })
         };
         mcp_servers::load(&self.external, state, &connect)
@@ -183,7 +197,12 @@ impl SandboxExecutor {
         let client = self
             .servers
             .get_or_start(&external_key(server), || {
-                server.connect(&self.sandbox, execution.package_dir, execution.settings)
+                server.connect(
+                    &self.sandbox,
+                    execution.package_dir,
+                    execution.settings,
+                    self.tools_changed.clone(),
+                )
             })
             .map_err(map_error)?;
         call_server(&client, execution, tool)
@@ -206,7 +225,7 @@ impl SandboxExecutor {
         );
         let client = self
             .servers
-            .get_or_start(&key, || McpClient::start(&self.sandbox, &job))
+            .get_or_start(&key, || McpClient::start(&self.sandbox, &job, None))
             .map_err(map_error)?;
         call_server(&client, execution, tool)
     }

@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ServiceError, ServiceExt};
+use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use serde_json::Value;
 
 use crate::SandboxError;
@@ -50,7 +50,26 @@ pub struct Remote {
     pub headers: Vec<(String, String)>,
 }
 
-type Client = RunningService<RoleClient, ()>;
+/// Told when a server says its tool list changed (`notifications/tools/list_changed`). It runs
+/// on the client's session thread, so it must only hand the news on, never wait.
+pub type ToolsChanged = Arc<dyn Fn() + Send + Sync>;
+
+/// The client side of a session: rmcp's defaults, plus the list-changed news.
+struct Watch(Option<ToolsChanged>);
+
+impl ClientHandler for Watch {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(changed) = &self.0 {
+            changed();
+        }
+        std::future::ready(())
+    }
+}
+
+type Client = RunningService<RoleClient, Watch>;
 type Connect =
     Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Client, String>>>> + Send + 'static>;
 
@@ -63,8 +82,13 @@ pub struct McpClient {
 }
 
 impl McpClient {
-    /// Starts `job` (the server's command) in the sandbox and initializes the session.
-    pub fn start(sandbox: &Sandbox, job: &Job) -> Result<McpClient, SandboxError> {
+    /// Starts `job` (the server's command) in the sandbox and initializes the session;
+    /// `changed` hears of changes to the server's tool list.
+    pub fn start(
+        sandbox: &Sandbox,
+        job: &Job,
+        changed: Option<ToolsChanged>,
+    ) -> Result<McpClient, SandboxError> {
         let mut spawned = sandbox.spawn(job)?;
         let (stdin, stdout) = match (spawned.stdin.take(), spawned.stdout.take()) {
             (Some(i), Some(o)) => (i, o),
@@ -77,7 +101,10 @@ impl McpClient {
                     tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
                 let writer =
                     tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
-                ().serve((reader, writer)).await.map_err(|e| e.to_string())
+                Watch(changed)
+                    .serve((reader, writer))
+                    .await
+                    .map_err(|e| e.to_string())
             })
         });
         match session(&job.package, connect) {
@@ -110,11 +137,12 @@ impl McpClient {
 
     /// Connects to a remote server over Streamable HTTP and initializes the session; `name`
     /// names the client's thread. Requests time out after `timeout` (the transport's own
-    /// connect timeout; each call has its own).
+    /// connect timeout; each call has its own); `changed` hears of changes to its tool list.
     pub fn connect(
         name: &str,
         remote: &Remote,
         timeout: Duration,
+        changed: Option<ToolsChanged>,
     ) -> Result<McpClient, SandboxError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut headers = HashMap::new();
@@ -139,7 +167,8 @@ impl McpClient {
         let connect: Connect = Box::new(move || {
             Box::pin(async move {
                 let transport = StreamableHttpClientTransport::with_client(http, config);
-                ().serve(transport)
+                Watch(changed)
+                    .serve(transport)
                     .await
                     .map_err(|e| http_failure(&url, &e.to_string()))
             })

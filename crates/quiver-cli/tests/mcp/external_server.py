@@ -11,7 +11,8 @@ Tools: `read_note` (readOnlyHint, returns JSON with the call context Quiver sent
 stop it), `fetch_url` (connects anywhere: the sandbox must stop it), `remove_member`
 (destructiveHint; its name is on Quiver's dangerous list), `whoami` (the environment it got),
 `starts` (how many times it was started with this data folder: each start adds a line to
-`$QUIVER_DATA_DIR/starts`).
+`$QUIVER_DATA_DIR/starts`), `learn_counting` (adds the tool `count_words` and tells the client
+its tool list changed).
 """
 
 import os
@@ -91,6 +92,19 @@ def starts() -> dict:
             return {"starts": len(f.readlines())}
     except FileNotFoundError:
         return {"starts": 0}
+
+
+def count_words(text: str) -> dict:
+    """Counts the words of a text."""
+    return {"words": len(text.split())}
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def learn_counting(ctx: Context) -> dict:
+    """Teaches the server to count words."""
+    server.add_tool(count_words, annotations=ToolAnnotations(readOnlyHint=True))
+    await ctx.session.send_tool_list_changed()
+    return {"learned": "count_words"}
 
 
 def http(port: int, token: str) -> None:

@@ -1,7 +1,8 @@
 """The whole chain, for `tests/mcp_client.rs`: the Python `mcp` SDK as an MCP client of
 `quiver serve --stdio`, whose config lists an external MCP server (`team-notes`, run in
 Quiver's sandbox). The client finds the server's tool with `tool_search`, calls it through
-`call_tool` with package consent asked by elicitation, and is refused a dangerous one.
+`call_tool` with package consent asked by elicitation, and is refused a dangerous one; when the
+server adds a tool and says its list changed, `tool_search` finds the new tool and it runs.
 
     python serve_external.py QUIVER_BINARY ROOT DB
 
@@ -64,6 +65,21 @@ async def main():
         removed = await client.call_tool("call_tool", {"name": "team-notes__remove_member", "arguments": {"user_id": "42"}})
         check("a dangerous tool of the server needs a person: declined, refused", removed.is_error and "refused" in body(removed)["error"], body(removed))
         check("only the approval was asked, not consent again", len(asked) == 2 and "remove_member" in asked[1], asked)
+
+        learned = await client.call_tool("call_tool", {"name": "team-notes__learn_counting", "arguments": {}})
+        check("the server learns a tool", not learned.is_error, body(learned))
+        hits = []
+        for _ in range(100):
+            found = body(await client.call_tool("tool_search", {"query": "count the words of a text"}))
+            hits = [r["name"] for r in found["results"]]
+            if "team-notes__count_words" in hits:
+                break
+            await asyncio.sleep(0.1)
+        check("after list_changed, tool_search finds the new tool", "team-notes__count_words" in hits, hits)
+        counted = await client.call_tool("call_tool", {"name": "team-notes__count_words", "arguments": {"text": "one two three"}})
+        check("the new tool runs", not counted.is_error and body(counted).get("words") == 3, body(counted))
+        names = [t.name for t in (await client.list_tools()).tools]
+        check("Quiver's own tool list is still fixed", "team-notes__count_words" not in names, names)
 
 
 asyncio.run(main())
