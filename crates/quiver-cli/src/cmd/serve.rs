@@ -171,10 +171,14 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Rebuilds of the catalog start at least this far apart.
+const MIN_REBUILD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Builds the catalog again when an external MCP server says its tool list changed
 /// (`notifications/tools/list_changed`) and swaps it into the runtime: `tool_search` finds the
 /// new tools from the next turn on, and turns already running keep the catalog they started
-/// with. One rebuild runs at a time; news arriving during one asks for one more.
+/// with. One rebuild runs at a time, at most one a second; news arriving during one asks for one
+/// more.
 struct CatalogReload {
     roots: RootArgs,
     targets: OnceLock<(Weak<Runtime>, Weak<SandboxExecutor>)>,
@@ -213,13 +217,18 @@ impl CatalogReload {
             .name("quiver-catalog-reload".into())
             .spawn(move || {
                 loop {
+                    let started = std::time::Instant::now();
                     this.rebuild();
-                    let mut state = this.state.lock().unwrap_or_else(PoisonError::into_inner);
-                    if !state.1 {
-                        state.0 = false;
-                        return;
+                    {
+                        let mut state = this.state.lock().unwrap_or_else(PoisonError::into_inner);
+                        if !state.1 {
+                            state.0 = false;
+                            return;
+                        }
+                        state.1 = false;
                     }
-                    state.1 = false;
+                    // A server that keeps announcing changes cannot keep Quiver rebuilding.
+                    std::thread::sleep(MIN_REBUILD_INTERVAL.saturating_sub(started.elapsed()));
                 }
             });
         if started.is_err() {
