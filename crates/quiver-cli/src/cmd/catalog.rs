@@ -1,8 +1,10 @@
 //! `quiver list`, `quiver show` and `quiver search`: reading the catalog.
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use quiver_catalog::{Catalog, EntryKind, ItemKind, Scope};
+use quiver_runtime::Runtime;
 use quiver_runtime::sandboxed::SandboxExecutor;
 use serde_json::json;
 
@@ -230,4 +232,89 @@ pub fn search(roots: &RootArgs, args: SearchArgs) -> miette::Result<ExitCode> {
     }
     crate::out(text.trim_end());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rebuilds of the catalog start at least this far apart.
+const MIN_REBUILD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Builds the catalog again when an external MCP server says its tool list changed
+/// (`notifications/tools/list_changed`) and swaps it into the runtime: `tool_search` finds the
+/// new tools from the next turn on, and turns already running keep the catalog they started
+/// with. One rebuild runs at a time, at most one a second; news arriving during one asks for one
+/// more.
+pub struct CatalogReload {
+    roots: RootArgs,
+    targets: OnceLock<(Weak<Runtime>, Weak<SandboxExecutor>)>,
+    /// (a rebuild is running, another was asked for meanwhile)
+    state: Mutex<(bool, bool)>,
+}
+
+impl CatalogReload {
+    /// A reload of the catalog read from `roots`, attached to nothing yet.
+    pub fn new(roots: RootArgs) -> Self {
+        Self {
+            roots,
+            targets: OnceLock::new(),
+            state: Mutex::new((false, false)),
+        }
+    }
+
+    /// The runtime whose catalog is rebuilt, and the executor whose servers are listed again.
+    pub fn attach(&self, runtime: &Arc<Runtime>, executor: &Arc<SandboxExecutor>) {
+        let _ = self
+            .targets
+            .set((Arc::downgrade(runtime), Arc::downgrade(executor)));
+    }
+
+    /// Asks for a rebuild. Called on an MCP client's session thread, so it only starts one.
+    pub fn request(self: &Arc<Self>) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.0 {
+                state.1 = true;
+                return;
+            }
+            *state = (true, false);
+        }
+        let this = Arc::clone(self);
+        let started = std::thread::Builder::new()
+            .name("quiver-catalog-reload".into())
+            .spawn(move || {
+                loop {
+                    let started = std::time::Instant::now();
+                    this.rebuild();
+                    {
+                        let mut state = this.state.lock().unwrap_or_else(PoisonError::into_inner);
+                        if !state.1 {
+                            state.0 = false;
+                            return;
+                        }
+                        state.1 = false;
+                    }
+                    // A server that keeps announcing changes cannot keep Quiver rebuilding.
+                    std::thread::sleep(MIN_REBUILD_INTERVAL.saturating_sub(started.elapsed()));
+                }
+            });
+        if started.is_err() {
+            *self.state.lock().unwrap_or_else(PoisonError::into_inner) = (false, false);
+        }
+    }
+
+    fn rebuild(&self) {
+        let Some((runtime, executor)) = self.targets.get() else {
+            return;
+        };
+        let (Some(runtime), Some(executor)) = (runtime.upgrade(), executor.upgrade()) else {
+            return;
+        };
+        match load_for(&self.roots, &executor) {
+            Ok(catalog) => {
+                runtime.swap_catalog(catalog);
+                crate::err("quiver: an MCP server's tool list changed; the catalog was rebuilt");
+            }
+            Err(e) => crate::err(&format!(
+                "warning: an MCP server's tool list changed but the catalog could not be rebuilt: {e}"
+            )),
+        }
+    }
 }

@@ -329,13 +329,18 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
             args.yes,
         ))
     };
-    let executor = super::sandbox_exec::executor()?;
-    let runtime = runtime_for(
+    let reload = Arc::new(super::catalog::CatalogReload::new(roots.clone()));
+    let news = Arc::clone(&reload);
+    let executor = Arc::new(
+        super::sandbox_exec::executor()?.with_tools_changed(Arc::new(move || news.request())),
+    );
+    let runtime = Arc::new(runtime_for(
         super::catalog::load_for(roots, &executor)?,
         &args.state,
-        Arc::new(executor),
+        executor.clone(),
         Some(person.clone()),
-    )?;
+    )?);
+    reload.attach(&runtime, &executor);
     let mut runner = SubAgents::new(providers.clone());
     if !args.json {
         runner = runner.with_progress(Arc::new(progress_line));

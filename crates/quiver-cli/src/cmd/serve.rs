@@ -4,11 +4,10 @@ use std::io::{IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::Arc;
 
 use quiver_mcp::{Front, McpConfig};
 use quiver_runtime::approver::QueueApprover;
-use quiver_runtime::sandboxed::SandboxExecutor;
 use quiver_runtime::{ApproverSet, Runtime};
 use tokio_util::sync::CancellationToken;
 
@@ -96,7 +95,7 @@ fn mcp_config() -> miette::Result<McpConfig> {
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
 pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let roots = roots(root_args);
-    let reload = Arc::new(CatalogReload::new(roots.clone()));
+    let reload = Arc::new(super::catalog::CatalogReload::new(roots.clone()));
     let news = Arc::clone(&reload);
     let executor = Arc::new(
         super::sandbox_exec::executor()?.with_tools_changed(Arc::new(move || news.request())),
@@ -169,88 +168,4 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         }
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Rebuilds of the catalog start at least this far apart.
-const MIN_REBUILD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Builds the catalog again when an external MCP server says its tool list changed
-/// (`notifications/tools/list_changed`) and swaps it into the runtime: `tool_search` finds the
-/// new tools from the next turn on, and turns already running keep the catalog they started
-/// with. One rebuild runs at a time, at most one a second; news arriving during one asks for one
-/// more.
-struct CatalogReload {
-    roots: RootArgs,
-    targets: OnceLock<(Weak<Runtime>, Weak<SandboxExecutor>)>,
-    /// (a rebuild is running, another was asked for meanwhile)
-    state: Mutex<(bool, bool)>,
-}
-
-impl CatalogReload {
-    fn new(roots: RootArgs) -> Self {
-        Self {
-            roots,
-            targets: OnceLock::new(),
-            state: Mutex::new((false, false)),
-        }
-    }
-
-    /// The runtime whose catalog is rebuilt, and the executor whose servers are listed again.
-    fn attach(&self, runtime: &Arc<Runtime>, executor: &Arc<SandboxExecutor>) {
-        let _ = self
-            .targets
-            .set((Arc::downgrade(runtime), Arc::downgrade(executor)));
-    }
-
-    /// Asks for a rebuild. Called on an MCP client's session thread, so it only starts one.
-    fn request(self: &Arc<Self>) {
-        {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.0 {
-                state.1 = true;
-                return;
-            }
-            *state = (true, false);
-        }
-        let this = Arc::clone(self);
-        let started = std::thread::Builder::new()
-            .name("quiver-catalog-reload".into())
-            .spawn(move || {
-                loop {
-                    let started = std::time::Instant::now();
-                    this.rebuild();
-                    {
-                        let mut state = this.state.lock().unwrap_or_else(PoisonError::into_inner);
-                        if !state.1 {
-                            state.0 = false;
-                            return;
-                        }
-                        state.1 = false;
-                    }
-                    // A server that keeps announcing changes cannot keep Quiver rebuilding.
-                    std::thread::sleep(MIN_REBUILD_INTERVAL.saturating_sub(started.elapsed()));
-                }
-            });
-        if started.is_err() {
-            *self.state.lock().unwrap_or_else(PoisonError::into_inner) = (false, false);
-        }
-    }
-
-    fn rebuild(&self) {
-        let Some((runtime, executor)) = self.targets.get() else {
-            return;
-        };
-        let (Some(runtime), Some(executor)) = (runtime.upgrade(), executor.upgrade()) else {
-            return;
-        };
-        match super::catalog::load_for(&self.roots, &executor) {
-            Ok(catalog) => {
-                runtime.swap_catalog(catalog);
-                crate::err("quiver: an MCP server's tool list changed; the catalog was rebuilt");
-            }
-            Err(e) => crate::err(&format!(
-                "warning: an MCP server's tool list changed but the catalog could not be rebuilt: {e}"
-            )),
-        }
-    }
 }
