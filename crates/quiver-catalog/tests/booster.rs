@@ -11,20 +11,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 mod support;
 
-use quiver_catalog::bench::{BenchModels, MethodReport, run_methods};
+use support::{recall_at_5, repo};
+
+use quiver_catalog::bench::{BenchModels, MethodReport};
 use quiver_catalog::search::{Booster, Method, Semantic};
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
 use quiver_embed::store::{self, MINILM, USEM3};
 use quiver_embed::{Embedder, MiniLm, Usem3, VectorCache};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 struct Models {
     _data: tempfile::TempDir,
@@ -53,10 +50,8 @@ fn models() -> Option<&'static Models> {
 }
 
 fn run(corpus: &str, models: &Models) -> Vec<MethodReport> {
-    let dir = repo().join("../shared/bench/retrieval").join(corpus);
-    let reports = run_methods(
-        &dir.join("tools.jsonl"),
-        &dir.join("queries.jsonl"),
+    support::run_corpus(
+        corpus,
         &[Method::Hybrid, Method::HybridMiniLm],
         &BenchModels {
             model: Some(models.usem3.clone()),
@@ -64,32 +59,19 @@ fn run(corpus: &str, models: &Models) -> Vec<MethodReport> {
             ..BenchModels::default()
         },
     )
-    .unwrap();
-    for r in &reports {
-        eprintln!(
-            "{corpus} {}: R@5 {:.3}, p50 {:.2} ms, build {:.0} ms",
-            r.method, r.report.recall_at_5, r.report.latency_ms_p50, r.report.build_ms
-        );
-    }
-    reports
-}
-
-fn r5(reports: &[MethodReport], method: Method) -> f64 {
-    reports
-        .iter()
-        .find(|r| r.method == method)
-        .map(|r| r.report.recall_at_5)
-        .unwrap()
 }
 
 #[test]
 fn the_booster_beats_the_minilm_baseline_on_metatool() {
     let Some(models) = models() else { return };
     let reports = run("metatool", models);
-    let boosted = r5(&reports, Method::HybridMiniLm);
+    let boosted = recall_at_5(&reports, Method::HybridMiniLm);
     // The corpus README's all-MiniLM-L6-v2 baseline: R@5 0.760.
     assert!(boosted > 0.760, "hybrid+minilm {boosted}");
-    assert!(boosted > r5(&reports, Method::Hybrid), "{reports:?}");
+    assert!(
+        boosted > recall_at_5(&reports, Method::Hybrid),
+        "{reports:?}"
+    );
 }
 
 #[test]
@@ -97,8 +79,8 @@ fn chinese_queries_do_not_use_the_booster() {
     let Some(models) = models() else { return };
     let reports = run("zh", models);
     assert_eq!(
-        r5(&reports, Method::HybridMiniLm),
-        r5(&reports, Method::Hybrid)
+        recall_at_5(&reports, Method::HybridMiniLm),
+        recall_at_5(&reports, Method::Hybrid)
     );
 }
 

@@ -9,20 +9,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 mod support;
 
-use quiver_catalog::bench::{BenchModels, run_methods};
+use support::{recall_at_5, repo};
+
+use quiver_catalog::bench::BenchModels;
 use quiver_catalog::search::{Method, Semantic};
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
 use quiver_embed::store::{self, USEM3};
 use quiver_embed::{Usem3, VectorCache};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn model() -> Option<Arc<Usem3>> {
     static MODEL: OnceLock<Option<(tempfile::TempDir, Arc<Usem3>)>> = OnceLock::new();
@@ -38,38 +35,23 @@ fn model() -> Option<Arc<Usem3>> {
         .map(|(_, m)| m.clone())
 }
 
-fn recall_at_5(corpus: &str, model: &Arc<Usem3>) -> (f64, f64, f64) {
-    let dir = repo().join("../shared/bench/retrieval").join(corpus);
-    let reports = run_methods(
-        &dir.join("tools.jsonl"),
-        &dir.join("queries.jsonl"),
+fn bm25_dense_hybrid(corpus: &str, model: &Arc<Usem3>) -> (f64, f64, f64) {
+    let reports = support::run_corpus(
+        corpus,
         &Method::ALL,
         &BenchModels {
             model: Some(model.clone()),
             ..BenchModels::default()
         },
-    )
-    .unwrap();
-    for r in &reports {
-        eprintln!(
-            "{corpus} {}: R@5 {:.3}, p50 {:.2} ms, build {:.0} ms",
-            r.method, r.report.recall_at_5, r.report.latency_ms_p50, r.report.build_ms
-        );
-    }
-    let r5 = |m: Method| {
-        reports
-            .iter()
-            .find(|r| r.method == m)
-            .map(|r| r.report.recall_at_5)
-            .unwrap()
-    };
+    );
+    let r5 = |method| recall_at_5(&reports, method);
     (r5(Method::Bm25), r5(Method::Dense), r5(Method::Hybrid))
 }
 
 #[test]
 fn hybrid_beats_bm25_on_metatool() {
     let Some(model) = model() else { return };
-    let (bm25, dense, hybrid) = recall_at_5("metatool", &model);
+    let (bm25, dense, hybrid) = bm25_dense_hybrid("metatool", &model);
     // Measured: BM25 0.632, dense 0.717, hybrid 0.756.
     assert!(dense > 0.68, "dense {dense}");
     assert!(hybrid > bm25 + 0.09, "hybrid {hybrid}, bm25 {bm25}");
@@ -78,7 +60,7 @@ fn hybrid_beats_bm25_on_metatool() {
 #[test]
 fn hybrid_beats_bm25_on_chinese() {
     let Some(model) = model() else { return };
-    let (bm25, dense, hybrid) = recall_at_5("zh", &model);
+    let (bm25, dense, hybrid) = bm25_dense_hybrid("zh", &model);
     // Measured: BM25 0.895, dense 0.890, hybrid 0.930.
     assert!(dense > 0.85, "dense {dense}");
     assert!(hybrid > bm25 + 0.02, "hybrid {hybrid}, bm25 {bm25}");

@@ -10,6 +10,10 @@ use std::process::{Command, Output, Stdio};
 use quiver_agent::fake::{Api, FakeServer, Move, ScriptedModel};
 use serde_json::{Value, json};
 
+mod support;
+
+use support::json;
+
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -96,16 +100,6 @@ impl Env {
     }
 }
 
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 fn steps(call: &Value) -> Vec<(String, String)> {
     call["decisions"]
         .as_array()
@@ -143,7 +137,7 @@ fn chat_m_json_shows_each_call_with_its_decisions_and_the_tokens() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json_of(&out);
+    let v = json(&out);
     assert_eq!(v["reply"], "北京晴。我不能踢人：需要你本人批准。");
     assert_eq!(v["agent"], "chat");
     let calls = v["calls"].as_array().unwrap();
@@ -196,7 +190,7 @@ fn chat_m_json_shows_each_call_with_its_decisions_and_the_tokens() {
         "--session",
         v["session"].as_str().unwrap(),
     ]);
-    let records = json_of(&audit);
+    let records = json(&audit);
     assert_eq!(records.as_array().unwrap().len(), 3);
     // Without --json the reply alone goes to stdout and the calls to stderr.
     server.push([Move::text("你好！")]);
@@ -273,7 +267,7 @@ fn eval_arithmetic_on_a_scripted_run_with_the_eager_baseline() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json_of(&out);
+    let v = json(&out);
     for mode in ["progressive", "eager"] {
         let m = &v[mode]["metrics"];
         assert_eq!(m["cases"], 5, "{mode}");
@@ -335,7 +329,7 @@ fn inspect_cost_compares_progressive_disclosure_with_every_schema() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json_of(&out);
+    let v = json(&out);
     let packages: Vec<&str> = v["packages"]
         .as_array()
         .unwrap()
@@ -369,7 +363,7 @@ fn inspect_cost_compares_progressive_disclosure_with_every_schema() {
         tools.to_str().unwrap(),
         "--json",
     ]);
-    let v = json_of(&out);
+    let v = json(&out);
     assert_eq!(v["eager"]["tools"], 25);
     assert_eq!(v["packages"].as_array().unwrap().len(), 3);
     assert!(v["reduction"].as_f64().unwrap() > 0.0, "{v}");

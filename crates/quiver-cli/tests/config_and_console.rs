@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+mod support;
+
+use support::json;
 
 fn quiver_command(home: &Path, config: Option<&Path>, args: &[&str]) -> Command {
     let packages = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
@@ -30,16 +32,6 @@ fn quiver_command(home: &Path, config: Option<&Path>, args: &[&str]) -> Command 
 
 fn quiver(home: &Path, config: Option<&Path>, args: &[&str]) -> Output {
     quiver_command(home, config, args).output().unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 #[test]

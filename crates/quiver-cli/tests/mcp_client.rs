@@ -12,34 +12,14 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod support;
 
-fn venv() -> PathBuf {
-    std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv-test"))
-}
-
-fn python() -> PathBuf {
-    let python = venv().join("bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import mcp, uvicorn"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the Python MCP SDK is not installed in {}; run scripts/install-test-deps.sh",
-        venv().display()
-    );
-    python
-}
+use support::{Server, json, python_with, repo_root, test_venv};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/external_server.py")
@@ -48,14 +28,14 @@ fn script() -> PathBuf {
 /// The folders the sandboxed Python server must read: the virtualenv, the interpreter's own
 /// installation, and the script's folder.
 fn python_reads() -> Vec<String> {
-    let out = Command::new(python())
+    let out = Command::new(python_with("mcp, uvicorn"))
         .args(["-c", "import sys; print(sys.base_prefix)"])
         .output()
         .unwrap();
     let base = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap().display().to_string();
     vec![
-        canonical(&venv()),
+        canonical(&test_venv()),
         canonical(Path::new(&base)),
         canonical(script().parent().unwrap()),
     ]
@@ -92,16 +72,6 @@ fn quiver(config: &Path, home: &Path, env: &[(&str, &str)], args: &[&str]) -> Ou
     command.output().unwrap()
 }
 
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -117,7 +87,7 @@ fn local_config(dir: &Path) -> PathBuf {
         &config,
         format!(
             "mcp_servers:\n  team-notes:\n    command: [\"{}\", \"{}\", stdio]\n    env: {{NOTES_MODE: sandboxed}}\n    permissions:\n      filesystem: {{read: [{reads}]}}\n",
-            python().display(),
+            python_with("mcp, uvicorn").display(),
             script().display()
         ),
     )
@@ -398,15 +368,6 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
     );
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The Python server over Streamable HTTP on a free loopback port, requiring `token`.
 fn http_server(token: &str) -> (Server, String) {
     let port = TcpListener::bind("127.0.0.1:0")
@@ -414,7 +375,7 @@ fn http_server(token: &str) -> (Server, String) {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = Command::new(python())
+    let mut child = Command::new(python_with("mcp, uvicorn"))
         .arg(script())
         .args(["http", &port.to_string(), token])
         .stdout(Stdio::piped())
@@ -450,7 +411,7 @@ fn quiver_serve_hands_an_external_server_to_its_clients() {
     let home = tempfile::tempdir().unwrap();
     let config = local_config(dir.path());
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/serve_external.py");
-    let out = Command::new(python())
+    let out = Command::new(python_with("mcp, uvicorn"))
         .arg(&client)
         .arg(env!("CARGO_BIN_EXE_quiver"))
         .arg(repo_root().join("examples/packages"))

