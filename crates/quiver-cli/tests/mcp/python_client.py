@@ -10,13 +10,13 @@ first failure.
 """
 
 import asyncio
-import json
 import os
 import sys
 
 import httpx2
 
 import mcp_types as types
+from checks import body, check
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -55,11 +55,6 @@ class Answers:
         return types.ElicitResult(action=action)
 
 
-def body(result):
-    text = result.content[0].text
-    return json.loads(text)
-
-
 def conversation(result):
     meta = result.meta or {}
     return meta.get("io.quiver/conversation")
@@ -70,13 +65,6 @@ async def call(client, name, arguments, handle=None):
     if handle:
         args["conversation"] = handle
     return await client.call_tool(name, args)
-
-
-def check(name, condition, detail=""):
-    if not condition:
-        print(f"FAIL {name}: {detail}", flush=True)
-        sys.exit(1)
-    print(f"ok {name}", flush=True)
 
 
 async def main():

@@ -11,7 +11,6 @@ exits non-zero on the first failure.
 """
 
 import asyncio
-import json
 import os
 import sys
 
@@ -19,6 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import mcp_types as types
+from checks import body, check
 
 binary, root, db = sys.argv[1:4]
 asked = []
@@ -31,17 +31,6 @@ async def elicit(context, params):
     if action == "accept":
         return types.ElicitResult(action="accept", content={"decision": choice})
     return types.ElicitResult(action=action)
-
-
-def body(result):
-    return json.loads(result.content[0].text)
-
-
-def check(name, condition, detail=""):
-    if not condition:
-        print(f"FAIL {name}: {detail}", flush=True)
-        sys.exit(1)
-    print(f"ok {name}", flush=True)
 
 
 async def main():
