@@ -203,60 +203,31 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
     let session = first["session"].as_str().unwrap().to_owned();
     assert_eq!(first["outcome"]["content"]["key"], "k1");
     assert_eq!(first["outcome"]["content"]["session"], session.as_str());
+    // `quiver call TOOL --args ARGS` in that session, `--yes` answering whoever is asked.
+    let call_with = |tool: &str, args: &str, yes: bool| {
+        let mut argv = vec!["call", tool, "--args", args, "--session", &session];
+        if yes {
+            argv.push("--yes");
+        }
+        json(&q(&[], &argv))
+    };
+    let call = |tool: &str, args: &str| call_with(tool, args, false);
     // In the same session nothing is asked any more: it runs without --yes.
-    let again = json(&q(
-        &[],
-        &[
-            "call",
-            "team-notes.read_note",
-            "--args",
-            r#"{"key": "k2"}"#,
-            "--session",
-            &session,
-        ],
-    ));
+    let again = call("team-notes.read_note", r#"{"key": "k2"}"#);
     assert_eq!(again["outcome"]["status"], "ok", "{again:#}");
     // An action tool asks for approval even after the consent: without anyone to answer it
     // does not run; with --yes it does.
-    let unanswered = json(&q(
-        &[],
-        &[
-            "call",
-            "team-notes.add_note",
-            "--args",
-            r#"{"key": "k3", "text": "hi"}"#,
-            "--session",
-            &session,
-        ],
-    ));
+    let unanswered = call("team-notes.add_note", r#"{"key": "k3", "text": "hi"}"#);
     assert_ne!(unanswered["outcome"]["status"], "ok", "{unanswered:#}");
-    let answered = json(&q(
-        &[],
-        &[
-            "call",
-            "team-notes.add_note",
-            "--args",
-            r#"{"key": "k3", "text": "hi"}"#,
-            "--session",
-            &session,
-            "--yes",
-        ],
-    ));
+    let answered = call_with(
+        "team-notes.add_note",
+        r#"{"key": "k3", "text": "hi"}"#,
+        true,
+    );
     assert_eq!(answered["outcome"]["status"], "ok", "{answered:#}");
     assert_eq!(answered["outcome"]["content"]["added"], "k3");
     // The dangerous gate by name: --yes never approves `remove_member`.
-    let removed = json(&q(
-        &[],
-        &[
-            "call",
-            "team-notes__remove_member",
-            "--args",
-            r#"{"user_id": "42"}"#,
-            "--session",
-            &session,
-            "--yes",
-        ],
-    ));
+    let removed = call_with("team-notes__remove_member", r#"{"user_id": "42"}"#, true);
     assert_eq!(removed["outcome"]["status"], "refused", "{removed:#}");
     assert_eq!(
         removed["outcome"]["content"]["error"],
@@ -322,12 +293,6 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
 
     // The sandbox holds: declared environment only, the data folder as home, no secret
     // files, no file outside the declared folders, no undeclared network.
-    let call = |tool: &str, args: &str| {
-        json(&q(
-            &[],
-            &["call", tool, "--args", args, "--session", &session],
-        ))
-    };
     let who = call("team-notes.whoami", "{}");
     assert_eq!(who["outcome"]["content"]["mode"], "sandboxed", "{who:#}");
     let data = home.path().join("data/team-notes");
