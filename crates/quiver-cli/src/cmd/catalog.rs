@@ -81,7 +81,9 @@ fn load_with(
         // Without an executor to keep them, the servers stop once they have listed their tools.
         let (packages, diagnostics) = match executor {
             Some(executor) => executor.discover_mcp_servers(&settings),
-            None => super::sandbox_exec::executor()?.discover_mcp_servers(&settings),
+            None => {
+                super::sandbox_exec::executor_with(servers.clone())?.discover_mcp_servers(&settings)
+            }
         };
         let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
         (packages, diagnostics)
@@ -250,13 +252,19 @@ pub struct CatalogReload {
 }
 
 impl CatalogReload {
-    /// A reload of the catalog read from `roots`, attached to nothing yet.
-    pub fn new(roots: RootArgs) -> Self {
-        Self {
+    /// The executor for a long-running command over `roots`, whose external MCP servers'
+    /// list changes ask the returned reload for a rebuild; [`attach`](Self::attach) the reload
+    /// once the runtime exists.
+    pub fn with_executor(roots: RootArgs) -> miette::Result<(Arc<Self>, Arc<SandboxExecutor>)> {
+        let reload = Arc::new(Self {
             roots,
             targets: OnceLock::new(),
             state: Mutex::new((false, false)),
-        }
+        });
+        let news = Arc::clone(&reload);
+        let executor =
+            super::sandbox_exec::executor()?.with_tools_changed(Arc::new(move || news.request()));
+        Ok((reload, Arc::new(executor)))
     }
 
     /// The runtime whose catalog is rebuilt, and the executor whose servers are listed again.

@@ -329,11 +329,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
             args.yes,
         ))
     };
-    let reload = Arc::new(super::catalog::CatalogReload::new(roots.clone()));
-    let news = Arc::clone(&reload);
-    let executor = Arc::new(
-        super::sandbox_exec::executor()?.with_tools_changed(Arc::new(move || news.request())),
-    );
+    let (reload, executor) = super::catalog::CatalogReload::with_executor(roots.clone())?;
     let runtime = Arc::new(runtime_for(
         super::catalog::load_for(roots, &executor)?,
         &args.state,

@@ -38,7 +38,13 @@ fn sandbox_config() -> miette::Result<quiver_sandbox::SandboxConfig> {
 /// The executor for package tools: Quiver's sandbox, and the config file's external MCP
 /// servers (`mcp_servers:`).
 pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
-    let servers = crate::roots::mcp_servers()?;
+    executor_with(crate::roots::mcp_servers()?)
+}
+
+/// [`executor`] with the external MCP servers already read from the config file.
+pub fn executor_with(
+    servers: quiver_runtime::mcp_servers::McpServers,
+) -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
     Ok(
         quiver_runtime::sandboxed::SandboxExecutor::new(sandbox_config()?)
             .map_err(|e| miette::miette!("cannot set up the sandbox: {e}"))?

@@ -95,11 +95,7 @@ fn mcp_config() -> miette::Result<McpConfig> {
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
 pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let roots = roots(root_args);
-    let reload = Arc::new(super::catalog::CatalogReload::new(roots.clone()));
-    let news = Arc::clone(&reload);
-    let executor = Arc::new(
-        super::sandbox_exec::executor()?.with_tools_changed(Arc::new(move || news.request())),
-    );
+    let (reload, executor) = super::catalog::CatalogReload::with_executor(roots.clone())?;
     let catalog = super::catalog::load_for(&roots, &executor)?;
     let db = args.state.path();
     let store = args.state.open()?;
