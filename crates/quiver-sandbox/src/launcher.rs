@@ -32,8 +32,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use rustix::event::{PollFd, PollFlags, poll};
-use rustix::process::{Pid, PidfdFlags, getppid, pidfd_open};
-use rustix::process::{Resource, Rlimit};
+use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, getppid, pidfd_open};
 use seccompiler::BpfProgram;
 
 use crate::policy::{Network, Policy};
