@@ -12,6 +12,7 @@
 pub mod catalog;
 pub mod lint;
 pub mod load_bench;
+pub mod mcp_listing;
 pub mod params;
 pub mod render;
 pub mod scan;

@@ -27,9 +27,9 @@ struct ConfigFile {
     /// The MCP front's section, read by `quiver serve` (`quiver_mcp::McpConfig`).
     #[serde(default, rename = "mcp")]
     _mcp: Option<serde::de::IgnoredAny>,
-    /// External MCP servers that become packages (`quiver_runtime::mcp_servers`).
+    /// External MCP servers that become packages (`quiver_mcp_client::config`).
     #[serde(default)]
-    mcp_servers: quiver_runtime::mcp_servers::McpServersSection,
+    mcp_servers: quiver_mcp_client::config::McpServersSection,
 }
 
 /// The config file's `search` section.
@@ -204,12 +204,12 @@ pub fn runtime_config() -> miette::Result<quiver_runtime::RuntimeConfig> {
 }
 
 /// The config file's external MCP servers (`mcp_servers:`), checked; none without a file.
-pub fn mcp_servers() -> miette::Result<quiver_runtime::mcp_servers::McpServers> {
+pub fn mcp_servers() -> miette::Result<quiver_mcp_client::config::McpServers> {
     let Some(path) = config_path() else {
         return Ok(Default::default());
     };
     let section = read_config(&path)?.mcp_servers;
-    quiver_runtime::mcp_servers::McpServers::from_section(section, &path)
+    quiver_mcp_client::config::McpServers::from_section(section, &path)
         .map_err(|e| miette::miette!("{}: {e}", path.display()))
 }
 

@@ -43,7 +43,7 @@ pub fn executor() -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> 
 
 /// [`executor`] with the external MCP servers already read from the config file.
 pub fn executor_with(
-    servers: quiver_runtime::mcp_servers::McpServers,
+    servers: quiver_mcp_client::config::McpServers,
 ) -> miette::Result<quiver_runtime::sandboxed::SandboxExecutor> {
     Ok(
         quiver_runtime::sandboxed::SandboxExecutor::new(sandbox_config()?)
