@@ -178,7 +178,7 @@ pub fn run(args: TestArgs) -> miette::Result<ExitCode> {
         })
         .collect();
     let options = CatalogOptions {
-        semantic: super::models::semantic(),
+        semantic: quiver_host::SearchModels::load(crate::roots::config()?.search).semantic,
         ..CatalogOptions::default()
     };
     let catalog = Catalog::load(&roots, &options);
