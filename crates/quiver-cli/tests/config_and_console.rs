@@ -275,3 +275,39 @@ fn config_errors_carry_the_file_and_the_line() {
         "{stderr}"
     );
 }
+
+/// Issue 12 item 5: without an embedding model, "search is BM25 only" is said once where
+/// search matters (`search`, `serve` start-up), not on every `call`; and the libraries'
+/// warnings reach stderr (`QUIVER_LOG`, default `warn`).
+#[test]
+fn the_bm25_note_appears_where_search_matters_only() {
+    let home = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], usize); 5] = [
+        (&["search", "天气"], 1),
+        (&["serve", "--stdio"], 1),
+        (
+            &["call", "tool_search", "--args", r#"{"query": "天气"}"#],
+            0,
+        ),
+        (
+            &[
+                "call",
+                "weather.forecast",
+                "--args",
+                r#"{"city": "北京"}"#,
+                "--yes",
+            ],
+            0,
+        ),
+        (&["list"], 0),
+    ];
+    for (args, notes) in cases {
+        let out = quiver(home.path(), None, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.matches("search is BM25 only").count(),
+            notes,
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -424,3 +424,70 @@ pub fn audit(args: AuditArgs) -> miette::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn senders_with_platform_roles() {
+        let roles = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let cases: [(
+            Option<&str>,
+            Vec<String>,
+            Option<&str>,
+            Result<(&str, Role, Vec<&str>), &str>,
+        ); 8] = [
+            (None, vec![], None, Ok(("local", Role::Master, vec![]))),
+            (
+                Some("alice"),
+                vec![],
+                None,
+                Ok(("alice", Role::User, vec![])),
+            ),
+            (
+                Some("alice:trusted"),
+                vec![],
+                None,
+                Ok(("alice", Role::Trusted, vec![])),
+            ),
+            (
+                Some("alice:user:owner"),
+                vec![],
+                Some("qq"),
+                Ok(("alice", Role::User, vec!["owner"])),
+            ),
+            (
+                Some("alice:user"),
+                roles(&["qq:admin", "owner"]),
+                Some("qq"),
+                Ok(("alice", Role::User, vec!["admin", "owner"])),
+            ),
+            (
+                Some("alice:user"),
+                roles(&["qq:admin"]),
+                Some("discord"),
+                Err("names the platform `qq`"),
+            ),
+            (
+                Some("alice:user:owner"),
+                vec![],
+                None,
+                Err("need the conversation's platform"),
+            ),
+            (Some("alice:boss"), vec![], None, Err("unknown role `boss`")),
+        ];
+        for (spec, platform_roles, platform, want) in cases {
+            let got = principal(spec, &platform_roles, platform);
+            match (got, want) {
+                (Ok(p), Ok((user, role, roles))) => {
+                    assert_eq!(p.user_id.as_deref(), Some(user), "{spec:?}");
+                    assert_eq!(p.role, Some(role), "{spec:?}");
+                    assert_eq!(p.platform_roles, roles, "{spec:?}");
+                }
+                (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{spec:?}: {e}"),
+                (got, want) => panic!("{spec:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}
