@@ -429,15 +429,19 @@ pub fn audit(args: AuditArgs) -> miette::Result<ExitCode> {
 mod tests {
     use super::*;
 
+    /// `--as`, `--platform-role`s, `--platform`, and the sender wanted (user, role, platform
+    /// roles) or a part of the error.
+    type Case<'a> = (
+        Option<&'a str>,
+        Vec<String>,
+        Option<&'a str>,
+        Result<(&'a str, Role, Vec<&'a str>), &'a str>,
+    );
+
     #[test]
     fn senders_with_platform_roles() {
         let roles = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let cases: [(
-            Option<&str>,
-            Vec<String>,
-            Option<&str>,
-            Result<(&str, Role, Vec<&str>), &str>,
-        ); 8] = [
+        let cases: [Case<'_>; 8] = [
             (None, vec![], None, Ok(("local", Role::Master, vec![]))),
             (
                 Some("alice"),
