@@ -10,6 +10,7 @@
 //! ```
 
 pub mod catalog;
+pub mod examples;
 pub mod lint;
 pub mod load_bench;
 pub mod mcp_listing;
