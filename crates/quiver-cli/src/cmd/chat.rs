@@ -10,6 +10,7 @@ use std::sync::Arc;
 use quiver_agent::agents::{self, Providers};
 use quiver_agent::eval::{self, DryRun, Mode};
 use quiver_agent::session::{CallRecord, SystemPrompt, ToolScope};
+use quiver_agent::skill_command::{self, SkillCommandError, SkillStart};
 use quiver_agent::{AgentConfig, ChatSession, Observer, Quiet, SubAgents, TurnReport};
 use quiver_host::{Host, HostOptions};
 use quiver_runtime::approver::{
@@ -535,44 +536,21 @@ fn show_audit(store: &dyn Store, session: &str) {
     crate::out(&lines.join("\n"));
 }
 
-/// `/<skill> [text]`: a person starts a skill, including `disable-model-invocation` ones. The
-/// runtime admits it for this turn as `read_skill` would (package on, platforms, scopes,
-/// permissions, model), activates it (or runs a `context: fork` skill in a sub-agent with
-/// `text` as the request) and audits it.
+/// `/<skill> [text]`: a person starts a skill (`quiver_agent::skill_command`); the reply or
+/// the forked skill's result is shown.
 fn start_skill(chat: &mut ChatSession<'_>, command: &str, show: &mut Show) -> miette::Result<()> {
-    let command = command.trim_start_matches('/');
-    let (id, text) = command
-        .split_once(char::is_whitespace)
-        .unwrap_or((command, ""));
-    let text = text.trim();
-    let outcome = chat
-        .begin_turn(text)
-        .and_then(|mut turn| Ok(turn.start_skill_by_user(id)?))
-        .map_err(fail)?;
-    if outcome.is_error() {
-        let why = outcome.content["error"].as_str().unwrap_or_default();
-        return Err(miette::miette!(
-            help = "`/skills` lists them",
-            "no skill command `/{id}`: {why}"
-        ));
-    }
-    if let Some(result) = outcome.content["result"].as_str() {
-        // A forked skill ran in a sub-agent; its last reply is the result.
-        crate::out(result);
-        return Ok(());
-    }
-    let instructions = match outcome.content["instructions"].as_str() {
-        Some(body) => format!("Its instructions:]\n\n{}", body.trim()),
-        None => "It was already active; its instructions are above.]".to_owned(),
-    };
-    let message = format!(
-        "[I started the skill `{id}`. {instructions}\n\n{}",
-        if text.is_empty() { "Go ahead." } else { text }
-    );
-    let report = chat.send(&message, show).map_err(fail)?;
-    show.end_line();
-    if report.steps == 0 {
-        crate::out(&report.reply);
+    match skill_command::start(chat, command.trim_start_matches('/'), show) {
+        Ok(SkillStart::Forked(result)) => crate::out(&result),
+        Ok(SkillStart::Replied(report)) => {
+            show.end_line();
+            if report.steps == 0 {
+                crate::out(&report.reply);
+            }
+        }
+        Err(e @ SkillCommandError::NoSuchSkill { .. }) => {
+            return Err(miette::miette!(help = "`/skills` lists them", "{e}"));
+        }
+        Err(e) => return Err(fail(e)),
     }
     Ok(())
 }
