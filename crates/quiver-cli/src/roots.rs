@@ -69,7 +69,8 @@ pub fn catalog(
     let Loaded { catalog, notices } = if config.mcp_servers.is_empty() {
         source.build(None)
     } else {
-        let executor = quiver_host::executor(config, launcher()?, None).map_err(fail)?;
+        let state = quiver_host::paths::require_state_dir().map_err(fail)?;
+        let executor = quiver_host::executor(config, launcher()?, &state, None).map_err(fail)?;
         source.build(Some(&executor))
     };
     self::notices(&notices);

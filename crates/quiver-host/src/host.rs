@@ -97,25 +97,23 @@ impl CatalogSource {
 /// and data folders under the state folder. `runtime.allow_unsandboxed: true` (or
 /// `QUIVER_ALLOW_UNSANDBOXED=1`) lets an operator run package tools without isolation where
 /// the machine cannot enforce it.
-pub fn sandbox_config(
-    config: &Config,
-    launcher: Vec<OsString>,
-) -> Result<SandboxConfig, HostError> {
-    let state = crate::paths::require_state_dir()?;
-    let mut sandbox = SandboxConfig::new(launcher, state);
+pub fn sandbox_config(config: &Config, launcher: Vec<OsString>, state_dir: &Path) -> SandboxConfig {
+    let mut sandbox = SandboxConfig::new(launcher, state_dir.to_owned());
     sandbox.allow_unsandboxed = config.runtime.allow_unsandboxed
         || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
-    Ok(sandbox)
+    sandbox
 }
 
-/// The executor for package tools: Quiver's sandbox, and the config file's external MCP
-/// servers; `changed` hears when one of them says its tool list changed.
+/// The executor for package tools: Quiver's sandbox with its data under `state_dir`, and the
+/// config file's external MCP servers; `changed` hears when one of them says its tool list
+/// changed.
 pub fn executor(
     config: &Config,
     launcher: Vec<OsString>,
+    state_dir: &Path,
     changed: Option<&Arc<Signal>>,
 ) -> Result<SandboxExecutor, HostError> {
-    let executor = SandboxExecutor::new(sandbox_config(config, launcher)?)
+    let executor = SandboxExecutor::new(sandbox_config(config, launcher, state_dir))
         .map_err(|e| HostError::Sandbox(e.to_string()))?
         .with_mcp_servers(Arc::new(config.mcp_servers.clone()));
     Ok(match changed {
@@ -132,24 +130,34 @@ pub fn agent_meta_tools(config: &mut RuntimeConfig, catalog: &Catalog) {
     }
 }
 
-/// The state database of an invocation.
+/// The state of an invocation: Quiver's state folder (tools' data folders, external MCP
+/// servers' caches) and the state database.
 #[derive(Clone)]
 pub struct State {
-    /// Its file.
+    /// The state folder.
+    pub dir: PathBuf,
+    /// The database's file.
     pub path: PathBuf,
     /// The store over it.
     pub store: Arc<SqliteStore>,
 }
 
 impl State {
-    /// Opens `db`, else `state.db` in the state folder.
+    /// The state folder of this environment (see [`crate::paths::state_dir`]) with `db`,
+    /// else its `state.db`.
     pub fn open(db: Option<&Path>) -> Result<State, HostError> {
-        let path = crate::paths::state_db(db);
+        State::in_dir(&crate::paths::require_state_dir()?, db)
+    }
+
+    /// The state folder `dir` with `db`, else `dir/state.db`.
+    pub fn in_dir(dir: &Path, db: Option<&Path>) -> Result<State, HostError> {
+        let path = db.map_or_else(|| dir.join("state.db"), Path::to_owned);
         let store = SqliteStore::open(&path).map_err(|e| HostError::State {
             path: path.clone(),
             why: e.to_string(),
         })?;
         Ok(State {
+            dir: dir.to_owned(),
             path,
             store: Arc::new(store),
         })
@@ -181,7 +189,7 @@ pub struct Host {
     db: PathBuf,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
-    // Dropped first: stops the rebuild thread, which holds the runtime.
+    // Dropping it stops the rebuild thread, which holds the runtime and the executor.
     _reload: Option<Reload>,
 }
 
@@ -190,9 +198,16 @@ impl Host {
     pub fn open(config: Config, options: HostOptions) -> Result<Host, HostError> {
         let source = CatalogSource::new(&config, &options.roots, options.search.as_ref())?;
         let signal = options.reload.then(|| Arc::new(Signal::default()));
-        let executor = Arc::new(executor(&config, options.launcher, signal.as_ref())?);
+        let executor = Arc::new(executor(
+            &config,
+            options.launcher,
+            &options.state.dir,
+            signal.as_ref(),
+        )?);
         let loaded = source.build(Some(&executor));
-        let State { path: db, store } = options.state;
+        let State {
+            path: db, store, ..
+        } = options.state;
         let mut runtime_config = config.runtime.clone();
         agent_meta_tools(&mut runtime_config, &loaded.catalog);
         let agent_meta_tools = runtime_config.agent_meta_tools.clone();
@@ -297,4 +312,73 @@ fn mcp_secret(state_db: &Path) -> Result<Vec<u8>, HostError> {
         .and_then(|mut f| f.write_all(&bytes))
         .map_err(|e| fail(e.to_string()))?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The reload rebuilds and swaps the catalog when the executor's servers raise the signal,
+    /// and holds nothing that outlives the host: dropping it stops the thread and frees the
+    /// runtime and the executor (no callback/`Weak` cycle).
+    #[test]
+    fn the_reload_swaps_the_catalog_and_ends_with_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let packages = dir.path().join("packages");
+        write(
+            &packages,
+            "one/SKILL.md",
+            "---\nname: one\ndescription: The first skill\n---\nBody.\n",
+        );
+        let host = Host::open(
+            Config::default(),
+            HostOptions {
+                roots: vec![packages.clone()],
+                state: State::in_dir(dir.path(), None).unwrap(),
+                search: None,
+                approvers: ApproverSet::default(),
+                launcher: vec!["/nonexistent/quiver".into(), "sandbox-exec".into()],
+                reload: true,
+            },
+        )
+        .unwrap();
+        let ids = |host: &Host| -> Vec<String> {
+            host.runtime()
+                .catalog()
+                .packages()
+                .iter()
+                .map(|p| p.package.id.to_string())
+                .collect()
+        };
+        assert_eq!(ids(&host), ["one"]);
+        write(
+            &packages,
+            "two/SKILL.md",
+            "---\nname: two\ndescription: The second skill\n---\nBody.\n",
+        );
+        host._reload.as_ref().unwrap().signal.request();
+        let started = std::time::Instant::now();
+        while ids(&host).len() < 2 {
+            assert!(
+                started.elapsed().as_secs() < 20,
+                "the catalog was not rebuilt"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(ids(&host), ["one", "two"]);
+        let runtime = Arc::downgrade(host.runtime());
+        let executor = Arc::downgrade(host.executor());
+        drop(host);
+        assert!(runtime.upgrade().is_none(), "the runtime outlived its host");
+        assert!(
+            executor.upgrade().is_none(),
+            "the executor outlived its host"
+        );
+    }
 }

@@ -62,7 +62,7 @@ impl Signal {
 
 /// The running reload; dropping it stops its thread.
 pub struct Reload {
-    signal: Arc<Signal>,
+    pub(crate) signal: Arc<Signal>,
     thread: Option<JoinHandle<()>>,
 }
 
