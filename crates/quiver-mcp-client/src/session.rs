@@ -443,7 +443,60 @@ fn tool_result(result: Value) -> Result<Value, McpClientError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
     use serde_json::json;
+
+    fn transport(error: StreamableHttpError<reqwest::Error>) -> ClientInitializeError {
+        ClientInitializeError::TransportError {
+            error: DynamicTransportError::from_parts(
+                "streamable-http",
+                std::any::TypeId::of::<()>(),
+                Box::new(error),
+            ),
+            context: "send initialize request".into(),
+        }
+    }
+
+    /// A remote server's 401 and 403 are told by rmcp's typed errors, whatever their text: a
+    /// body that merely says "401" is not an auth failure.
+    #[test]
+    fn auth_failures_are_typed() {
+        let url = "https://crm.example.com/mcp";
+        let cases = [
+            (
+                transport(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                    "Bearer realm=\"crm\"".into(),
+                ))),
+                McpClientError::Unauthorized { url: url.into() },
+            ),
+            (
+                transport(StreamableHttpError::InsufficientScope(
+                    InsufficientScopeError::new("Bearer scope=\"admin\"".into(), None),
+                )),
+                McpClientError::Forbidden { url: url.into() },
+            ),
+            (
+                transport(StreamableHttpError::UnexpectedServerResponse(
+                    "401 unauthorized, says the body".into(),
+                )),
+                McpClientError::Connect {
+                    url: url.into(),
+                    detail: "unexpected server response: 401 unauthorized, says the body".into(),
+                },
+            ),
+            (
+                ClientInitializeError::ConnectionClosed("reset".into()),
+                McpClientError::Connect {
+                    url: url.into(),
+                    detail: "connection closed: reset".into(),
+                },
+            ),
+        ];
+        for (error, want) in cases {
+            assert_eq!(http_failure(url, &error), want, "{error}");
+        }
+    }
 
     #[test]
     fn results_become_values() {
