@@ -620,15 +620,18 @@ fn chat_agent_offers_the_meta_tools_of_the_config_file() {
             .env("HOME", env.dir.path().join("home"))
             .env("QUIVER_AGENT_CONFIG", env.dir.path().join("agent.yaml"))
             .env("QUIVER_CONFIG", &config)
+            .env("QUIVER_LOG", "quiver_host=debug")
             .env_remove("QUIVER_PATH")
             .stdin(Stdio::null())
             .output()
             .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        // `chat` too reads the config file once (the host logs each read).
         assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            stderr.matches("reading the config file").count(),
+            1,
+            "{stderr}"
         );
         let requests = server.requests();
         let offered = quiver_agent::fake::offered_tools(&requests[before].body);
