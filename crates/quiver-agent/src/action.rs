@@ -1,8 +1,9 @@
 //! The JSON action format for models without native tool calls: one JSON object
 //! `{"thought": "...", "tool": "<name>", "args": {...}}` per reply (`skill` is accepted for
-//! `tool`), or plain text for the final answer.
+//! `tool`, as seed 001 writes it), or plain text for the final answer.
 
-use serde_json::{Map, Value};
+use quiver_catalog::{Catalog, ItemKind};
+use serde_json::{Map, Value, json};
 
 use crate::provider::{ToolSpec, parse_arguments};
 
@@ -89,6 +90,31 @@ fn from_object(object: &Map<String, Value>) -> Action {
         tool,
         as_skill,
         args,
+    }
+}
+
+/// The call an action makes: the tool it names, with its arguments. A name given as `skill`
+/// runs the tool it names when it names one (a tool offered this turn, or a catalog tool by
+/// its qualified or wire name, which the pipeline then judges as any call); only a name that
+/// is no tool reads the skill of that id.
+pub fn route(
+    tool: String,
+    as_skill: bool,
+    args: Value,
+    offered: &[ToolSpec],
+    catalog: &Catalog,
+) -> (String, Value) {
+    if !as_skill || offered.iter().any(|t| t.name == tool) {
+        return (tool, args);
+    }
+    let catalog_tool = catalog
+        .item(&tool)
+        .or_else(|| catalog.item_by_wire(&tool))
+        .filter(|item| item.kind == ItemKind::Tool)
+        .and_then(|item| item.wire.clone());
+    match catalog_tool {
+        Some(wire) => (wire, args),
+        None => ("read_skill".to_owned(), json!({"id": tool})),
     }
 }
 
@@ -199,5 +225,62 @@ mod tests {
         assert!(
             matches!(parse(r#"{"tool": "x", "args": {"#), Action::Malformed(m) if m.contains("does not parse"))
         );
+    }
+
+    /// Issue 12 D18: seed 001 writes `{"thought", "skill", "args"}` naming a catalog tool;
+    /// that runs the tool, and only a name that is no tool reads a skill.
+    #[test]
+    fn a_skill_key_that_names_a_tool_runs_the_tool() {
+        let packages =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
+        let catalog = Catalog::load_dirs(&[packages.as_path()]);
+        let offered = [ToolSpec {
+            name: "tool_search".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let args = json!({"city": "北京"});
+        let cases = [
+            (
+                "weather.forecast",
+                true,
+                ("weather__forecast", args.clone()),
+            ),
+            (
+                "weather__forecast",
+                true,
+                ("weather__forecast", args.clone()),
+            ),
+            ("tool_search", true, ("tool_search", args.clone())),
+            ("weather", true, ("read_skill", json!({"id": "weather"}))),
+            (
+                "weather.nope",
+                true,
+                ("read_skill", json!({"id": "weather.nope"})),
+            ),
+            (
+                "weather.forecast",
+                false,
+                ("weather.forecast", args.clone()),
+            ),
+        ];
+        for (name, as_skill, (want_name, want_args)) in cases {
+            let reply = if as_skill {
+                json!({"thought": "查天气", "skill": name, "args": args})
+            } else {
+                json!({"thought": "查天气", "tool": name, "args": args})
+            };
+            let Action::Call {
+                tool,
+                as_skill,
+                args,
+                ..
+            } = parse(&reply.to_string())
+            else {
+                panic!("{reply}: not a call");
+            };
+            let got = route(tool, as_skill, args, &offered, &catalog);
+            assert_eq!(got, (want_name.to_owned(), want_args), "{reply}");
+        }
     }
 }

@@ -30,6 +30,7 @@ pub mod fake;
 pub mod prompt;
 pub mod provider;
 pub mod session;
+pub mod skill_command;
 pub mod tokens;
 
 pub use agents::{Providers, SubAgents};

@@ -11,7 +11,7 @@ use quiver_policy::Principal;
 use quiver_runtime::approver::Approver;
 use quiver_runtime::{CallStatus, Runtime, Turn};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::action::{self, Action};
 use crate::config::ToolMode;
@@ -419,12 +419,7 @@ impl<'r> ChatSession<'r> {
                     args,
                     ..
                 } => {
-                    let offered = tools.iter().any(|t| t.name == tool);
-                    let (name, args) = if as_skill && !offered {
-                        ("read_skill".to_owned(), json!({"id": tool}))
-                    } else {
-                        (tool, args)
-                    };
+                    let (name, args) = action::route(tool, as_skill, args, &tools, turn.catalog());
                     let call = ToolCall {
                         id: format!("action_{}", report.steps),
                         name,

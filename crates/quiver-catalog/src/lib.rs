@@ -10,8 +10,10 @@
 //! ```
 
 pub mod catalog;
+pub mod examples;
 pub mod lint;
 pub mod load_bench;
+pub mod mcp_listing;
 pub mod params;
 pub mod render;
 pub mod scan;

@@ -81,9 +81,23 @@ pub fn sandbox_exec(args: &[std::ffi::OsString]) -> ExitCode {
     cmd::sandbox_exec::run(args)
 }
 
+/// Sends the libraries' logs to stderr, filtered by `QUIVER_LOG` (`tracing`'s `EnvFilter`
+/// syntax, such as `info` or `quiver_host=debug`); `warn` when it is unset or invalid.
+fn install_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("QUIVER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    install_logs();
     let result = match cli.command {
         Command::Lint(args) => cmd::lint::run(args),
         Command::List(args) => cmd::catalog::list(&cli.roots, args),

@@ -1,10 +1,11 @@
-//! Where packages are looked for: `--root`, `QUIVER_PATH`, the config file, and the standard
-//! skill folders of the project and the home directory.
+//! What every command shares: `--root`, the config file read once per command
+//! ([`quiver_host::Config`]), the sandbox launcher, and the catalog for commands that need no
+//! runtime.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use quiver_catalog::{CatalogOptions, Root, Scope};
-use serde::Deserialize;
+use quiver_catalog::Catalog;
+use quiver_host::{CatalogSource, Config, HostError, Loaded, SearchModels};
 
 /// Arguments shared by every command that reads a catalog.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -14,206 +15,64 @@ pub struct RootArgs {
     pub roots: Vec<PathBuf>,
 }
 
-/// The config file (`$QUIVER_CONFIG`, else `~/.config/quiver/config.yaml`).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    #[serde(default)]
-    roots: Vec<ConfigRoot>,
-    precedence: Option<Vec<String>>,
-    #[serde(default)]
-    runtime: quiver_runtime::config::RuntimeSection,
-    search: Option<SearchConfig>,
-    /// The MCP front's section, read by `quiver serve` (`quiver_mcp::McpConfig`).
-    #[serde(default, rename = "mcp")]
-    _mcp: Option<serde::de::IgnoredAny>,
-    /// External MCP servers that become packages (`quiver_runtime::mcp_servers`).
-    #[serde(default)]
-    mcp_servers: quiver_runtime::mcp_servers::McpServersSection,
+/// A host error as a report.
+pub fn fail(e: HostError) -> miette::Report {
+    miette::miette!("{e}")
 }
 
-/// The config file's `search` section.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchConfig {
-    /// Weight of the dense term when search is hybrid (0 to 1; default 0.7).
-    dense_weight: Option<f32>,
-    /// Weight of the dense term when the English booster takes part (0 to 1; default 0.8).
-    boosted_weight: Option<f32>,
+/// The config file, read once for this command; its warnings go to stderr.
+pub fn config() -> miette::Result<Config> {
+    let config = Config::load().map_err(fail)?;
+    for warning in &config.warnings {
+        crate::err(warning);
+    }
+    Ok(config)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigRoot {
-    path: String,
-    #[serde(default)]
-    scope: Option<String>,
+/// The sandbox launcher: this binary behind its hidden `sandbox-exec` subcommand.
+pub fn launcher() -> miette::Result<Vec<std::ffi::OsString>> {
+    let exe = std::env::current_exe().map_err(|e| {
+        miette::miette!("cannot find Quiver's own binary to launch the sandbox: {e}")
+    })?;
+    Ok(vec![
+        exe.into_os_string(),
+        crate::cmd::sandbox_exec::NAME.into(),
+    ])
 }
 
-fn parse_scope(text: &str) -> miette::Result<Scope> {
-    match text {
-        "project" => Ok(Scope::Project),
-        "user" => Ok(Scope::User),
-        "installed" => Ok(Scope::Installed),
-        other => Err(miette::miette!(
-            "unknown scope `{other}`; use `project`, `user` or `installed`"
-        )),
+/// The search models for a command where search matters: their notes (BM25 only, no
+/// booster) are printed here, once.
+pub fn search_models(config: &Config) -> SearchModels {
+    let models = SearchModels::load(config.search);
+    for note in &models.notes {
+        crate::err(note);
+    }
+    models
+}
+
+/// Prints what a person should read about a catalog just built.
+pub fn notices(lines: &[String]) {
+    for line in lines {
+        crate::err(line);
     }
 }
 
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from)
-}
-
-/// The roots and catalog options for this invocation.
-pub fn resolve(args: &RootArgs) -> miette::Result<(Vec<Root>, CatalogOptions)> {
-    let mut options = CatalogOptions::default();
-    if !args.roots.is_empty() {
-        let roots = args
-            .roots
-            .iter()
-            .map(|p| Root {
-                path: p.clone(),
-                scope: Scope::Project,
-            })
-            .collect();
-        return Ok((roots, options));
-    }
-    let mut roots = Vec::new();
-    if let Some(paths) = std::env::var_os("QUIVER_PATH") {
-        roots.extend(
-            std::env::split_paths(&paths)
-                .filter(|p| !p.as_os_str().is_empty())
-                .map(|path| Root {
-                    path,
-                    scope: Scope::Project,
-                }),
-        );
-    }
-    if let Some(path) = config_path() {
-        let config = read_config(&path)?;
-        for root in config.roots {
-            let scope = root
-                .scope
-                .as_deref()
-                .map(parse_scope)
-                .transpose()?
-                .unwrap_or(Scope::User);
-            roots.push(Root {
-                path: quiver_package::source::expand_home(&root.path),
-                scope,
-            });
-        }
-        if let Some(order) = config.precedence {
-            options.precedence = order
-                .iter()
-                .map(|s| parse_scope(s))
-                .collect::<miette::Result<_>>()?;
-        }
-    }
-    let cwd = std::env::current_dir().unwrap_or_default();
-    for dir in [
-        ".agents/skills",
-        ".claude/skills",
-        ".codex/skills",
-        ".quiver/packages",
-    ] {
-        roots.push(Root {
-            path: cwd.join(dir),
-            scope: Scope::Project,
-        });
-    }
-    if let Some(home) = home() {
-        for dir in [".agents/skills", ".claude/skills", ".codex/skills"] {
-            roots.push(Root {
-                path: home.join(dir),
-                scope: Scope::User,
-            });
-        }
-    }
-    if let Some(dir) = state_dir() {
-        roots.push(Root {
-            path: dir.join("packages"),
-            scope: Scope::Installed,
-        });
-    }
-    roots.retain(|r| r.path.exists());
-    Ok((roots, options))
-}
-
-/// Quiver's state folder: `$QUIVER_HOME`, else `$XDG_DATA_HOME/quiver`, else
-/// `~/.local/share/quiver`; `None` when none of them is set.
-pub fn state_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("QUIVER_HOME") {
-        return Some(PathBuf::from(dir));
-    }
-    match std::env::var_os("XDG_DATA_HOME") {
-        Some(xdg) => Some(PathBuf::from(xdg).join("quiver")),
-        None => home().map(|home| home.join(".local/share/quiver")),
-    }
-}
-
-/// The config file's search weights, if set (each checked to lie in 0..=1).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SearchWeights {
-    /// `search.dense_weight`: the dense term's weight in hybrid search.
-    pub dense: Option<f32>,
-    /// `search.boosted_weight`: the dense term's weight when the English booster takes part.
-    pub boosted: Option<f32>,
-}
-
-/// The config file's `search.dense_weight` and `search.boosted_weight`.
-pub fn search_weights() -> miette::Result<SearchWeights> {
-    let Some(path) = config_path() else {
-        return Ok(SearchWeights::default());
+/// The catalog for a command without a runtime, with `search` for hybrid search (`None`:
+/// BM25 alone). External MCP servers, if any, are started to list their tools and stop with
+/// this command.
+pub fn catalog(
+    config: &Config,
+    roots: &RootArgs,
+    search: Option<&SearchModels>,
+) -> miette::Result<Catalog> {
+    let source = CatalogSource::new(config, &roots.roots, search).map_err(fail)?;
+    let Loaded { catalog, notices } = if config.mcp_servers.is_empty() {
+        source.build(None)
+    } else {
+        let state = quiver_host::paths::require_state_dir().map_err(fail)?;
+        let executor = quiver_host::executor(config, launcher()?, &state, None).map_err(fail)?;
+        source.build(Some(&executor))
     };
-    let Some(search) = read_config(&path)?.search else {
-        return Ok(SearchWeights::default());
-    };
-    let checked = |key: &str, weight: Option<f32>| match weight {
-        Some(w) if !(0.0..=1.0).contains(&w) => Err(miette::miette!(
-            "{}: `search.{key}` is {w}; it must lie between 0 and 1",
-            path.display()
-        )),
-        _ => Ok(weight),
-    };
-    Ok(SearchWeights {
-        dense: checked("dense_weight", search.dense_weight)?,
-        boosted: checked("boosted_weight", search.boosted_weight)?,
-    })
-}
-
-/// The config file in use, if there is one (`$QUIVER_CONFIG`, else
-/// `~/.config/quiver/config.yaml`).
-pub fn config_path() -> Option<PathBuf> {
-    std::env::var_os("QUIVER_CONFIG")
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))
-        .filter(|p| p.is_file())
-}
-
-/// The runtime configuration: the config file's `runtime:` section over the defaults.
-pub fn runtime_config() -> miette::Result<quiver_runtime::RuntimeConfig> {
-    let Some(path) = config_path() else {
-        return Ok(quiver_runtime::RuntimeConfig::default());
-    };
-    read_config(&path)?
-        .runtime
-        .into_config()
-        .map_err(|e| miette::miette!("{}: `runtime`: {e}", path.display()))
-}
-
-/// The config file's external MCP servers (`mcp_servers:`), checked; none without a file.
-pub fn mcp_servers() -> miette::Result<quiver_runtime::mcp_servers::McpServers> {
-    let Some(path) = config_path() else {
-        return Ok(Default::default());
-    };
-    let section = read_config(&path)?.mcp_servers;
-    quiver_runtime::mcp_servers::McpServers::from_section(section, &path)
-        .map_err(|e| miette::miette!("{}: {e}", path.display()))
-}
-
-fn read_config(path: &Path) -> miette::Result<ConfigFile> {
-    let text = quiver_package::source::read_text(path).map_err(|d| miette::miette!("{d}"))?;
-    quiver_package::yaml::parse(&text, path, 1).map_err(|d| miette::miette!("{d}"))
+    self::notices(&notices);
+    Ok(catalog)
 }

@@ -579,3 +579,72 @@ fn fake_last_user(server: &FakeServer) -> String {
     let requests = server.requests();
     quiver_agent::fake::last_user_text(&requests.last().unwrap().body)
 }
+
+/// Issue 12 D16: `quiver chat --agent` offers the meta-tools the config file's
+/// `runtime.agents.<pkg>.<agent>.meta_tools` sets, as `quiver call --agent` does; without an
+/// entry, the ones the agent declares among its tools.
+#[test]
+fn chat_agent_offers_the_meta_tools_of_the_config_file() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    let env = Env::new(&server);
+    write(
+        &env.dir.path().join("packages"),
+        "desk/quiver.yaml",
+        "id: desk\ndescription: 前台 The front desk\n",
+    );
+    write(
+        &env.dir.path().join("packages"),
+        "desk/agents/clerk.md",
+        "---\ndescription: Answers visitors\ntools: [read_skill, weather.forecast]\n---\nYou are the clerk.\n",
+    );
+    let config = env.dir.path().join("config.yaml");
+    let cases = [
+        (None, vec!["read_skill"]),
+        (
+            Some("runtime:\n  agents:\n    desk.clerk: {meta_tools: [tool_search, load_tool]}\n"),
+            vec!["load_tool", "tool_search"],
+        ),
+    ];
+    for (text, want) in cases {
+        match text {
+            Some(text) => fs::write(&config, text).unwrap(),
+            None => fs::write(&config, "{}\n").unwrap(),
+        }
+        server.push([Move::text("您好")]);
+        let before = server.requests().len();
+        let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+            .args(["--root", env.dir.path().join("packages").to_str().unwrap()])
+            .args(["chat", "--agent", "desk.clerk", "-m", "你好"])
+            .args(["--db", env.dir.path().join("state.db").to_str().unwrap()])
+            .env("QUIVER_HOME", env.dir.path().join("home"))
+            .env("HOME", env.dir.path().join("home"))
+            .env("QUIVER_AGENT_CONFIG", env.dir.path().join("agent.yaml"))
+            .env("QUIVER_CONFIG", &config)
+            .env("QUIVER_LOG", "quiver_host=debug")
+            .env_remove("QUIVER_PATH")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        // `chat` too reads the config file once (the host logs each read).
+        assert_eq!(
+            stderr.matches("reading the config file").count(),
+            1,
+            "{stderr}"
+        );
+        let requests = server.requests();
+        let offered = quiver_agent::fake::offered_tools(&requests[before].body);
+        let mut metas: Vec<&str> = offered
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !t.contains("__"))
+            .collect();
+        metas.sort_unstable();
+        assert_eq!(metas, want, "{text:?}: {offered:?}");
+        assert!(
+            offered.iter().any(|t| t == "weather__forecast"),
+            "{offered:?}"
+        );
+    }
+}

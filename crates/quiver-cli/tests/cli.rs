@@ -305,3 +305,23 @@ fn roots_and_precedence_come_from_the_config_file() {
         ("shared copy".to_owned(), 2)
     );
 }
+
+/// Issue 12 item 6: `quiver control --help` says what each state does, `muted` included.
+#[test]
+fn control_help_documents_every_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = quiver(&["control", "--help"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for (state, meaning) in [
+        ("normal:", "Everything runs as the policies say"),
+        ("emergency-stop:", "Nothing runs"),
+        ("read-only:", "Only perception and decision tools run"),
+        ("muted:", "calls and tools are unaffected"),
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("- {state}")));
+        assert!(line.is_some_and(|l| l.contains(meaning)), "{state}: {help}");
+    }
+}

@@ -224,3 +224,90 @@ fn operator_switches_persist_between_commands() {
     assert_ne!(call("weather__forecast", weather), "unknown");
     assert_ne!(call("notes.add_note", r#"{"text": "x"}"#), "refused");
 }
+
+/// Every command reads the config file once, through the host (issue 12: `serve` read it up to
+/// eight times, `call` three). The host logs each read at debug level.
+#[test]
+fn the_config_file_is_read_once_per_command() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "runtime:\n  search_results: 3\n  agents:\n    support: {meta_tools: [tool_search]}\nsearch:\n  dense_weight: 0.6\nmcp:\n  stdio: {user: local}\n",
+    )
+    .unwrap();
+    let cases: [&[&str]; 6] = [
+        &[
+            "call",
+            "weather.forecast",
+            "--args",
+            r#"{"city": "北京"}"#,
+            "--yes",
+        ],
+        &["call", "tool_search", "--args", r#"{"query": "天气"}"#],
+        &["search", "天气"],
+        &["list"],
+        &["inspect", "--cost"],
+        &["serve", "--stdio"],
+    ];
+    for args in cases {
+        let out = quiver_command(home.path(), Some(&config), args)
+            .env("QUIVER_LOG", "quiver_host=debug")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reads = stderr.matches("reading the config file").count();
+        assert_eq!(reads, 1, "{args:?}: {stderr}");
+    }
+}
+
+/// A section's error names the config file and the line the section starts on.
+#[test]
+fn config_errors_carry_the_file_and_the_line() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.yaml");
+    std::fs::write(&config, "# limits\nruntime:\n  max_loaded: 0\n").unwrap();
+    let out = quiver(home.path(), Some(&config), &["list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{}:2: `runtime`", config.display())),
+        "{stderr}"
+    );
+}
+
+/// Issue 12 item 5: without an embedding model, "search is BM25 only" is said once where
+/// search matters (`search`, `serve` start-up), not on every `call`; and the libraries'
+/// warnings reach stderr (`QUIVER_LOG`, default `warn`).
+#[test]
+fn the_bm25_note_appears_where_search_matters_only() {
+    let home = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], usize); 5] = [
+        (&["search", "天气"], 1),
+        (&["serve", "--stdio"], 1),
+        (
+            &["call", "tool_search", "--args", r#"{"query": "天气"}"#],
+            0,
+        ),
+        (
+            &[
+                "call",
+                "weather.forecast",
+                "--args",
+                r#"{"city": "北京"}"#,
+                "--yes",
+            ],
+            0,
+        ),
+        (&["list"], 0),
+    ];
+    for (args, notes) in cases {
+        let out = quiver(home.path(), None, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.matches("search is BM25 only").count(),
+            notes,
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -54,7 +54,13 @@ const PREFIXES: [&str; 18] = [
 /// Every kebab-case string literal with a code prefix in the library sources (tests excluded).
 fn emitted_codes(repo: &Path) -> BTreeSet<String> {
     let mut files = Vec::new();
-    for krate in ["quiver-package", "quiver-catalog", "quiver-runtime"] {
+    for krate in [
+        "quiver-package",
+        "quiver-catalog",
+        "quiver-runtime",
+        "quiver-mcp-client",
+        "quiver-host",
+    ] {
         rust_files(&repo.join("crates").join(krate).join("src"), &mut files);
     }
     let mut codes = BTreeSet::new();

@@ -172,7 +172,7 @@ fn install_search_call_and_remove() {
     let (found, stderr) = paraphrase_search(&config);
     assert!(found > 0, "the default weight is used");
     assert!(
-        stderr.contains("config.yaml: `search.dense_weight` is 1.5"),
+        stderr.contains("config.yaml:1: `search.dense_weight` is 1.5"),
         "{stderr}"
     );
     // ... and so does `quiver test`: the held-out example now finds the calculator first,

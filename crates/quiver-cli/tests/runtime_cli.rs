@@ -159,3 +159,113 @@ fn sessions_are_listed_and_ended() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Issue 12 D20: `--as USER:ROLE[:PLATFORM_ROLES]` and `--platform-role [PLATFORM:]ROLE` give
+/// the sender platform roles, so `platform(adapter,perm)` can hold from the CLI.
+#[test]
+fn platform_roles_from_the_command_line_decide_platform_rules() {
+    let home = tempfile::tempdir().unwrap();
+    let packages = home.path().join("packages");
+    let tool = packages.join("mod/tools/warn_member");
+    std::fs::create_dir_all(&tool).unwrap();
+    std::fs::write(
+        packages.join("mod/quiver.yaml"),
+        "id: mod\ndescription: 群管理提醒 Group reminders\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tool.join("tool.yaml"),
+        "description: 提醒群成员遵守群规 Remind a member of the group rules\ncategory: perception\nexpose: true\nplatforms: [qq]\npermissions: [\"platform(qq,admin)\"]\ninput: {type: object}\nrun: {command: [sh, -c, 'echo {}']}\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], Option<i32>, &str); 7] = [
+        // Not admitted: the tool is unknown to this sender.
+        (&["--as", "alice:user"], Some(1), "unknown"),
+        (
+            &["--as", "alice:user", "--platform-role", "admin"],
+            Some(0),
+            "ok",
+        ),
+        (
+            &["--as", "alice:user", "--platform-role", "qq:admin"],
+            Some(0),
+            "ok",
+        ),
+        (&["--as", "alice:user:owner"], Some(0), "ok"),
+        (&["--as", "alice:user:member,admin"], Some(0), "ok"),
+        (
+            &["--as", "alice:user", "--platform-role", "member"],
+            Some(1),
+            "unknown",
+        ),
+        (
+            &["--as", "alice:user", "--platform-role", "discord:admin"],
+            Some(2),
+            "",
+        ),
+    ];
+    for (sender, code, status) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+            .args(["--root", packages.to_str().unwrap()])
+            .args(["call", "mod.warn_member", "--platform", "qq", "--yes"])
+            .args(sender)
+            .env("QUIVER_HOME", home.path())
+            .env("HOME", home.path())
+            .env_remove("QUIVER_CONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), code, "{sender:?}: {stderr}");
+        if status.is_empty() {
+            assert!(stderr.contains("names the platform `discord`"), "{stderr}");
+        } else {
+            assert_eq!(json(&out)["outcome"]["status"], status, "{sender:?}");
+        }
+    }
+}
+
+/// Issue 12 item 5: the libraries' warnings reach stderr (tracing-subscriber in `main`,
+/// `QUIVER_LOG`, default `warn`): here the runtime's `always_loaded` overflow.
+#[test]
+fn library_warnings_are_seen_and_quiver_log_filters_them() {
+    let home = tempfile::tempdir().unwrap();
+    let packages = home.path().join("packages");
+    std::fs::create_dir_all(packages.join("many")).unwrap();
+    std::fs::write(
+        packages.join("many/quiver.yaml"),
+        "id: many\ndescription: 很多常驻工具 Many resident tools\n",
+    )
+    .unwrap();
+    for i in 0..10 {
+        let dir = packages.join(format!("many/tools/t{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("tool.yaml"),
+            format!("description: 第{i}个工具 Tool number {i} of many\ncategory: perception\nexpose: true\nalways_loaded: true\ninput: {{type: object}}\nrun: {{command: [sh, -c, 'echo {{}}']}}\n"),
+        )
+        .unwrap();
+    }
+    let cases = [(None, true), (Some("error"), false), (Some("warn"), true)];
+    for (log, seen) in cases {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quiver"));
+        command
+            .args(["--root", packages.to_str().unwrap()])
+            .args(["call", "many.t0", "--yes"])
+            .env("QUIVER_HOME", home.path())
+            .env("HOME", home.path())
+            .env_remove("QUIVER_CONFIG")
+            .env_remove("QUIVER_LOG")
+            .stdin(Stdio::null());
+        if let Some(log) = log {
+            command.env("QUIVER_LOG", log);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.contains("tools declare `always_loaded`"),
+            seen,
+            "{log:?}: {stderr}"
+        );
+    }
+}

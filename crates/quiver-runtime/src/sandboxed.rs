@@ -6,15 +6,16 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use quiver_mcp_client::config::{McpServer, McpServers};
+use quiver_mcp_client::{McpClient, McpClientError, ToolsChanged};
 use quiver_package::tool::Run;
 use quiver_package::{Diagnostic, Package};
-use quiver_sandbox::mcp::{McpClient, ToolsChanged};
 use quiver_sandbox::worker::Worker;
 use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig, SandboxError};
 use serde_json::{Value, json};
 
 use crate::executor::{BuiltinExecutor, ExecError, Execution, Executor};
-use crate::mcp_servers::{self, McpServer, McpServers, Settings};
+use crate::mcp_servers::{self, Settings};
 
 /// Runs package tools in Quiver's sandbox.
 pub struct SandboxExecutor {
@@ -204,7 +205,7 @@ impl SandboxExecutor {
                     self.tools_changed.clone(),
                 )
             })
-            .map_err(map_error)?;
+            .map_err(map_client_error)?;
         call_server(&client, execution, tool)
     }
 
@@ -226,7 +227,7 @@ impl SandboxExecutor {
         let client = self
             .servers
             .get_or_start(&key, || McpClient::start(&self.sandbox, &job, None))
-            .map_err(map_error)?;
+            .map_err(map_client_error)?;
         call_server(&client, execution, tool)
     }
 }
@@ -252,8 +253,8 @@ impl McpConnections {
     fn get_or_start(
         &self,
         key: &str,
-        start: impl FnOnce() -> Result<McpClient, SandboxError>,
-    ) -> Result<Arc<McpClient>, SandboxError> {
+        start: impl FnOnce() -> Result<McpClient, McpClientError>,
+    ) -> Result<Arc<McpClient>, McpClientError> {
         // The table only caches clients: one a panicking thread left behind is still usable.
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
@@ -280,7 +281,7 @@ fn call_server(
     let context = serde_json::to_value(execution.context).unwrap_or_default();
     client
         .call(tool, execution.arguments, &context, execution.timeout)
-        .map_err(map_error)
+        .map_err(map_client_error)
 }
 
 impl Executor for SandboxExecutor {
@@ -310,6 +311,14 @@ fn map_error(err: SandboxError) -> ExecError {
         SandboxError::TimedOut(d) => ExecError::TimedOut(d),
         SandboxError::Unavailable(m) => ExecError::Unavailable(m),
         SandboxError::Denied(m) => ExecError::Denied(m),
+        other => ExecError::Failed(other.to_string()),
+    }
+}
+
+fn map_client_error(err: McpClientError) -> ExecError {
+    match err {
+        McpClientError::Sandbox(e) => map_error(e),
+        McpClientError::TimedOut(d) => ExecError::TimedOut(d),
         other => ExecError::Failed(other.to_string()),
     }
 }

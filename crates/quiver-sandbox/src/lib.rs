@@ -3,8 +3,8 @@
 //!
 //! The main types are [`Sandbox`] (the runtime's side: it turns a [`Job`] into a policy file
 //! and a launcher process, with a timeout, an output limit and the network [`proxy::Proxy`]),
-//! [`worker::Worker`] (a long-lived JSON-lines process per package), [`mcp::McpClient`] (a
-//! package's MCP server over stdio, with Quiver as its client), and the launcher
+//! [`worker::Worker`] (a long-lived JSON-lines process per package), [`Spawned`] (a confined
+//! process the caller speaks to over stdio, as `quiver-mcp-client` does), and the launcher
 //! [`launcher::main`] behind `quiver sandbox-exec --policy FILE -- CMD...`, which enforces a
 //! [`Policy`]: new session, PID/network/IPC namespaces, rlimits, an unprivileged user,
 //! `no_new_privs`, Landlock and seccomp.
@@ -33,7 +33,6 @@
 //! ```
 
 pub mod launcher;
-pub mod mcp;
 pub mod policy;
 pub mod proxy;
 mod sandbox;

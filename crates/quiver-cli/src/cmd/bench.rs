@@ -204,16 +204,22 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
         Some(dir) => Ok(Some(Arc::new(Usem3::load(dir).map_err(|e| {
             miette!("cannot load the model in `{}`: {e}", dir.display())
         })?))),
-        None => Ok(super::models::load_installed_model()?.map(|(model, _)| model)),
+        None => Ok(quiver_host::search::load_installed_model()
+            .map_err(crate::roots::fail)?
+            .map(|(model, _)| model)),
     })?;
     let booster = measured_load("minilm", || match &args.minilm {
-        Some(dir) => Ok(Some(super::models::load_booster(dir).map_err(|e| {
-            miette!(
-                "cannot load the English booster in `{}`: {e}",
-                dir.display()
-            )
-        })?)),
-        None => Ok(super::models::load_installed_booster()?.map(|(model, _)| model)),
+        Some(dir) => Ok(Some(quiver_host::search::load_booster(dir).map_err(
+            |e| {
+                miette!(
+                    "cannot load the English booster in `{}`: {e}",
+                    dir.display()
+                )
+            },
+        )?)),
+        None => Ok(quiver_host::search::load_installed_booster()
+            .map_err(crate::roots::fail)?
+            .map(|(model, _)| model)),
     })?;
     let all = if booster.is_some() {
         Method::WITH_BOOSTER.to_vec()

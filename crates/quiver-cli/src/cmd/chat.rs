@@ -10,12 +10,12 @@ use std::sync::Arc;
 use quiver_agent::agents::{self, Providers};
 use quiver_agent::eval::{self, DryRun, Mode};
 use quiver_agent::session::{CallRecord, SystemPrompt, ToolScope};
+use quiver_agent::skill_command::{self, SkillCommandError, SkillStart};
 use quiver_agent::{AgentConfig, ChatSession, Observer, Quiet, SubAgents, TurnReport};
-use quiver_catalog::Catalog;
+use quiver_host::{Host, HostOptions};
 use quiver_runtime::approver::{
     Answer, Approver, CARD_CHOICES, Card, TerminalApprover, answer_from, card_text,
 };
-use quiver_runtime::executor::Executor;
 use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
 use quiver_store::{AuditQuery, Store};
 use serde_json::{Value, json};
@@ -75,9 +75,8 @@ pub struct ChatArgs {
     /// Talk to this package agent (`<package>.<agent>`) instead of the default chat agent.
     #[arg(long)]
     pub agent: Option<String>,
-    /// Who talks, `USER:ROLE`; default the local owner.
-    #[arg(long = "as", value_name = "USER:ROLE")]
-    pub as_user: Option<String>,
+    #[command(flatten)]
+    pub sender: super::runtime::SenderArgs,
     /// The platform the conversation is on; an agent declaring it is chosen automatically.
     #[arg(long)]
     pub platform: Option<String>,
@@ -113,27 +112,23 @@ pub struct EvalArgs {
     pub state: StateArgs,
 }
 
-fn runtime_for(
-    catalog: Catalog,
-    state: &StateArgs,
-    executor: Arc<dyn Executor>,
-    person: Option<Arc<dyn Approver>>,
-) -> miette::Result<Runtime> {
-    let store = state.open()?;
-    let mut config = crate::roots::runtime_config()?;
-    for (agent, metas) in agents::agent_meta_tools(&catalog) {
-        config.agent_meta_tools.entry(agent).or_insert(metas);
-    }
+/// The runtime of `quiver eval`: the catalog with hybrid search, tools dry-run.
+fn eval_runtime(roots: &RootArgs, state: &StateArgs) -> miette::Result<Runtime> {
+    let config = crate::roots::config()?;
+    let search = quiver_host::SearchModels::load(config.search);
+    let catalog = crate::roots::catalog(&config, roots, Some(&search))?;
+    let mut runtime_config = config.runtime.clone();
+    quiver_host::agent_meta_tools(&mut runtime_config, &catalog);
     Ok(Runtime::new(
         catalog,
-        store,
-        executor,
+        state.open()?,
+        Arc::new(DryRun),
         ApproverSet {
-            person,
+            person: Some(Arc::new(eval::EvalApprover)),
             console: None,
             reviewer: None,
         },
-        config,
+        runtime_config,
     ))
 }
 
@@ -309,7 +304,7 @@ fn report_json(store: &dyn Store, session: &str, agent: &str, report: &TurnRepor
 /// Runs `quiver chat`.
 pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
     let providers = args.model.providers()?;
-    let sender = principal(args.as_user.as_deref())?;
+    let sender = args.sender.principal(args.platform.as_deref())?;
     let interactive = args.message.is_none();
     if interactive && !std::io::stdin().is_terminal() {
         return Err(miette::miette!(
@@ -329,22 +324,34 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
             args.yes,
         ))
     };
-    let (reload, executor) = super::catalog::CatalogReload::with_executor(roots.clone())?;
-    let runtime = Arc::new(runtime_for(
-        super::catalog::load_for(roots, &executor)?,
-        &args.state,
-        executor.clone(),
-        Some(person.clone()),
-    )?);
-    reload.attach(&runtime, &executor);
+    let config = crate::roots::config()?;
+    let search = quiver_host::SearchModels::load(config.search);
+    let host = Host::open(
+        config,
+        HostOptions {
+            roots: roots.roots.clone(),
+            state: args.state.state()?,
+            search: Some(search),
+            approvers: ApproverSet {
+                person: Some(person.clone()),
+                console: None,
+                reviewer: None,
+            },
+            launcher: crate::roots::launcher()?,
+            reload: true,
+        },
+    )
+    .map_err(crate::roots::fail)?;
+    crate::roots::notices(host.notices());
+    let runtime = host.runtime();
     let mut runner = SubAgents::new(providers.clone());
     if !args.json {
         runner = runner.with_progress(Arc::new(progress_line));
     }
     runtime.set_agent_runner(Arc::new(runner));
-    let agent = choose_agent(&runtime, &args)?;
+    let agent = choose_agent(runtime, &args)?;
     let profile = match &agent {
-        Some(a) => Some(agents::profile(&runtime.catalog(), a).map_err(fail)?),
+        Some(a) => Some(host.agent_profile(a).map_err(fail)?),
         None => None,
     };
     let session = match &args.session {
@@ -359,7 +366,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
                 })
                 .map_err(fail)?;
             if let Some(p) = &profile {
-                agents::load_declared(&runtime, &id, &p.loads).map_err(fail)?;
+                agents::load_declared(runtime, &id, &p.loads).map_err(fail)?;
             }
             id
         }
@@ -374,7 +381,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
         options.max_steps = steps.max(1);
     }
     options.count_tokens = args.json;
-    let mut chat = ChatSession::new(&runtime, provider, options, &session, sender.clone())
+    let mut chat = ChatSession::new(runtime, provider, options, &session, sender.clone())
         .with_person(person.clone());
     if let Some(p) = &profile {
         chat = chat
@@ -529,44 +536,21 @@ fn show_audit(store: &dyn Store, session: &str) {
     crate::out(&lines.join("\n"));
 }
 
-/// `/<skill> [text]`: a person starts a skill, including `disable-model-invocation` ones. The
-/// runtime admits it for this turn as `read_skill` would (package on, platforms, scopes,
-/// permissions, model), activates it (or runs a `context: fork` skill in a sub-agent with
-/// `text` as the request) and audits it.
+/// `/<skill> [text]`: a person starts a skill (`quiver_agent::skill_command`); the reply or
+/// the forked skill's result is shown.
 fn start_skill(chat: &mut ChatSession<'_>, command: &str, show: &mut Show) -> miette::Result<()> {
-    let command = command.trim_start_matches('/');
-    let (id, text) = command
-        .split_once(char::is_whitespace)
-        .unwrap_or((command, ""));
-    let text = text.trim();
-    let outcome = chat
-        .begin_turn(text)
-        .and_then(|mut turn| Ok(turn.start_skill_by_user(id)?))
-        .map_err(fail)?;
-    if outcome.is_error() {
-        let why = outcome.content["error"].as_str().unwrap_or_default();
-        return Err(miette::miette!(
-            help = "`/skills` lists them",
-            "no skill command `/{id}`: {why}"
-        ));
-    }
-    if let Some(result) = outcome.content["result"].as_str() {
-        // A forked skill ran in a sub-agent; its last reply is the result.
-        crate::out(result);
-        return Ok(());
-    }
-    let instructions = match outcome.content["instructions"].as_str() {
-        Some(body) => format!("Its instructions:]\n\n{}", body.trim()),
-        None => "It was already active; its instructions are above.]".to_owned(),
-    };
-    let message = format!(
-        "[I started the skill `{id}`. {instructions}\n\n{}",
-        if text.is_empty() { "Go ahead." } else { text }
-    );
-    let report = chat.send(&message, show).map_err(fail)?;
-    show.end_line();
-    if report.steps == 0 {
-        crate::out(&report.reply);
+    match skill_command::start(chat, command.trim_start_matches('/'), show) {
+        Ok(SkillStart::Forked(result)) => crate::out(&result),
+        Ok(SkillStart::Replied(report)) => {
+            show.end_line();
+            if report.steps == 0 {
+                crate::out(&report.reply);
+            }
+        }
+        Err(e @ SkillCommandError::NoSuchSkill { .. }) => {
+            return Err(miette::miette!(help = "`/skills` lists them", "{e}"));
+        }
+        Err(e) => return Err(fail(e)),
     }
     Ok(())
 }
@@ -577,14 +561,9 @@ pub fn eval(roots: &RootArgs, args: EvalArgs) -> miette::Result<ExitCode> {
         .map_err(|e| miette::miette!("cannot read {}: {e}", args.cases.display()))?;
     let cases = eval::parse_cases(&text, &args.cases).map_err(fail)?;
     let providers = args.model.providers()?;
-    let runtime = runtime_for(
-        super::catalog::load(roots)?,
-        &args.state,
-        Arc::new(DryRun),
-        Some(Arc::new(eval::EvalApprover)),
-    )?;
+    let runtime = eval_runtime(roots, &args.state)?;
     runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
-    let sender = principal(None)?;
+    let sender = principal(None, &[], None)?;
     let mut runs =
         vec![eval::run(&runtime, &providers, &cases, Mode::Progressive, &sender).map_err(fail)?];
     if args.baseline.is_some() {

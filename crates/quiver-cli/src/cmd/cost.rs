@@ -149,6 +149,7 @@ fn write_bench_packages(tools: &Path, dir: &Path, per_package: usize) -> miette:
 
 /// Runs `quiver inspect --cost`.
 pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> {
+    let config = crate::roots::config()?;
     let scratch = tempfile::tempdir().map_err(|e| miette::miette!("no temporary folder: {e}"))?;
     let catalog = match &args.bench_tools {
         Some(tools) => {
@@ -160,7 +161,10 @@ pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> 
             ));
             Catalog::load_dirs(&[&dir])
         }
-        None => super::catalog::load(roots)?,
+        None => {
+            let models = quiver_host::SearchModels::load(config.search);
+            crate::roots::catalog(&config, roots, Some(&models))?
+        }
     };
     let store = SqliteStore::open(scratch.path().join("cost.db"))
         .map_err(|e| miette::miette!("cannot open a scratch database: {e}"))?;
@@ -169,9 +173,9 @@ pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> 
         Arc::new(store),
         Arc::new(DryRun),
         ApproverSet::default(),
-        crate::roots::runtime_config()?,
+        config.runtime.clone(),
     );
-    let sender = super::runtime::principal(None)?;
+    let sender = super::runtime::principal(None, &[], None)?;
     let measured = cost::measure(&runtime, &sender).map_err(|e| miette::miette!("{e}"))?;
     if args.json {
         crate::out(&serde_json::to_string_pretty(&measured).unwrap_or_default());

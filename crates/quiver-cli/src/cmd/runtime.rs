@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use quiver_host::{Host, HostOptions};
 use quiver_package::rules::Role;
 use quiver_policy::{ConversationScope, Origin, Principal, ScopeKind};
 use quiver_runtime::approver::{Approver, QueueApprover, TerminalApprover};
-use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
+use quiver_runtime::{ApproverSet, CallStatus, Profile, SessionRequest};
 use quiver_store::{AuditQuery, SessionFilter, SessionStatus, SqliteStore, Store};
 use serde_json::{Value, json};
 
@@ -24,11 +25,11 @@ pub struct StateArgs {
 
 impl StateArgs {
     pub(crate) fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(|| {
-            crate::roots::state_dir()
-                .unwrap_or_else(|| PathBuf::from(".local/share/quiver"))
-                .join("state.db")
-        })
+        quiver_host::paths::state_db(self.db.as_deref())
+    }
+
+    pub(crate) fn state(&self) -> miette::Result<quiver_host::State> {
+        quiver_host::State::open(self.db.as_deref()).map_err(crate::roots::fail)
     }
 
     pub(crate) fn open(&self) -> miette::Result<Arc<SqliteStore>> {
@@ -48,9 +49,8 @@ pub struct CallArgs {
     /// The arguments, as a JSON object.
     #[arg(long, default_value = "{}")]
     pub args: String,
-    /// Who calls, `USER:ROLE` (role `master`, `trusted` or `user`); default the local owner.
-    #[arg(long = "as", value_name = "USER:ROLE")]
-    pub as_user: Option<String>,
+    #[command(flatten)]
+    pub sender: SenderArgs,
     /// The platform the conversation is on (none for the CLI).
     #[arg(long)]
     pub platform: Option<String>,
@@ -125,14 +125,86 @@ pub struct AuditArgs {
     pub state: StateArgs,
 }
 
-pub(crate) fn principal(spec: Option<&str>) -> miette::Result<Principal> {
-    let Some(spec) = spec else {
-        return Ok(Principal::user("local", Role::Master));
+/// Who sends: `--as` and `--platform-role`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SenderArgs {
+    /// Who sends, `USER:ROLE` (role `master`, `trusted` or `user`), optionally followed by
+    /// the roles the user holds on the conversation's platform, `USER:ROLE:owner,admin`;
+    /// default the local owner.
+    #[arg(long = "as", value_name = "USER:ROLE[:PLATFORM_ROLES]")]
+    pub as_user: Option<String>,
+    /// A role the sender holds on the conversation's platform (`admin`, `owner`), read by
+    /// `platform(adapter,perm)`; `PLATFORM:ROLE` names the platform, which must be
+    /// `--platform`'s (repeatable).
+    #[arg(long = "platform-role", value_name = "[PLATFORM:]ROLE")]
+    pub platform_roles: Vec<String>,
+}
+
+impl SenderArgs {
+    /// The sender on a conversation on `platform`.
+    pub(crate) fn principal(&self, platform: Option<&str>) -> miette::Result<Principal> {
+        principal(self.as_user.as_deref(), &self.platform_roles, platform)
+    }
+}
+
+/// The sender of `--as SPEC` with `--platform-role`s, on a conversation on `platform`.
+pub(crate) fn principal(
+    spec: Option<&str>,
+    platform_roles: &[String],
+    platform: Option<&str>,
+) -> miette::Result<Principal> {
+    let mut principal = match spec {
+        None => Principal::user("local", Role::Master),
+        Some(spec) => {
+            let mut parts = spec.splitn(3, ':');
+            let user = parts.next().unwrap_or_default();
+            if user.is_empty() {
+                return Err(miette::miette!("`--as` is `USER:ROLE`; the user is empty"));
+            }
+            let role = parts.next().unwrap_or("user");
+            let role = Role::parse(role).ok_or_else(|| {
+                miette::miette!("unknown role `{role}`; use master, trusted or user")
+            })?;
+            let mut principal = Principal::user(user, role);
+            if let Some(roles) = parts.next() {
+                principal.platform_roles = roles
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
+            principal
+        }
     };
-    let (user, role) = spec.split_once(':').unwrap_or((spec, "user"));
-    let role = Role::parse(role)
-        .ok_or_else(|| miette::miette!("unknown role `{role}`; use master, trusted or user"))?;
-    Ok(Principal::user(user, role))
+    for given in platform_roles {
+        let role = match given.split_once(':') {
+            None => given.as_str(),
+            Some((named, role)) => {
+                if platform != Some(named) {
+                    return Err(miette::miette!(
+                        help = "platform roles are held on the conversation's platform: pass `--platform {named}`",
+                        "`--platform-role {given}` names the platform `{named}`, but the conversation is on {}",
+                        platform.map_or("no platform".to_owned(), |p| format!("`{p}`"))
+                    ));
+                }
+                role
+            }
+        };
+        if role.is_empty() {
+            return Err(miette::miette!("`--platform-role {given}` names no role"));
+        }
+        if !principal.platform_roles.iter().any(|r| r == role) {
+            principal.platform_roles.push(role.to_owned());
+        }
+    }
+    if !principal.platform_roles.is_empty() && platform.is_none() {
+        return Err(miette::miette!(
+            help = "pass `--platform NAME`",
+            "platform roles need the conversation's platform"
+        ));
+    }
+    Ok(principal)
 }
 
 pub(crate) fn origin(platform: Option<&str>, scope: Option<&str>) -> miette::Result<Origin> {
@@ -169,10 +241,9 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
             "`--args` is not JSON: {e}"
         )
     })?;
-    let executor = super::sandbox_exec::executor()?;
-    let catalog = super::catalog::load_for(roots, &executor)?;
-    let store = args.state.open()?;
-    let sender = principal(args.as_user.as_deref())?;
+    let config = crate::roots::config()?;
+    let state = args.state.state()?;
+    let sender = args.sender.principal(args.platform.as_deref())?;
     let interactive = std::io::stdin().is_terminal();
     let person = TerminalApprover::new(
         std::io::BufReader::new(std::io::stdin()),
@@ -180,19 +251,36 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         interactive,
         args.yes,
     );
-    let console = args.console.map(|seconds| {
-        Arc::new(QueueApprover::new(
-            store.clone(),
+    let console = match args.console {
+        Some(seconds) => Some(Arc::new(QueueApprover::new(
+            state.store.clone(),
             std::time::Duration::from_secs(seconds),
-        )) as Arc<dyn Approver>
-    });
+        )) as Arc<dyn Approver>),
+        None => None,
+    };
     // Without a terminal, a console queue answers instead of a person who cannot.
     let person = (interactive || console.is_none()).then(|| Arc::new(person) as Arc<dyn Approver>);
-    let approvers = ApproverSet {
-        person,
-        console,
-        reviewer: None,
-    };
+    // `tool_search` searches as `quiver search` does, without its notes.
+    let search = quiver_host::SearchModels::load(config.search);
+    let host = Host::open(
+        config,
+        HostOptions {
+            roots: roots.roots.clone(),
+            state,
+            search: Some(search),
+            approvers: ApproverSet {
+                person,
+                console,
+                reviewer: None,
+            },
+            launcher: crate::roots::launcher()?,
+            reload: false,
+        },
+    )
+    .map_err(crate::roots::fail)?;
+    crate::roots::notices(host.notices());
+    let runtime = host.runtime();
+    let catalog = runtime.catalog();
     let wire = if args.tool.contains('.') {
         catalog
             .item(&args.tool)
@@ -201,13 +289,6 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     } else {
         args.tool.clone()
     };
-    let runtime = Runtime::new(
-        catalog,
-        store,
-        Arc::new(executor),
-        approvers,
-        crate::roots::runtime_config()?,
-    );
     let session = match &args.session {
         Some(id) => id.clone(),
         None => runtime
@@ -342,4 +423,75 @@ pub fn audit(args: AuditArgs) -> miette::Result<ExitCode> {
         crate::out(&lines.join("\n"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--as`, `--platform-role`s, `--platform`, and the sender wanted (user, role, platform
+    /// roles) or a part of the error.
+    type Case<'a> = (
+        Option<&'a str>,
+        Vec<String>,
+        Option<&'a str>,
+        Result<(&'a str, Role, Vec<&'a str>), &'a str>,
+    );
+
+    #[test]
+    fn senders_with_platform_roles() {
+        let roles = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let cases: [Case<'_>; 8] = [
+            (None, vec![], None, Ok(("local", Role::Master, vec![]))),
+            (
+                Some("alice"),
+                vec![],
+                None,
+                Ok(("alice", Role::User, vec![])),
+            ),
+            (
+                Some("alice:trusted"),
+                vec![],
+                None,
+                Ok(("alice", Role::Trusted, vec![])),
+            ),
+            (
+                Some("alice:user:owner"),
+                vec![],
+                Some("qq"),
+                Ok(("alice", Role::User, vec!["owner"])),
+            ),
+            (
+                Some("alice:user"),
+                roles(&["qq:admin", "owner"]),
+                Some("qq"),
+                Ok(("alice", Role::User, vec!["admin", "owner"])),
+            ),
+            (
+                Some("alice:user"),
+                roles(&["qq:admin"]),
+                Some("discord"),
+                Err("names the platform `qq`"),
+            ),
+            (
+                Some("alice:user:owner"),
+                vec![],
+                None,
+                Err("need the conversation's platform"),
+            ),
+            (Some("alice:boss"), vec![], None, Err("unknown role `boss`")),
+        ];
+        for (spec, platform_roles, platform, want) in cases {
+            let got = principal(spec, &platform_roles, platform);
+            match (got, want) {
+                (Ok(p), Ok((user, role, roles))) => {
+                    assert_eq!(p.user_id.as_deref(), Some(user), "{spec:?}");
+                    assert_eq!(p.role, Some(role), "{spec:?}");
+                    assert_eq!(p.platform_roles, roles, "{spec:?}");
+                }
+                (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{spec:?}: {e}"),
+                (got, want) => panic!("{spec:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 }

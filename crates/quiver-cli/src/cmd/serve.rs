@@ -1,14 +1,15 @@
 //! `quiver serve`: the MCP front over stdio or Streamable HTTP.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use quiver_mcp::{Front, McpConfig};
+use quiver_host::{Host, HostOptions};
+use quiver_mcp::Front;
+use quiver_runtime::ApproverSet;
 use quiver_runtime::approver::QueueApprover;
-use quiver_runtime::{ApproverSet, Runtime};
 use tokio_util::sync::CancellationToken;
 
 use crate::cmd::runtime::StateArgs;
@@ -39,10 +40,10 @@ fn examples_dir() -> Option<PathBuf> {
 
 /// The roots: `--root`, `QUIVER_PATH` or the config file as for every command; with none of
 /// them, the bundled example packages.
-fn roots(args: &RootArgs) -> RootArgs {
+fn roots(args: &RootArgs, config: &quiver_host::Config) -> RootArgs {
     if args.roots.is_empty()
         && std::env::var_os("QUIVER_PATH").is_none()
-        && crate::roots::config_path().is_none()
+        && config.path.is_none()
         && let Some(examples) = examples_dir()
     {
         return RootArgs {
@@ -52,76 +53,44 @@ fn roots(args: &RootArgs) -> RootArgs {
     args.clone()
 }
 
-/// The secret that seals conversation handles and pending questions: 32 random bytes kept in
-/// the state folder, so handles survive a restart.
-fn secret(state_db: &Path) -> miette::Result<Vec<u8>> {
-    let path = state_db
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .join("mcp-secret");
-    if let Ok(bytes) = std::fs::read(&path)
-        && bytes.len() >= 32
-    {
-        return Ok(bytes);
-    }
-    let mut bytes = vec![0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| miette::miette!("cannot read /dev/urandom for the MCP secret: {e}"))?;
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options
-        .open(&path)
-        .and_then(|mut f| f.write_all(&bytes))
-        .map_err(|e| miette::miette!("cannot write the MCP secret `{}`: {e}", path.display()))?;
-    Ok(bytes)
-}
-
-fn mcp_config() -> miette::Result<McpConfig> {
-    let Some(path) = crate::roots::config_path() else {
-        return Ok(McpConfig::default());
-    };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| miette::miette!("cannot read `{}`: {e}", path.display()))?;
-    McpConfig::from_config_text(&text, &|name| std::env::var(name).ok())
-        .map_err(|e| miette::miette!("{}: {e}", path.display()))
-}
-
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
 pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
-    let roots = roots(root_args);
-    let (reload, executor) = super::catalog::CatalogReload::with_executor(roots.clone())?;
-    let catalog = super::catalog::load_for(&roots, &executor)?;
-    let db = args.state.path();
-    let store = args.state.open()?;
-    let config = mcp_config()?;
+    let config = crate::roots::config()?;
+    let roots = roots(root_args, &config);
+    let mcp = config
+        .mcp(&|name| std::env::var(name).ok())
+        .map_err(crate::roots::fail)?;
+    let always = config.runtime.always_loaded.clone();
+    let search = crate::roots::search_models(&config);
+    let state = args.state.state()?;
+    let db = state.path.clone();
     // The person is the client (elicitation), set per call; the console queue answers what
     // the policy routes to an operator.
     let approvers = ApproverSet {
         person: None,
         console: Some(Arc::new(QueueApprover::new(
-            store.clone(),
-            config.approval_wait,
+            state.store.clone(),
+            mcp.approval_wait,
         ))),
         reviewer: None,
     };
-    let runtime_config = crate::roots::runtime_config()?;
-    let always = runtime_config.always_loaded.clone();
-    let runtime = Arc::new(Runtime::new(
-        catalog,
-        store,
-        executor.clone(),
-        approvers,
-        runtime_config,
-    ));
-    reload.attach(&runtime, &executor);
-    let front =
-        Arc::new(Front::new(runtime, config, secret(&db)?).with_operator_always_loaded(always));
+    let host = Host::open(
+        config,
+        HostOptions {
+            roots: roots.roots.clone(),
+            state,
+            search: Some(search),
+            approvers,
+            launcher: crate::roots::launcher()?,
+            reload: true,
+        },
+    )
+    .map_err(crate::roots::fail)?;
+    crate::roots::notices(host.notices());
+    let secret = host.mcp_secret().map_err(crate::roots::fail)?;
+    let front = Arc::new(
+        Front::new(host.runtime().clone(), mcp, secret).with_operator_always_loaded(always),
+    );
     let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -163,5 +132,6 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 .map_err(|e| miette::miette!("{e}"))
         }
     })?;
+    drop(host);
     Ok(ExitCode::SUCCESS)
 }

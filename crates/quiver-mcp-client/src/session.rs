@@ -1,4 +1,4 @@
-//! MCP clients. A package's MCP server (`run: {mcp: ...}` tools, and a local server the
+//! MCP sessions. A package's MCP server (`run: {mcp: ...}` tools, and a local server the
 //! operator lists in the config file) runs over stdio inside the package's sandbox; a remote
 //! server the operator lists is reached over Streamable HTTP. Either way Quiver is an MCP
 //! client (rmcp), and each call carries the call context in `_meta` under
@@ -11,15 +11,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use quiver_sandbox::{Job, Sandbox, SandboxError, Spawned};
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use serde_json::Value;
 
-use crate::SandboxError;
-use crate::sandbox::{Job, Sandbox, Spawned};
+use crate::McpClientError;
 
 /// The `_meta` key that carries Quiver's call context to the server.
 pub const CONTEXT_META_KEY: &str = "quiver.dev/context";
@@ -32,10 +35,10 @@ enum Request {
         tool: String,
         arguments: serde_json::Map<String, Value>,
         context: Value,
-        reply: mpsc::Sender<Result<Value, SandboxError>>,
+        reply: mpsc::Sender<Result<Value, McpClientError>>,
     },
     List {
-        reply: mpsc::Sender<Result<Vec<Value>, SandboxError>>,
+        reply: mpsc::Sender<Result<Vec<Value>, McpClientError>>,
     },
 }
 
@@ -70,8 +73,9 @@ impl ClientHandler for Watch {
 }
 
 type Client = RunningService<RoleClient, Watch>;
-type Connect =
-    Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Client, String>>>> + Send + 'static>;
+type Connect = Box<
+    dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Client, McpClientError>>>> + Send + 'static,
+>;
 
 /// A connected MCP server: a sandboxed process over stdio, or a remote server over HTTP.
 pub struct McpClient {
@@ -88,23 +92,22 @@ impl McpClient {
         sandbox: &Sandbox,
         job: &Job,
         changed: Option<ToolsChanged>,
-    ) -> Result<McpClient, SandboxError> {
+    ) -> Result<McpClient, McpClientError> {
         let mut spawned = sandbox.spawn(job)?;
         let (stdin, stdout) = match (spawned.stdin.take(), spawned.stdout.take()) {
             (Some(i), Some(o)) => (i, o),
-            _ => return Err(SandboxError::Setup("the MCP server has no stdio".into())),
+            _ => return Err(McpClientError::Setup("the MCP server has no stdio".into())),
         };
         let spawned = Arc::new(Mutex::new(spawned));
         let connect: Connect = Box::new(move || {
             Box::pin(async move {
-                let reader =
-                    tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
-                let writer =
-                    tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
+                let setup = |e: std::io::Error| McpClientError::Setup(e.to_string());
+                let reader = tokio::process::ChildStdout::from_std(stdout).map_err(setup)?;
+                let writer = tokio::process::ChildStdin::from_std(stdin).map_err(setup)?;
                 Watch(changed)
                     .serve((reader, writer))
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| McpClientError::Failed(e.to_string()))
             })
         });
         match session(&job.package, connect) {
@@ -117,13 +120,13 @@ impl McpClient {
             Err(why) => {
                 let mut spawned = spawned
                     .lock()
-                    .map_err(|_| SandboxError::Setup(why.clone()))?;
+                    .map_err(|_| McpClientError::Setup(why.to_string()))?;
                 spawned.kill();
                 spawned.settle_stderr();
                 let tail = spawned.stderr();
-                let setup = spawned.setup_error(crate::launcher::SETUP_FAILED);
-                Err(setup.unwrap_or_else(|| {
-                    SandboxError::Failed(format!(
+                let setup = spawned.setup_error(quiver_sandbox::launcher::SETUP_FAILED);
+                Err(setup.map(McpClientError::Sandbox).unwrap_or_else(|| {
+                    McpClientError::Failed(format!(
                         "the MCP server did not start: {why}{}",
                         tail.lines()
                             .last()
@@ -143,21 +146,21 @@ impl McpClient {
         remote: &Remote,
         timeout: Duration,
         changed: Option<ToolsChanged>,
-    ) -> Result<McpClient, SandboxError> {
+    ) -> Result<McpClient, McpClientError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut headers = HashMap::new();
         for (key, value) in &remote.headers {
             let key = reqwest::header::HeaderName::from_bytes(key.as_bytes())
-                .map_err(|e| SandboxError::Setup(format!("header `{key}`: {e}")))?;
+                .map_err(|e| McpClientError::Setup(format!("header `{key}`: {e}")))?;
             let value = reqwest::header::HeaderValue::from_str(value)
-                .map_err(|e| SandboxError::Setup(format!("header `{key}`: {e}")))?;
+                .map_err(|e| McpClientError::Setup(format!("header `{key}`: {e}")))?;
             headers.insert(key, value);
         }
         let http = reqwest::Client::builder()
             .connect_timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| SandboxError::Setup(format!("the HTTP client: {e}")))?;
+            .map_err(|e| McpClientError::Setup(format!("the HTTP client: {e}")))?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
             .custom_headers(headers);
         if let Some(token) = &remote.bearer_token {
@@ -170,10 +173,10 @@ impl McpClient {
                 Watch(changed)
                     .serve(transport)
                     .await
-                    .map_err(|e| http_failure(&url, &e.to_string()))
+                    .map_err(|e| http_failure(&url, &e))
             })
         });
-        let (requests, alive, server) = session(name, connect).map_err(SandboxError::Failed)?;
+        let (requests, alive, server) = session(name, connect)?;
         Ok(McpClient {
             requests,
             spawned: None,
@@ -208,16 +211,16 @@ impl McpClient {
     }
 
     /// The server's tools (`tools/list`, every page), each as the JSON of an MCP `Tool`.
-    pub fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, SandboxError> {
+    pub fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, McpClientError> {
         let (reply, answer) = mpsc::channel();
         self.requests
             .send(Request::List { reply })
-            .map_err(|_| SandboxError::Failed("the MCP server is not running".into()))?;
+            .map_err(|_| McpClientError::Failed("the MCP server is not running".into()))?;
         match answer.recv_timeout(timeout) {
             Ok(result) => result,
             Err(_) => {
                 self.stop();
-                Err(SandboxError::TimedOut(timeout))
+                Err(McpClientError::TimedOut(timeout))
             }
         }
     }
@@ -229,12 +232,12 @@ impl McpClient {
         arguments: &Value,
         context: &Value,
         timeout: Duration,
-    ) -> Result<Value, SandboxError> {
+    ) -> Result<Value, McpClientError> {
         let arguments = match arguments {
             Value::Object(map) => map.clone(),
             Value::Null => serde_json::Map::new(),
             _ => {
-                return Err(SandboxError::Failed(
+                return Err(McpClientError::Failed(
                     "MCP tool arguments must be a JSON object".into(),
                 ));
             }
@@ -247,12 +250,12 @@ impl McpClient {
                 context: context.clone(),
                 reply,
             })
-            .map_err(|_| SandboxError::Failed("the MCP server is not running".into()))?;
+            .map_err(|_| McpClientError::Failed("the MCP server is not running".into()))?;
         let result = match answer.recv_timeout(timeout) {
             Ok(result) => result,
             Err(_) => {
                 self.stop();
-                return Err(SandboxError::TimedOut(timeout));
+                return Err(McpClientError::TimedOut(timeout));
             }
         };
         let denial = self
@@ -260,7 +263,7 @@ impl McpClient {
             .as_ref()
             .and_then(|s| s.lock().ok().and_then(|s| s.denial()));
         if let Some(denial) = denial {
-            return Err(SandboxError::Denied(denial));
+            return Err(McpClientError::Sandbox(SandboxError::Denied(denial)));
         }
         result
     }
@@ -285,11 +288,11 @@ fn session(
         Arc<AtomicBool>,
         Value,
     ),
-    String,
+    McpClientError,
 > {
     let alive = Arc::new(AtomicBool::new(true));
     let (requests, mut incoming) = tokio::sync::mpsc::unbounded_channel::<Request>();
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<Value, String>>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<Value, McpClientError>>();
     let thread_alive = alive.clone();
     std::thread::Builder::new()
         .name(format!("quiver-mcp-{name}"))
@@ -300,7 +303,7 @@ fn session(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
+                    let _ = ready_tx.send(Err(McpClientError::Setup(e.to_string())));
                     return;
                 }
             };
@@ -342,7 +345,7 @@ fn session(
                                         if !matches!(e, ServiceError::McpError(_)) {
                                             alive.store(false, Ordering::SeqCst);
                                         }
-                                        Err(SandboxError::Failed(format!(
+                                        Err(McpClientError::Failed(format!(
                                             "the MCP server failed: {e}"
                                         )))
                                     }
@@ -355,7 +358,7 @@ fn session(
                                         .iter()
                                         .filter_map(|t| serde_json::to_value(t).ok())
                                         .collect()),
-                                    Err(e) => Err(SandboxError::Failed(format!(
+                                    Err(e) => Err(McpClientError::Failed(format!(
                                         "`tools/list` failed: {e}"
                                     ))),
                                 };
@@ -368,34 +371,55 @@ fn session(
             });
             thread_alive.store(false, Ordering::SeqCst);
         })
-        .map_err(|e| format!("starting the MCP client: {e}"))?;
+        .map_err(|e| McpClientError::Setup(format!("starting the MCP client: {e}")))?;
     match ready_rx.recv_timeout(START_TIMEOUT) {
         Ok(Ok(info)) => Ok((requests, alive, info)),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err("no answer to `initialize`".to_owned()),
+        Err(_) => Err(McpClientError::Failed(
+            "no answer to `initialize`".to_owned(),
+        )),
     }
 }
 
-/// A readable reason why a remote server could not be initialized: rmcp's message without
-/// its transport's type names.
-fn http_failure(url: &str, error: &str) -> String {
-    let lower = error.to_lowercase();
-    if lower.contains("auth required") || lower.contains("401") || lower.contains("unauthorized") {
-        return format!("{url} answered 401 Unauthorized: it refused the bearer token");
+/// Why a remote server could not be initialized: rmcp's typed 401 and 403 (its
+/// `StreamableHttpError::AuthRequired` and `InsufficientScope`) as their own errors, anything
+/// else with rmcp's message without its transport's type names.
+fn http_failure(url: &str, error: &ClientInitializeError) -> McpClientError {
+    if let ClientInitializeError::TransportError {
+        error: transport, ..
+    } = error
+        && let Some(http) = transport
+            .error
+            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        match http {
+            StreamableHttpError::AuthRequired(_) => {
+                return McpClientError::Unauthorized {
+                    url: url.to_owned(),
+                };
+            }
+            StreamableHttpError::InsufficientScope(_) => {
+                return McpClientError::Forbidden {
+                    url: url.to_owned(),
+                };
+            }
+            _ => {}
+        }
     }
-    if lower.contains("403") || lower.contains("insufficient scope") {
-        return format!("{url} answered 403 Forbidden: the credentials do not allow this");
-    }
+    let error = error.to_string();
     let detail = error
         .rsplit_once("] error: ")
-        .map_or(error, |(_, rest)| rest)
+        .map_or(error.as_str(), |(_, rest)| rest)
         .trim_end_matches(", when send initialize request");
-    format!("cannot start an MCP session with {url}: {detail}")
+    McpClientError::Connect {
+        url: url.to_owned(),
+        detail: detail.to_owned(),
+    }
 }
 
 /// An MCP `CallToolResult` (as JSON) as a tool result: its `structuredContent`, else its text
 /// (parsed when it is JSON); `isError` makes it a failure with that text.
-fn tool_result(result: Value) -> Result<Value, SandboxError> {
+fn tool_result(result: Value) -> Result<Value, McpClientError> {
     let text: Vec<&str> = result
         .get("content")
         .and_then(Value::as_array)
@@ -408,7 +432,7 @@ fn tool_result(result: Value) -> Result<Value, SandboxError> {
         .unwrap_or_default();
     let text = text.join("\n");
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(SandboxError::Failed(text));
+        return Err(McpClientError::Failed(text));
     }
     if let Some(structured) = result.get("structuredContent") {
         return Ok(structured.clone());
@@ -419,7 +443,60 @@ fn tool_result(result: Value) -> Result<Value, SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
     use serde_json::json;
+
+    fn transport(error: StreamableHttpError<reqwest::Error>) -> ClientInitializeError {
+        ClientInitializeError::TransportError {
+            error: DynamicTransportError::from_parts(
+                "streamable-http",
+                std::any::TypeId::of::<()>(),
+                Box::new(error),
+            ),
+            context: "send initialize request".into(),
+        }
+    }
+
+    /// A remote server's 401 and 403 are told by rmcp's typed errors, whatever their text: a
+    /// body that merely says "401" is not an auth failure.
+    #[test]
+    fn auth_failures_are_typed() {
+        let url = "https://crm.example.com/mcp";
+        let cases = [
+            (
+                transport(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                    "Bearer realm=\"crm\"".into(),
+                ))),
+                McpClientError::Unauthorized { url: url.into() },
+            ),
+            (
+                transport(StreamableHttpError::InsufficientScope(
+                    InsufficientScopeError::new("Bearer scope=\"admin\"".into(), None),
+                )),
+                McpClientError::Forbidden { url: url.into() },
+            ),
+            (
+                transport(StreamableHttpError::UnexpectedServerResponse(
+                    "401 unauthorized, says the body".into(),
+                )),
+                McpClientError::Connect {
+                    url: url.into(),
+                    detail: "unexpected server response: 401 unauthorized, says the body".into(),
+                },
+            ),
+            (
+                ClientInitializeError::ConnectionClosed("reset".into()),
+                McpClientError::Connect {
+                    url: url.into(),
+                    detail: "connection closed: reset".into(),
+                },
+            ),
+        ];
+        for (error, want) in cases {
+            assert_eq!(http_failure(url, &error), want, "{error}");
+        }
+    }
 
     #[test]
     fn results_become_values() {
@@ -438,7 +515,7 @@ mod tests {
             ),
             (
                 json!({"content": [{"type": "text", "text": "no such city"}], "isError": true}),
-                Err(SandboxError::Failed("no such city".into())),
+                Err(McpClientError::Failed("no such city".into())),
             ),
         ];
         for (input, want) in cases {

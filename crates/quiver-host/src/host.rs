@@ -1,0 +1,384 @@
+//! [`Host::open`]: the one assembly of runtime, executor and catalog that `call`, `chat` and
+//! `serve` share, from one [`Config`].
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
+use quiver_runtime::runtime::META_TOOLS;
+use quiver_runtime::sandboxed::SandboxExecutor;
+use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig};
+use quiver_sandbox::SandboxConfig;
+use quiver_store::SqliteStore;
+
+use crate::HostError;
+use crate::config::Config;
+use crate::reload::{Reload, Signal};
+use crate::search::SearchModels;
+
+/// How to build catalogs for an invocation: its roots, options (search models included) and
+/// the config file's external MCP servers with their settings.
+#[derive(Clone)]
+pub struct CatalogSource {
+    roots: Vec<Root>,
+    options: CatalogOptions,
+    config: Config,
+}
+
+/// A built catalog, and the lines a person should read about it (the external MCP servers'
+/// problems, which name the config file, and a count of the packages' problems).
+pub struct Loaded {
+    /// The catalog.
+    pub catalog: Catalog,
+    /// Whole messages for stderr.
+    pub notices: Vec<String>,
+}
+
+impl CatalogSource {
+    /// The catalogs over `explicit` roots (`--root`), else the configured ones; `search` the
+    /// models of hybrid search (`None`: BM25 alone).
+    pub fn new(
+        config: &Config,
+        explicit: &[PathBuf],
+        search: Option<&SearchModels>,
+    ) -> Result<CatalogSource, HostError> {
+        let (roots, mut options) = crate::paths::resolve_roots(explicit, config)?;
+        options.semantic = search.and_then(|s| s.semantic.clone());
+        Ok(CatalogSource {
+            roots,
+            options,
+            config: config.clone(),
+        })
+    }
+
+    /// The roots read.
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    /// Builds the catalog; the config file's external MCP servers are discovered through
+    /// `executor`, so a server started to list its tools stays up and answers the calls
+    /// (without one they are left out).
+    pub fn build(&self, executor: Option<&SandboxExecutor>) -> Loaded {
+        let servers = &self.config.mcp_servers;
+        let (extra, extra_diagnostics) = if let Some(executor) = executor
+            && !servers.is_empty()
+        {
+            let (packages, diagnostics) =
+                executor.discover_mcp_servers(&self.config.runtime.settings);
+            let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
+            (packages, diagnostics)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let catalog = Catalog::load_with(&self.roots, extra, extra_diagnostics, &self.options);
+        let mut notices = Vec::new();
+        let mut errors = 0;
+        for d in catalog.diagnostics() {
+            if !servers.is_empty() && d.file == servers.file {
+                notices.push(d.to_string());
+            } else if d.is_error() {
+                errors += 1;
+            }
+        }
+        if errors > 0 {
+            notices.push(format!(
+                "warning: {errors} problem(s) kept some packages or items from loading; run `quiver lint` for details"
+            ));
+        }
+        Loaded { catalog, notices }
+    }
+}
+
+/// The sandbox configuration: `launcher` (this binary and its hidden launcher subcommand)
+/// and data folders under the state folder. `runtime.allow_unsandboxed: true` (or
+/// `QUIVER_ALLOW_UNSANDBOXED=1`) lets an operator run package tools without isolation where
+/// the machine cannot enforce it.
+pub fn sandbox_config(config: &Config, launcher: Vec<OsString>, state_dir: &Path) -> SandboxConfig {
+    let mut sandbox = SandboxConfig::new(launcher, state_dir.to_owned());
+    sandbox.allow_unsandboxed = config.runtime.allow_unsandboxed
+        || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
+    sandbox
+}
+
+/// The executor for package tools: Quiver's sandbox with its data under `state_dir`, and the
+/// config file's external MCP servers; `changed` hears when one of them says its tool list
+/// changed.
+pub fn executor(
+    config: &Config,
+    launcher: Vec<OsString>,
+    state_dir: &Path,
+    changed: Option<&Arc<Signal>>,
+) -> Result<SandboxExecutor, HostError> {
+    let executor = SandboxExecutor::new(sandbox_config(config, launcher, state_dir))
+        .map_err(|e| HostError::Sandbox(e.to_string()))?
+        .with_mcp_servers(Arc::new(config.mcp_servers.clone()));
+    Ok(match changed {
+        Some(signal) => executor.with_tools_changed(signal.callback()),
+        None => executor,
+    })
+}
+
+/// The meta-tools each agent is offered: the config file's `runtime.agents.<agent>.meta_tools`
+/// where it sets them, else the ones the package agent declares among its tools.
+pub fn agent_meta_tools(config: &mut RuntimeConfig, catalog: &Catalog) {
+    for (agent, metas) in quiver_agent::agents::agent_meta_tools(catalog) {
+        config.agent_meta_tools.entry(agent).or_insert(metas);
+    }
+}
+
+/// The state of an invocation: Quiver's state folder (tools' data folders, external MCP
+/// servers' caches) and the state database.
+#[derive(Clone)]
+pub struct State {
+    /// The state folder.
+    pub dir: PathBuf,
+    /// The database's file.
+    pub path: PathBuf,
+    /// The store over it.
+    pub store: Arc<SqliteStore>,
+}
+
+impl State {
+    /// The state folder of this environment (see [`crate::paths::state_dir`]) with `db`,
+    /// else its `state.db`.
+    pub fn open(db: Option<&Path>) -> Result<State, HostError> {
+        State::in_dir(&crate::paths::require_state_dir()?, db)
+    }
+
+    /// The state folder `dir` with `db`, else `dir/state.db`.
+    pub fn in_dir(dir: &Path, db: Option<&Path>) -> Result<State, HostError> {
+        let path = db.map_or_else(|| dir.join("state.db"), Path::to_owned);
+        let store = SqliteStore::open(&path).map_err(|e| HostError::State {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        Ok(State {
+            dir: dir.to_owned(),
+            path,
+            store: Arc::new(store),
+        })
+    }
+}
+
+/// What [`Host::open`] builds.
+pub struct HostOptions {
+    /// `--root`: only these roots when given.
+    pub roots: Vec<PathBuf>,
+    /// The state database, opened.
+    pub state: State,
+    /// The models of hybrid search (`None`: BM25 alone).
+    pub search: Option<SearchModels>,
+    /// Who answers approvals.
+    pub approvers: ApproverSet,
+    /// The sandbox launcher: this binary and its hidden subcommand.
+    pub launcher: Vec<OsString>,
+    /// Rebuild the catalog when an external MCP server's tool list changes (long-running
+    /// commands).
+    pub reload: bool,
+}
+
+/// The application of one invocation: runtime, executor and catalog over one config.
+pub struct Host {
+    config: Config,
+    runtime: Arc<Runtime>,
+    executor: Arc<SandboxExecutor>,
+    db: PathBuf,
+    notices: Vec<String>,
+    agent_meta_tools: HashMap<String, Vec<String>>,
+    // Dropping it stops the rebuild thread, which holds the runtime and the executor.
+    _reload: Option<Reload>,
+}
+
+impl Host {
+    /// Builds the runtime, its executor and its catalog from `config`.
+    pub fn open(config: Config, options: HostOptions) -> Result<Host, HostError> {
+        let source = CatalogSource::new(&config, &options.roots, options.search.as_ref())?;
+        let signal = options.reload.then(|| Arc::new(Signal::default()));
+        let executor = Arc::new(executor(
+            &config,
+            options.launcher,
+            &options.state.dir,
+            signal.as_ref(),
+        )?);
+        let loaded = source.build(Some(&executor));
+        let State {
+            path: db, store, ..
+        } = options.state;
+        let mut runtime_config = config.runtime.clone();
+        agent_meta_tools(&mut runtime_config, &loaded.catalog);
+        let agent_meta_tools = runtime_config.agent_meta_tools.clone();
+        let runtime = Arc::new(Runtime::new(
+            loaded.catalog,
+            store,
+            executor.clone(),
+            options.approvers,
+            runtime_config,
+        ));
+        let reload = match signal {
+            Some(signal) => Some(
+                Reload::start(signal, source, runtime.clone(), executor.clone())
+                    .map_err(|e| HostError::Sandbox(format!("starting the catalog reload: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Host {
+            config,
+            runtime,
+            executor,
+            db,
+            notices: loaded.notices,
+            agent_meta_tools,
+            _reload: reload,
+        })
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The executor.
+    pub fn executor(&self) -> &Arc<SandboxExecutor> {
+        &self.executor
+    }
+
+    /// The config this host was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The state database.
+    pub fn db(&self) -> &Path {
+        &self.db
+    }
+
+    /// What a person should read about the catalog built at start-up.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The profile of the package agent `qualified`, its tools carrying exactly the
+    /// meta-tools the runtime offers it (see [`agent_meta_tools`]).
+    pub fn agent_profile(
+        &self,
+        qualified: &str,
+    ) -> Result<quiver_agent::agents::AgentProfile, quiver_agent::AgentError> {
+        let mut profile = quiver_agent::agents::profile(&self.runtime.catalog(), qualified)?;
+        if let Some(metas) = self.agent_meta_tools.get(qualified) {
+            profile.tools.retain(|t| !META_TOOLS.contains(&t.as_str()));
+            profile.tools.extend(metas.iter().cloned());
+        }
+        Ok(profile)
+    }
+
+    /// The secret that seals the MCP front's conversation handles and pending questions: 32
+    /// random bytes kept beside the state database, so handles survive a restart.
+    pub fn mcp_secret(&self) -> Result<Vec<u8>, HostError> {
+        mcp_secret(&self.db)
+    }
+}
+
+fn mcp_secret(state_db: &Path) -> Result<Vec<u8>, HostError> {
+    let path = state_db
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join("mcp-secret");
+    if let Ok(bytes) = std::fs::read(&path)
+        && bytes.len() >= 32
+    {
+        return Ok(bytes);
+    }
+    let fail = |why: String| HostError::Secret {
+        path: path.clone(),
+        why,
+    };
+    let mut bytes = vec![0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| fail(format!("cannot read /dev/urandom: {e}")))?;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(&path)
+        .and_then(|mut f| f.write_all(&bytes))
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The reload rebuilds and swaps the catalog when the executor's servers raise the signal,
+    /// and holds nothing that outlives the host: dropping it stops the thread and frees the
+    /// runtime and the executor (no callback/`Weak` cycle).
+    #[test]
+    fn the_reload_swaps_the_catalog_and_ends_with_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let packages = dir.path().join("packages");
+        write(
+            &packages,
+            "one/SKILL.md",
+            "---\nname: one\ndescription: The first skill\n---\nBody.\n",
+        );
+        let host = Host::open(
+            Config::default(),
+            HostOptions {
+                roots: vec![packages.clone()],
+                state: State::in_dir(dir.path(), None).unwrap(),
+                search: None,
+                approvers: ApproverSet::default(),
+                launcher: vec!["/nonexistent/quiver".into(), "sandbox-exec".into()],
+                reload: true,
+            },
+        )
+        .unwrap();
+        let ids = |host: &Host| -> Vec<String> {
+            host.runtime()
+                .catalog()
+                .packages()
+                .iter()
+                .map(|p| p.package.id.to_string())
+                .collect()
+        };
+        assert_eq!(ids(&host), ["one"]);
+        write(
+            &packages,
+            "two/SKILL.md",
+            "---\nname: two\ndescription: The second skill\n---\nBody.\n",
+        );
+        host._reload.as_ref().unwrap().signal.request();
+        let started = std::time::Instant::now();
+        while ids(&host).len() < 2 {
+            assert!(
+                started.elapsed().as_secs() < 20,
+                "the catalog was not rebuilt"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(ids(&host), ["one", "two"]);
+        let runtime = Arc::downgrade(host.runtime());
+        let executor = Arc::downgrade(host.executor());
+        drop(host);
+        assert!(runtime.upgrade().is_none(), "the runtime outlived its host");
+        assert!(
+            executor.upgrade().is_none(),
+            "the executor outlived its host"
+        );
+    }
+}

@@ -1,0 +1,80 @@
+//! Quiver's host: the application one front runs, assembled once. The config file is read
+//! once into one typed [`Config`] (file and line in its errors); [`Host::open`] builds the
+//! runtime, the sandbox executor and the catalog (with its reload when an external MCP server's
+//! tool list changes) from it, the same for `quiver call`, `quiver chat` and `quiver serve`,
+//! and later the console.
+//!
+//! ```no_run
+//! use quiver_host::{Config, Host, HostOptions, State};
+//!
+//! let config = Config::load()?;
+//! let host = Host::open(config, HostOptions {
+//!     roots: vec!["examples/packages".into()],
+//!     state: State::open(None)?,
+//!     search: None,
+//!     approvers: Default::default(),
+//!     launcher: vec!["/usr/local/bin/quiver".into(), "sandbox-exec".into()],
+//!     reload: false,
+//! })?;
+//! println!("{} packages", host.runtime().catalog().packages().len());
+//! # Ok::<(), quiver_host::HostError>(())
+//! ```
+
+pub mod config;
+mod host;
+pub mod paths;
+mod reload;
+pub mod search;
+
+use std::path::PathBuf;
+
+pub use config::{Config, SearchWeights};
+pub use host::{
+    CatalogSource, Host, HostOptions, Loaded, State, agent_meta_tools, executor, sandbox_config,
+};
+pub use search::SearchModels;
+
+/// Why the host could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The config file cannot be read or one of its sections is wrong (the message names the
+    /// file and the line).
+    #[error("{0}")]
+    Config(String),
+    /// None of `QUIVER_HOME`, `XDG_DATA_HOME` and `HOME` is set.
+    #[error(
+        "no state folder: none of QUIVER_HOME, XDG_DATA_HOME and HOME is set\n\nhint: set QUIVER_HOME to the folder Quiver keeps its state in"
+    )]
+    NoStateDir,
+    /// The sandbox cannot be set up.
+    #[error("cannot set up the sandbox: {0}")]
+    Sandbox(String),
+    /// The state database cannot be opened.
+    #[error("cannot open the state database `{}`: {why}", path.display())]
+    State {
+        /// The database.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// The MCP front's secret cannot be read or written.
+    #[error("the MCP secret `{}`: {why}", path.display())]
+    Secret {
+        /// Its file.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// An installed embedding model does not load.
+    #[error(
+        "{what} does not load: {why}\n\nhint: reinstall it with `quiver models install PATH`, or remove it with `quiver models remove {name}`"
+    )]
+    Model {
+        /// Which model.
+        what: String,
+        /// Why.
+        why: String,
+        /// Its name for `quiver models remove`.
+        name: &'static str,
+    },
+}

@@ -1,0 +1,137 @@
+//! Where things are: the config file, Quiver's state folder, and the package roots of an
+//! invocation (`--root`, `QUIVER_PATH`, the config file's `roots:`, and the standard skill
+//! folders of the project and the home directory).
+
+use std::path::{Path, PathBuf};
+
+use quiver_catalog::{CatalogOptions, Root, Scope};
+
+use crate::HostError;
+use crate::config::Config;
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+/// The config file in use, if there is one (`$QUIVER_CONFIG`, else
+/// `~/.config/quiver/config.yaml`).
+pub fn config_path() -> Option<PathBuf> {
+    std::env::var_os("QUIVER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))
+        .filter(|p| p.is_file())
+}
+
+/// Quiver's state folder: `$QUIVER_HOME`, else `$XDG_DATA_HOME/quiver`, else
+/// `~/.local/share/quiver`; `None` when none of them is set.
+pub fn state_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("QUIVER_HOME") {
+        return Some(PathBuf::from(dir));
+    }
+    match std::env::var_os("XDG_DATA_HOME") {
+        Some(xdg) => Some(PathBuf::from(xdg).join("quiver")),
+        None => home().map(|home| home.join(".local/share/quiver")),
+    }
+}
+
+/// The state folder, or an error saying which variables to set.
+pub fn require_state_dir() -> Result<PathBuf, HostError> {
+    state_dir().ok_or(HostError::NoStateDir)
+}
+
+/// The state database: `db`, else `state.db` in the state folder.
+pub fn state_db(db: Option<&Path>) -> PathBuf {
+    db.map(Path::to_owned).unwrap_or_else(|| {
+        state_dir()
+            .unwrap_or_else(|| PathBuf::from(".local/share/quiver"))
+            .join("state.db")
+    })
+}
+
+fn parse_scope(text: &str) -> Result<Scope, HostError> {
+    match text {
+        "project" => Ok(Scope::Project),
+        "user" => Ok(Scope::User),
+        "installed" => Ok(Scope::Installed),
+        other => Err(HostError::Config(format!(
+            "unknown scope `{other}`; use `project`, `user` or `installed`"
+        ))),
+    }
+}
+
+/// The roots and catalog options of an invocation: `explicit` (`--root`) alone when given;
+/// else `QUIVER_PATH`, the config file's `roots:` and `precedence:`, the project's and the
+/// home directory's skill folders, and the installed packages. Only folders that exist.
+pub fn resolve_roots(
+    explicit: &[PathBuf],
+    config: &Config,
+) -> Result<(Vec<Root>, CatalogOptions), HostError> {
+    let mut options = CatalogOptions::default();
+    if !explicit.is_empty() {
+        let roots = explicit
+            .iter()
+            .map(|p| Root {
+                path: p.clone(),
+                scope: Scope::Project,
+            })
+            .collect();
+        return Ok((roots, options));
+    }
+    let mut roots = Vec::new();
+    if let Some(paths) = std::env::var_os("QUIVER_PATH") {
+        roots.extend(
+            std::env::split_paths(&paths)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|path| Root {
+                    path,
+                    scope: Scope::Project,
+                }),
+        );
+    }
+    for root in &config.roots {
+        let scope = root
+            .scope
+            .as_deref()
+            .map(parse_scope)
+            .transpose()?
+            .unwrap_or(Scope::User);
+        roots.push(Root {
+            path: quiver_package::source::expand_home(&root.path),
+            scope,
+        });
+    }
+    if let Some(order) = &config.precedence {
+        options.precedence = order
+            .iter()
+            .map(|s| parse_scope(s))
+            .collect::<Result<_, _>>()?;
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    for dir in [
+        ".agents/skills",
+        ".claude/skills",
+        ".codex/skills",
+        ".quiver/packages",
+    ] {
+        roots.push(Root {
+            path: cwd.join(dir),
+            scope: Scope::Project,
+        });
+    }
+    if let Some(home) = home() {
+        for dir in [".agents/skills", ".claude/skills", ".codex/skills"] {
+            roots.push(Root {
+                path: home.join(dir),
+                scope: Scope::User,
+            });
+        }
+    }
+    if let Some(dir) = state_dir() {
+        roots.push(Root {
+            path: dir.join("packages"),
+            scope: Scope::Installed,
+        });
+    }
+    roots.retain(|r| r.path.exists());
+    Ok((roots, options))
+}
