@@ -133,7 +133,7 @@ pub fn is_textual(mime: Option<&str>) -> bool {
 }
 
 fn frontmatter_json(skill: &PackageSkill) -> Option<Map<String, Value>> {
-    let value: Value = serde_saphyr::from_str(&skill.frontmatter).ok()?;
+    let value: Value = quiver_package::yaml::parse(&skill.frontmatter, &skill.file, 1).ok()?;
     match value {
         Value::Object(map)
             if map.get("name").is_some_and(Value::is_string)
