@@ -13,7 +13,7 @@ use crate::manifest::{self, Manifest};
 use crate::names::{ItemName, PackageId, RESERVED_SKILL_NAMES};
 use crate::prompt::{self, PromptSection};
 use crate::skill::{self, Skill};
-use crate::source;
+use crate::source::PackageDir;
 use crate::tool::{self, Tool, ToolScope};
 use crate::workflow::{self, Workflow};
 
@@ -144,11 +144,13 @@ pub fn load_package(dir: &Path) -> Loaded {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let listing = Listing::read(dir);
+    let files = PackageDir::new(dir);
 
     let manifest_file = dir.join("quiver.yaml");
     let has_manifest = listing.is_file(dir, "quiver.yaml");
     let manifest = if has_manifest {
-        let parsed = source::read_text(&manifest_file)
+        let parsed = files
+            .read_text(&manifest_file)
             .map(|text| manifest::parse_manifest(&text, &manifest_file));
         match parsed {
             Ok((Some(m), d)) => {
@@ -194,7 +196,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         )
     };
     let own_skill = if has_skill {
-        read_skill(&skill_file, &skill_dir, Some(&dir_name), &mut diags)
+        read_skill(&files, &skill_file, Some(&dir_name), &mut diags)
     } else {
         None
     };
@@ -211,6 +213,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         .unwrap_or_else(|| id.to_string());
     let skill = own_skill.map(|parsed| {
         finish_skill(
+            &files,
             parsed,
             id.to_string(),
             skill_file.clone(),
@@ -224,7 +227,13 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     let mut tools = Vec::new();
     if let Some(tools_dir) = present("tools") {
-        load_tools(&tools_dir, ToolScope::Package, &mut tools, &mut diags);
+        load_tools(
+            &files,
+            &tools_dir,
+            ToolScope::Package,
+            &mut tools,
+            &mut diags,
+        );
     }
 
     let mut skills = Vec::new();
@@ -237,7 +246,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(parsed) = read_skill(&file, &sub, Some(&sub_name), &mut diags) else {
+        let Some(parsed) = read_skill(&files, &file, Some(&sub_name), &mut diags) else {
             continue;
         };
         if RESERVED_SKILL_NAMES.contains(&sub_name.as_str()) {
@@ -252,6 +261,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         }
         let local = ItemName::derive(&parsed.name);
         let skill = finish_skill(
+            &files,
             parsed,
             format!("{id}/{local}"),
             file,
@@ -259,6 +269,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             &Listing::unknown(),
         );
         load_tools(
+            &files,
             &sub.join("tools"),
             ToolScope::Skill(skill.id.clone()),
             &mut tools,
@@ -276,7 +287,7 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     let mut agents = Vec::new();
     for entry in present("agents").map(|d| entries(&d)).unwrap_or_default() {
-        if let Some(agent) = load_agent(&entry, &id, &mut tools, &mut diags) {
+        if let Some(agent) = load_agent(&files, &entry, &id, &mut tools, &mut diags) {
             agents.push(agent);
         }
     }
@@ -284,12 +295,16 @@ pub fn load_package(dir: &Path) -> Loaded {
     let mut local_items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
     local_items.extend(agents.iter().map(|a| a.name.to_string()));
     let mut workflows = present("workflows")
-        .map(|d| load_workflows(&d, &local_items, &mut diags))
+        .map(|d| load_workflows(&files, &d, &local_items, &mut diags))
         .unwrap_or_default();
     for agent in &mut agents {
         let agent_dir = dir.join("agents").join(agent.name.as_str());
-        agent.own_workflows =
-            load_workflows(&agent_dir.join("workflows"), &local_items, &mut diags);
+        agent.own_workflows = load_workflows(
+            &files,
+            &agent_dir.join("workflows"),
+            &local_items,
+            &mut diags,
+        );
     }
 
     let mut prompts = Vec::new();
@@ -300,7 +315,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         let Some(name) = item_name_of(&file, &mut diags) else {
             continue;
         };
-        match source::read_text(&file) {
+        match files.read_text(&file) {
             Ok(text) => {
                 let (section, d) = prompt::parse_prompt(&text, &file, name);
                 diags.extend(d);
@@ -345,9 +360,9 @@ pub fn load_package(dir: &Path) -> Loaded {
         }
     }
 
-    let agents_md = present("AGENTS.md").and_then(|file| optional_text(&file, &mut diags));
+    let agents_md = present("AGENTS.md").and_then(|file| optional_text(&files, &file, &mut diags));
     let requirements = present("requirements.txt")
-        .and_then(|file| optional_text(&file, &mut diags))
+        .and_then(|file| optional_text(&files, &file, &mut diags))
         .map(|text| parse_requirements(&text, &dir.join("requirements.txt"), &mut diags))
         .unwrap_or_default();
     let pages = present("pages").filter(|p| p.is_dir());
@@ -396,12 +411,12 @@ pub fn load_package(dir: &Path) -> Loaded {
 }
 
 fn read_skill(
+    files: &PackageDir,
     file: &Path,
-    _dir: &Path,
     dir_name: Option<&str>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<skill::ParsedSkill> {
-    match source::read_text(file) {
+    match files.read_text(file) {
         Ok(text) => {
             let (parsed, d) = skill::parse_skill(&text, file, dir_name);
             diags.extend(d);
@@ -416,6 +431,7 @@ fn read_skill(
 
 /// `listing` is that of the skill's folder `dir`, when known.
 fn finish_skill(
+    package: &PackageDir,
     parsed: skill::ParsedSkill,
     id: String,
     file: PathBuf,
@@ -431,6 +447,8 @@ fn finish_skill(
         dir,
         frontmatter: parsed.frontmatter,
         body_line: parsed.body_line,
+        body: parsed.body,
+        package_root: package.path().to_path_buf(),
         meta: parsed.meta,
         files,
     }
@@ -473,10 +491,16 @@ fn walk_files(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     }
 }
 
-fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut Vec<Diagnostic>) {
+fn load_tools(
+    files: &PackageDir,
+    dir: &Path,
+    scope: ToolScope,
+    tools: &mut Vec<Tool>,
+    diags: &mut Vec<Diagnostic>,
+) {
     for sub in subdirs(dir) {
         let file = sub.join("tool.yaml");
-        if !file.is_file() {
+        if !is_entry(&file) {
             diags.push(Diagnostic::warning(
                 "tool-missing-file",
                 &sub,
@@ -488,7 +512,7 @@ fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut V
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match source::read_text(&file) {
+        match files.read_text(&file) {
             Ok(text) => {
                 let (tool, d) = tool::parse_tool(&text, &file, &dir_name, scope.clone());
                 diags.extend(d);
@@ -500,6 +524,7 @@ fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut V
 }
 
 fn load_agent(
+    files: &PackageDir,
     entry: &Path,
     package: &PackageId,
     tools: &mut Vec<Tool>,
@@ -512,7 +537,7 @@ fn load_agent(
     let name = item_name_of(entry, diags)?;
     let (file, meta, prompt) = if is_dir {
         let file = entry.join("agent.yaml");
-        let text = match source::read_text(&file) {
+        let text = match files.read_text(&file) {
             Ok(text) => text,
             Err(d) => {
                 diags.push(d);
@@ -522,7 +547,7 @@ fn load_agent(
         let (meta, d) = agent::parse_agent_yaml(&text, &file);
         diags.extend(d);
         let meta = meta?;
-        let system = optional_text(&entry.join("system.md"), diags).unwrap_or_default();
+        let system = optional_text(files, &entry.join("system.md"), diags).unwrap_or_default();
         if system.trim().is_empty() {
             diags.push(Diagnostic::warning(
                 "agent-empty-prompt",
@@ -532,14 +557,14 @@ fn load_agent(
         }
         let prompt = AgentPrompt {
             system: system.trim().to_owned(),
-            boundaries: optional_text(&entry.join("boundaries.md"), diags)
+            boundaries: optional_text(files, &entry.join("boundaries.md"), diags)
                 .map(|t| t.trim().to_owned()),
-            conventions: optional_text(&entry.join("conventions.md"), diags)
+            conventions: optional_text(files, &entry.join("conventions.md"), diags)
                 .map(|t| t.trim().to_owned()),
         };
         (file, meta, prompt)
     } else {
-        let text = match source::read_text(entry) {
+        let text = match files.read_text(entry) {
             Ok(text) => text,
             Err(d) => {
                 diags.push(d);
@@ -554,6 +579,7 @@ fn load_agent(
     let mut own_skills = Vec::new();
     if is_dir {
         load_tools(
+            files,
             &entry.join("tools"),
             ToolScope::Agent(name.to_string()),
             tools,
@@ -568,9 +594,10 @@ fn load_agent(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if let Some(parsed) = read_skill(&skill_file, &sub, Some(&sub_name), diags) {
+            if let Some(parsed) = read_skill(files, &skill_file, Some(&sub_name), diags) {
                 let local = ItemName::derive(&parsed.name);
                 let skill = finish_skill(
+                    files,
                     parsed,
                     format!("{package}/{name}/{local}"),
                     skill_file,
@@ -578,6 +605,7 @@ fn load_agent(
                     &Listing::unknown(),
                 );
                 load_tools(
+                    files,
                     &sub.join("tools"),
                     ToolScope::Agent(name.to_string()),
                     tools,
@@ -613,6 +641,7 @@ fn load_agent(
 }
 
 fn load_workflows(
+    files: &PackageDir,
     dir: &Path,
     local_items: &BTreeSet<String>,
     diags: &mut Vec<Diagnostic>,
@@ -625,7 +654,7 @@ fn load_workflows(
         let Some(name) = item_name_of(&file, diags) else {
             continue;
         };
-        match source::read_text(&file) {
+        match files.read_text(&file) {
             Ok(text) => {
                 let (w, d) = workflow::parse_workflow(&text, &file, name, local_items);
                 diags.extend(d);
@@ -713,11 +742,11 @@ fn item_name_of(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<ItemName> {
     }
 }
 
-fn optional_text(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<String> {
-    if !path.is_file() {
+fn optional_text(files: &PackageDir, path: &Path, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    if !is_entry(path) {
         return None;
     }
-    match source::read_text(path) {
+    match files.read_text(path) {
         Ok(text) => Some(text),
         Err(d) => {
             diags.push(d);
@@ -791,6 +820,12 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     entries(dir)
         .into_iter()
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
+        .filter(|p| is_entry(p) && p.extension().is_some_and(|e| e == ext))
         .collect()
+}
+
+/// Whether `path` exists and is not a folder: a file to read, or to refuse with a diagnostic
+/// (a link out of the package, a device, a FIFO) rather than skip in silence.
+fn is_entry(path: &Path) -> bool {
+    path.symlink_metadata().is_ok() && !path.is_dir()
 }

@@ -1,7 +1,8 @@
 //! `SKILL.md`: Agent Skills frontmatter plus the fields agents use in practice.
 //!
-//! Loading reads only the frontmatter; [`Skill::read_body`] reads the instructions when the
-//! skill is activated.
+//! Loading reads the whole file once: the frontmatter into typed fields and the body
+//! ([`Skill::body`]) into the catalog snapshot, so an activation serves the body of the snapshot
+//! its turn sees and an edit shows only after a reload.
 
 use std::path::{Path, PathBuf};
 
@@ -37,7 +38,7 @@ pub const KNOWN_KEYS: [&str; 20] = [
     "negative_examples",
 ];
 
-/// A loaded skill (frontmatter only).
+/// A loaded skill.
 #[derive(Debug, Clone, Serialize)]
 pub struct Skill {
     /// `<package>` for the package's own skill, `<package>/<skill>` for `skills/<skill>/`.
@@ -54,6 +55,10 @@ pub struct Skill {
     pub frontmatter: String,
     /// Line on which the body starts.
     pub body_line: u64,
+    /// The instructions: the text after the frontmatter, as read at load.
+    pub body: String,
+    /// The package folder, the only place [`Skill::read_file`] reads from.
+    pub package_root: PathBuf,
     /// Every other field.
     pub meta: SkillMeta,
     /// Files under `references/`, `assets/` and `scripts/`, relative to [`Skill::dir`], sorted.
@@ -102,17 +107,19 @@ pub struct SkillMeta {
 }
 
 impl Skill {
-    /// Reads the instructions (the text after the frontmatter).
-    pub fn read_body(&self) -> Result<String, Diagnostic> {
-        let text = source::read_text(&self.file)?;
-        match frontmatter::split(&text) {
-            Ok(split) => Ok(split.body.to_owned()),
-            Err(err) => Err(Diagnostic::error(
-                "skill-frontmatter",
-                &self.file,
-                err.to_string(),
-            )),
+    /// Reads `rel`, one of [`Skill::files`], as UTF-8 text of at most `limit` bytes, through
+    /// the package's checked reader: a file that has become a link out of the package folder
+    /// (or under `/proc`, `/dev`) is refused unread, and so is a name not in [`Skill::files`].
+    pub fn read_file(&self, rel: &str, limit: u64) -> Result<String, Diagnostic> {
+        let path = self.dir.join(rel);
+        if !self.files.iter().any(|f| f == rel) {
+            return Err(Diagnostic::error(
+                "file-unreadable",
+                path,
+                format!("`{rel}` is not one of the skill's files"),
+            ));
         }
+        source::PackageDir::new(&self.package_root).read_text_limited(&path, limit)
     }
 
     /// The local part of the id (`cities` in `weather/cities`), `None` for a package's own skill.
@@ -132,6 +139,8 @@ pub struct ParsedSkill {
     pub frontmatter: String,
     /// Line the body starts on.
     pub body_line: u64,
+    /// The text after the frontmatter.
+    pub body: String,
     /// Other fields.
     pub meta: SkillMeta,
 }
@@ -293,6 +302,7 @@ pub fn parse_skill(
                 description,
                 frontmatter: split.yaml.into_owned(),
                 body_line: split.body_line,
+                body: split.body.to_owned(),
                 meta,
             }),
             diags,

@@ -1,7 +1,14 @@
 //! Reading package files: size limits, UTF-8, and a diagnostic for every failure.
+//!
+//! Files of a package are read through [`PackageDir`], which refuses, before reading a byte,
+//! any file that is not a regular file inside the package folder: a link out of the package
+//! (`prompts/x.md -> /proc/self/environ`, `tool.yaml -> /etc/shadow`), anything under `/proc`,
+//! `/dev` or `/sys`, a device, FIFO or socket. A refused file's content never reaches a
+//! diagnostic, since it is never read.
 
 use std::fs;
 use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
@@ -18,7 +25,101 @@ pub fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-/// Reads `path` as UTF-8 text of at most [`MAX_FILE_BYTES`].
+/// Folders whose files are never read as package files, whatever links lead there.
+const SYSTEM_FOLDERS: [&str; 3] = ["/proc", "/dev", "/sys"];
+
+/// A package folder, the only place its files are read from.
+#[derive(Debug, Clone)]
+pub struct PackageDir {
+    /// The folder as given.
+    path: PathBuf,
+    /// The folder with every link resolved; `None` when it cannot be resolved.
+    root: Option<PathBuf>,
+}
+
+impl PackageDir {
+    /// The package folder `root` (resolved once, here).
+    pub fn new(root: &Path) -> PackageDir {
+        PackageDir {
+            path: root.to_path_buf(),
+            root: root.canonicalize().ok(),
+        }
+    }
+
+    /// The folder as given to [`PackageDir::new`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads `path`, a file of this package, as UTF-8 text of at most [`MAX_FILE_BYTES`].
+    pub fn read_text(&self, path: &Path) -> Result<String, Diagnostic> {
+        self.read_text_limited(path, MAX_FILE_BYTES)
+    }
+
+    /// Reads `path`, a file of this package, as UTF-8 text of at most `limit` bytes.
+    pub fn read_text_limited(&self, path: &Path, limit: u64) -> Result<String, Diagnostic> {
+        let bytes = self.read_limited(path, limit)?;
+        to_text(path, bytes)
+    }
+
+    /// Reads `path`, a file of this package, as bytes (at most `limit`), refusing a file that is
+    /// not a regular file inside the package folder without reading any of it.
+    pub fn read_limited(&self, path: &Path, limit: u64) -> Result<Vec<u8>, Diagnostic> {
+        let unreadable = |err: std::io::Error| {
+            Diagnostic::error(
+                "file-unreadable",
+                path,
+                format!("cannot read the file: {err}"),
+            )
+        };
+        // Non-blocking, so that opening a FIFO does not wait for a writer.
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(unreadable)?;
+        let meta = file.metadata().map_err(unreadable)?;
+        if !meta.file_type().is_file() {
+            let kind = match meta.file_type() {
+                t if t.is_dir() => "a folder",
+                t if t.is_fifo() => "a FIFO",
+                t if t.is_socket() => "a socket",
+                t if t.is_char_device() || t.is_block_device() => "a device",
+                _ => "not a regular file",
+            };
+            return Err(Diagnostic::error(
+                "file-not-regular",
+                path,
+                format!("the package file is {kind}, not a regular file; it is not read"),
+            )
+            .with_help("package files must be regular files"));
+        }
+        // Where the open file really is: the descriptor's own path, which no link can fake.
+        let real = fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&file)
+        ))
+        .or_else(|_| path.canonicalize())
+        .map_err(unreadable)?;
+        let inside = self
+            .root
+            .as_ref()
+            .is_some_and(|root| real.starts_with(root));
+        let system = SYSTEM_FOLDERS.iter().any(|f| real.starts_with(f));
+        if !inside || system {
+            return Err(Diagnostic::error(
+                "file-outside-package",
+                path,
+                "the file is a link to a place outside the package folder; it is not read",
+            )
+            .with_help("copy the file into the package instead of linking to it"));
+        }
+        read_all(file, path, meta.len(), limit)
+    }
+}
+
+/// Reads `path` as UTF-8 text of at most [`MAX_FILE_BYTES`] (a file that is not a package's:
+/// the config file, a cases file).
 pub fn read_text(path: &Path) -> Result<String, Diagnostic> {
     read_text_limited(path, MAX_FILE_BYTES)
 }
@@ -32,8 +133,14 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, Diagnostic> 
             format!("cannot read the file: {err}"),
         )
     })?;
+    let len = file.metadata().map_or(0, |m| m.len());
+    to_text(path, read_all(file, path, len, limit)?)
+}
+
+/// Reads at most `limit` bytes of `file` (`len` long by its metadata), or `file-too-large`.
+fn read_all(file: fs::File, path: &Path, len: u64, limit: u64) -> Result<Vec<u8>, Diagnostic> {
     // Sized from the metadata so a file is read in one or two calls.
-    let size_hint = file.metadata().map_or(0, |m| m.len().min(limit + 1));
+    let size_hint = len.min(limit + 1);
     let mut bytes = Vec::with_capacity(usize::try_from(size_hint).unwrap_or(0) + 1);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
@@ -52,6 +159,11 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, Diagnostic> 
         )
         .with_help("move long material into `references/` and keep this file short"));
     }
+    Ok(bytes)
+}
+
+/// `bytes` as UTF-8, or `file-not-utf8` at the first bad byte.
+fn to_text(path: &Path, bytes: Vec<u8>) -> Result<String, Diagnostic> {
     String::from_utf8(bytes).map_err(|err| {
         let offset = err.utf8_error().valid_up_to();
         let bytes = err.as_bytes();

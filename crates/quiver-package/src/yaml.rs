@@ -86,6 +86,8 @@ fn classify(err: &serde_saphyr::Error) -> Kind {
         E::Message { .. }
         | E::Unexpected { .. }
         | E::InvalidScalar { .. }
+        | E::InvalidBooleanStrict { .. }
+        | E::NonFiniteFloat { .. }
         | E::NullIntoString { .. }
         | E::SerdeInvalidType { .. }
         | E::SerdeInvalidValue { .. }
@@ -118,9 +120,7 @@ fn message(err: &serde_saphyr::Error) -> String {
         E::DuplicateMappingKey { key: Some(key), .. } => {
             format!("the key `{key}` appears twice in one mapping")
         }
-        E::DuplicateMappingKey { key: None, .. } => {
-            "a key appears twice in one mapping".to_owned()
-        }
+        E::DuplicateMappingKey { key: None, .. } => "a key appears twice in one mapping".to_owned(),
         E::Budget { breach, .. } => {
             let what = match breach {
                 B::Depth { .. } => format!("nests deeper than {MAX_DEPTH} levels"),
@@ -303,7 +303,11 @@ mod tests {
             (&anchors, "yaml-too-complex", "more than 1000 anchors"),
             (&nodes, "yaml-too-complex", "more than 200000 values"),
             (&deep, "yaml-too-complex", "deeper than 48 levels"),
-            ("a: 1\na: 2\n", "yaml-duplicate-key", "the key `a` appears twice"),
+            (
+                "a: 1\na: 2\n",
+                "yaml-duplicate-key",
+                "the key `a` appears twice",
+            ),
         ];
         for (text, code, words) in cases {
             let err = parse::<serde_json::Value>(text, Path::new("x"), 1).unwrap_err();
