@@ -270,6 +270,40 @@ fn scope_precedence_and_shadowing() {
 }
 
 #[test]
+fn a_cut_package_list_says_how_many_more_within_its_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..80 {
+        write(
+            tmp.path(),
+            &format!("p{i:02}/quiver.yaml"),
+            &format!("id: p{i:02}\ndescription: Package number {i} does things\n"),
+        );
+        write(
+            tmp.path(),
+            &format!("p{i:02}/tools/t/tool.yaml"),
+            &tool(&format!("Tool {i} of the package"), ""),
+        );
+    }
+    let catalog = Catalog::load_dirs(&[tmp.path()]);
+    for budget in [0, 10, 40, 100, 1_000, 2_500, 100_000] {
+        let list = package_list(&catalog, &|_| true, budget);
+        assert!(list.text.chars().count() <= budget, "{budget}: {}", list.text);
+        let shown = list.text.lines().filter(|l| l.starts_with("- p")).count();
+        assert_eq!(shown + list.dropped.len(), 80, "{budget}");
+        let more = format!("- {} more packages: use tool_search", list.dropped.len());
+        match list.dropped.len() {
+            0 => assert!(!list.text.contains("more package"), "{budget}"),
+            _ if budget >= more.len() + 1 => {
+                assert!(list.text.ends_with(&format!("{more}\n")), "{budget}: {}", list.text)
+            }
+            _ => {}
+        }
+    }
+    let cut = package_list(&catalog, &|_| true, 2_500);
+    assert!(!cut.dropped.is_empty() && cut.dropped.len() < 80);
+}
+
+#[test]
 fn renderings_and_budgets() {
     let tmp = tempfile::tempdir().unwrap();
     fixture(tmp.path());
@@ -288,6 +322,8 @@ fn renderings_and_budgets() {
     let cut = package_list(&catalog, &|_| true, 120);
     assert_eq!(cut.dropped, ["notes", "weather"]);
     assert!(cut.text.starts_with("- calc:"));
+    assert!(cut.text.ends_with("- 2 more packages: use tool_search\n"), "{}", cut.text);
+    assert!(cut.text.chars().count() <= 120);
     assert!(cut.warning().unwrap().contains("notes, weather"));
     assert_eq!(
         package_list(&catalog, &|_| true, 120),
