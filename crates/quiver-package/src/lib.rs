@@ -20,6 +20,7 @@ pub mod skill;
 pub mod skills_ref;
 pub mod source;
 pub mod tool;
+mod unlocks;
 pub mod workflow;
 pub mod yaml;
 

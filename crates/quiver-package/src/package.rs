@@ -15,6 +15,7 @@ use crate::prompt::{self, PromptSection};
 use crate::skill::{self, Skill};
 use crate::source::PackageDir;
 use crate::tool::{self, Tool, ToolScope};
+use crate::unlocks;
 use crate::workflow::{self, Workflow};
 
 /// Most files listed under a skill's `references/`, `assets/` and `scripts/`.
@@ -211,7 +212,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         .clone()
         .or_else(|| own_skill.as_ref().map(|s| s.name.clone()))
         .unwrap_or_else(|| id.to_string());
-    let skill = own_skill.map(|parsed| {
+    let mut skill = own_skill.map(|parsed| {
         finish_skill(
             &files,
             parsed,
@@ -347,18 +348,15 @@ pub fn load_package(dir: &Path) -> Loaded {
         );
         false
     });
-    let tool_names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for s in skill.iter().chain(&skills) {
-        for t in &s.meta.tools {
-            if !t.contains('.') && !tool_names.contains(t.as_str()) {
-                diags.push(Diagnostic::warning(
-                    "skill-unknown-tool",
-                    &s.file,
-                    format!("`tools` names `{t}`, which this package does not define"),
-                ));
-            }
-        }
-    }
+    resolve_unlocks(
+        &id,
+        &mut skill,
+        &mut skills,
+        &tools,
+        &mut agents,
+        &workflows,
+        &mut diags,
+    );
 
     let agents_md = present("AGENTS.md").and_then(|file| optional_text(&files, &file, &mut diags));
     let requirements = present("requirements.txt")
@@ -410,6 +408,45 @@ pub fn load_package(dir: &Path) -> Loaded {
     }
 }
 
+/// Sets every skill's [`Skill::unlocks`] from its `tools:` (see [`crate::unlocks`]).
+fn resolve_unlocks(
+    id: &PackageId,
+    skill: &mut Option<Skill>,
+    skills: &mut [Skill],
+    tools: &[Tool],
+    agents: &mut [Agent],
+    workflows: &[Workflow],
+    diags: &mut Vec<Diagnostic>,
+) {
+    // An agent's own skills are taken out while the agents are read as items.
+    let mut agent_skills: Vec<Vec<Skill>> = agents
+        .iter_mut()
+        .map(|a| std::mem::take(&mut a.own_skills))
+        .collect();
+    let items = unlocks::PackageItems {
+        id,
+        tools,
+        agents,
+        workflows,
+    };
+    for s in skill.iter_mut().chain(skills.iter_mut()) {
+        let own = tools
+            .iter()
+            .filter(|t| t.scope == ToolScope::Skill(s.id.clone()))
+            .map(|t| t.name.to_string())
+            .collect();
+        unlocks::resolve(s, own, &items, diags);
+    }
+    for s in agent_skills.iter_mut().flatten() {
+        // Set by `load_agent` to the tools of the skill's own folder.
+        let own = std::mem::take(&mut s.unlocks);
+        unlocks::resolve(s, own, &items, diags);
+    }
+    for (agent, own_skills) in agents.iter_mut().zip(agent_skills) {
+        agent.own_skills = own_skills;
+    }
+}
+
 fn read_skill(
     files: &PackageDir,
     file: &Path,
@@ -448,6 +485,7 @@ fn finish_skill(
         frontmatter: parsed.frontmatter,
         body_line: parsed.body_line,
         body: parsed.body,
+        unlocks: Vec::new(),
         package_root: package.path().to_path_buf(),
         meta: parsed.meta,
         files,
@@ -604,6 +642,7 @@ fn load_agent(
                     sub.clone(),
                     &Listing::unknown(),
                 );
+                let before = tools.len();
                 load_tools(
                     files,
                     &sub.join("tools"),
@@ -611,6 +650,8 @@ fn load_agent(
                     tools,
                     diags,
                 );
+                let mut skill = skill;
+                skill.unlocks = tools[before..].iter().map(|t| t.name.to_string()).collect();
                 own_skills.push(skill);
             }
         }

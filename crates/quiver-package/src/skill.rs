@@ -57,6 +57,12 @@ pub struct Skill {
     pub body_line: u64,
     /// The instructions: the text after the frontmatter, as read at load.
     pub body: String,
+    /// What reading the skill brings into the tool list: local names of items of its package
+    /// (`<package>.<name>`), in `tools:` order. From `tools:` when written, each entry checked
+    /// at load (its own `skills/<s>/tools/`, or an agent skill's own tools, and the package's
+    /// exposed tools, agents and workflows; any other name is an error and left out); without
+    /// `tools:`, every tool of its own `tools/` folder.
+    pub unlocks: Vec<String>,
     /// The package folder, the only place [`Skill::read_file`] reads from.
     pub package_root: PathBuf,
     /// Every other field.
@@ -90,7 +96,7 @@ pub struct SkillMeta {
     pub disable_model_invocation: bool,
     /// Offered to people as a `/name` command (default true).
     pub user_invocable: bool,
-    /// Tools this skill unlocks, beyond its own `tools/` folder.
+    /// `tools:` as written; [`Skill::unlocks`] is what it resolves to.
     pub tools: Vec<String>,
     /// Platforms it is restricted to.
     pub platforms: Option<Vec<String>>,
