@@ -240,7 +240,32 @@ fn scope_precedence_and_shadowing() {
             scope: Scope::Project,
         },
     ];
+    // Without the operator's override, the project copy may not take the user one's id.
     let catalog = Catalog::load(&roots, &CatalogOptions::default());
+    let p = catalog.package("weather").unwrap();
+    assert_eq!(
+        (p.package.description.as_str(), p.scope),
+        ("user copy", Scope::User)
+    );
+    assert_eq!(catalog.packages().len(), 1);
+    let refused: Vec<_> = catalog
+        .diagnostics()
+        .iter()
+        .filter(|d| d.code == "package-shadowing-refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{:?}", catalog.diagnostics());
+    assert!(refused[0].is_error() && refused[0].file.ends_with("project/weather"));
+    assert!(catalog.item("project:weather.forecast").is_none());
+    assert_eq!(
+        catalog.item_by_wire("weather__forecast").unwrap().qualified,
+        "weather.forecast"
+    );
+    // The override named, it shadows as the precedence says.
+    let allowed = CatalogOptions {
+        allow_shadow: vec!["weather".parse().unwrap()],
+        ..CatalogOptions::default()
+    };
+    let catalog = Catalog::load(&roots, &allowed);
     assert_eq!(
         catalog.package("weather").unwrap().package.description,
         "project copy"
@@ -260,7 +285,7 @@ fn scope_precedence_and_shadowing() {
     // Precedence is configurable.
     let options = CatalogOptions {
         precedence: vec![Scope::User, Scope::Project, Scope::Installed],
-        ..CatalogOptions::default()
+        ..allowed
     };
     let catalog = Catalog::load(&roots, &options);
     assert_eq!(
@@ -287,14 +312,22 @@ fn a_cut_package_list_says_how_many_more_within_its_budget() {
     let catalog = Catalog::load_dirs(&[tmp.path()]);
     for budget in [0, 10, 40, 100, 1_000, 2_500, 100_000] {
         let list = package_list(&catalog, &|_| true, budget);
-        assert!(list.text.chars().count() <= budget, "{budget}: {}", list.text);
+        assert!(
+            list.text.chars().count() <= budget,
+            "{budget}: {}",
+            list.text
+        );
         let shown = list.text.lines().filter(|l| l.starts_with("- p")).count();
         assert_eq!(shown + list.dropped.len(), 80, "{budget}");
         let more = format!("- {} more packages: use tool_search", list.dropped.len());
         match list.dropped.len() {
             0 => assert!(!list.text.contains("more package"), "{budget}"),
             _ if budget >= more.len() + 1 => {
-                assert!(list.text.ends_with(&format!("{more}\n")), "{budget}: {}", list.text)
+                assert!(
+                    list.text.ends_with(&format!("{more}\n")),
+                    "{budget}: {}",
+                    list.text
+                )
             }
             _ => {}
         }
@@ -322,7 +355,11 @@ fn renderings_and_budgets() {
     let cut = package_list(&catalog, &|_| true, 120);
     assert_eq!(cut.dropped, ["notes", "weather"]);
     assert!(cut.text.starts_with("- calc:"));
-    assert!(cut.text.ends_with("- 2 more packages: use tool_search\n"), "{}", cut.text);
+    assert!(
+        cut.text.ends_with("- 2 more packages: use tool_search\n"),
+        "{}",
+        cut.text
+    );
     assert!(cut.text.chars().count() <= 120);
     assert!(cut.warning().unwrap().contains("notes, weather"));
     assert_eq!(
