@@ -420,8 +420,11 @@ fn overlapping_items_are_flagged_unless_when_not_to_use_tells_them_apart() {
     let found = collisions(&catalog, 0.7);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(
-        (found[0].a.as_str(), found[0].b.as_str(), found[0].resolved),
-        ("a.forecast", "b.outlook", false)
+        (found[0].items.as_slice(), found[0].resolved),
+        (
+            ["a.forecast".to_owned(), "b.outlook".to_owned()].as_slice(),
+            false
+        )
     );
     assert!(found[0].score >= 0.7);
 
@@ -435,4 +438,71 @@ fn overlapping_items_are_flagged_unless_when_not_to_use_tells_them_apart() {
     let catalog = Catalog::load_dirs(&[tmp.path()]);
     let found = collisions(&catalog, 0.7);
     assert!(found.iter().all(|c| c.resolved), "{found:?}");
+}
+
+/// Writes `count` near-identical exposed tools, 100 to a package.
+fn near_identical_tools(root: &Path, count: usize) {
+    for i in 0..count {
+        let package = format!("p{:03}", i / 100);
+        if i % 100 == 0 {
+            write(
+                root,
+                &format!("{package}/quiver.yaml"),
+                &format!("id: {package}\n"),
+            );
+        }
+        write(
+            root,
+            &format!("{package}/tools/t{i:04}/tool.yaml"),
+            &tool(
+                &format!(
+                    "Get the weather forecast and temperature for a city {}",
+                    ["today", "tomorrow", "tonight"][i % 3]
+                ),
+                "triggers: [weather, temperature, forecast]\n",
+            ),
+        );
+    }
+}
+
+#[test]
+fn near_identical_tools_make_one_cluster_not_every_pair() {
+    let tmp = tempfile::tempdir().unwrap();
+    near_identical_tools(tmp.path(), 3000);
+    write(tmp.path(), "zz/quiver.yaml", "id: zz\n");
+    write(
+        tmp.path(),
+        "zz/tools/sum/tool.yaml",
+        &tool("Add numbers together", ""),
+    );
+    let catalog = Catalog::load_dirs(&[tmp.path()]);
+    let start = std::time::Instant::now();
+    let found = collisions(&catalog, 0.7);
+    let elapsed = start.elapsed();
+    eprintln!("collision lint over 3,001 tools: {elapsed:?}");
+    // Three clusters (one per closing word), none with the distinct tool.
+    let sizes: Vec<usize> = found.iter().map(|c| c.items.len()).collect();
+    assert_eq!(sizes, [1000, 1000, 1000]);
+    assert!(
+        found
+            .iter()
+            .flat_map(|c| &c.items)
+            .all(|i| !i.starts_with("zz."))
+    );
+    let diags = quiver_catalog::lint::collision_diagnostics(&catalog, &found);
+    assert_eq!(diags.len(), 3);
+    assert!(
+        diags[0]
+            .message
+            .starts_with("1000 items: `p000.t0000`, `p000.t0003`"),
+        "{}",
+        diags[0].message
+    );
+    assert!(
+        diags[0].message.contains("and 990 more"),
+        "{}",
+        diags[0].message
+    );
+    // Linear in the tools: far below the seconds that 4.5 million pairs took.
+    assert!(elapsed < std::time::Duration::from_secs(2), "{elapsed:?}");
 }
