@@ -329,6 +329,20 @@ pub fn load_package(dir: &Path) -> Loaded {
     // Tools, agents and workflows share one namespace: `<package>.<item>`.
     check_item_names(&mut tools, &mut agents, &mut workflows, &mut diags);
     tools.retain(|t| {
+        let Some(arg) = tool::entry_outside_package(t, dir, files.resolved()) else {
+            return true;
+        };
+        diags.push(
+            Diagnostic::error(
+                "tool-entry-outside-package",
+                &t.file,
+                format!("the tool's `run` names `{arg}`, a file outside the package folder"),
+            )
+            .with_help("keep the tool's scripts inside its package; programs from the `PATH` (`python3`) are fine"),
+        );
+        false
+    });
+    tools.retain(|t| {
         let excess = t.permission.excess_over(&manifest.permissions);
         if excess.is_empty() {
             return true;
@@ -592,6 +606,18 @@ fn load_agent(
                 entry.join("system.md"),
                 "the agent has no `system.md`",
             ));
+        }
+        for part in ["boundaries.md", "conventions.md"] {
+            if !is_entry(&entry.join(part)) {
+                diags.push(
+                    Diagnostic::warning(
+                        "agent-missing-file",
+                        entry.join(part),
+                        format!("the agent folder has no `{part}`"),
+                    )
+                    .with_help("a folder agent has four files: `agent.yaml`, `system.md`, `boundaries.md` (what it must not do) and `conventions.md` (how it works)"),
+                );
+            }
         }
         let prompt = AgentPrompt {
             system: system.trim().to_owned(),

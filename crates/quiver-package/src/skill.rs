@@ -15,8 +15,9 @@ use crate::skills_ref::ProblemKind;
 use crate::{frontmatter, source, yaml};
 
 /// Frontmatter keys this loader understands; anything else is a warning.
-pub const KNOWN_KEYS: [&str; 20] = [
+pub const KNOWN_KEYS: [&str; 21] = [
     "name",
+    "version",
     "description",
     "license",
     "compatibility",
@@ -243,6 +244,18 @@ pub fn parse_skill(
         examples: fields.string_list("examples"),
         negative_examples: fields.string_list("negative_examples"),
     };
+    for (key, value) in [
+        ("name", name.as_ref()),
+        ("description", description.as_ref()),
+        ("when_to_use", meta.when_to_use.as_ref()),
+    ] {
+        if let Some(value) = value {
+            let at = line(key);
+            fields
+                .diags
+                .extend(crate::text::check(file, key, value, at));
+        }
+    }
     for rule in &meta.permissions {
         if let Err(message) = crate::rules::check_rule(rule) {
             fields.push(
@@ -453,11 +466,13 @@ impl Fields<'_, '_> {
     fn restriction(&mut self, key: &str) -> Option<Vec<String>> {
         self.map.get(key)?;
         let list = self.word_list(key);
-        if list.is_empty() {
-            let line = (self.line)(key);
-            self.diags
-                .push(crate::tool::empty_list_error(self.file, key, line));
-        }
+        let line = (self.line)(key);
+        self.diags.extend(crate::tool::restriction_errors(
+            self.file,
+            key,
+            Some(&list),
+            line,
+        ));
         Some(list)
     }
 }

@@ -46,6 +46,11 @@ impl PackageDir {
         }
     }
 
+    /// The folder with every link resolved, when it could be.
+    pub fn resolved(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
     /// The folder as given to [`PackageDir::new`].
     pub fn path(&self) -> &Path {
         &self.path
