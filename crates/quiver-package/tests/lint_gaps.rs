@@ -52,7 +52,13 @@ fn each_gap_is_a_diagnostic() {
     ];
     type Check = fn(&Loaded) -> bool;
     let no_t: Check = |l| l.package.as_ref().unwrap().tool("t").is_none();
-    let cases: &[(&str, Vec<(&str, String)>, &[&str], Check)] = &[
+    type Case = (
+        &'static str,
+        Vec<(&'static str, String)>,
+        &'static [&'static str],
+        Check,
+    );
+    let cases: &[Case] = &[
         (
             "unknown scope on a tool",
             vec![("tools/t/tool.yaml", tool("scopes: [grop]\n"))],
