@@ -272,3 +272,54 @@ fn a_description_block_of_parts_is_split() {
     assert_eq!(d.summary, "Get the weather.\nsummary: not a part here\n");
     assert!(d.when_to_use.is_empty());
 }
+
+#[test]
+fn yaml_1_1_booleans_stay_strings_in_every_file_kind() {
+    let schema = "input:\n  type: object\n  properties:\n    n: {type: string, enum: [y, on, n, off]}\n  required: [n]\n";
+    let (_tmp, loaded) = load(&[
+        ("quiver.yaml", "id: p\nname: no\ndescription: on\n"),
+        (
+            "tools/t/tool.yaml",
+            &tool(&format!("{schema}triggers: [y, n]\n")),
+        ),
+        (
+            "SKILL.md",
+            "---\nname: p\ndescription: yes\nwhen_to_use: off\n---\n",
+        ),
+        ("prompts/x.md", "---\ntitle: y\n---\ntext\n"),
+        ("agents/a.md", "---\ndescription: n\n---\nYou help.\n"),
+        ("workflows/w.yaml", "description: on\nsteps: [{tool: t}]\n"),
+    ]);
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let p = loaded.package.unwrap();
+    assert_eq!((p.name.as_str(), p.description.as_str()), ("no", "on"));
+    let t = p.tool("t").unwrap();
+    assert_eq!(t.input["required"], serde_json::json!(["n"]));
+    assert_eq!(
+        t.input["properties"]["n"]["enum"],
+        serde_json::json!(["y", "on", "n", "off"])
+    );
+    assert_eq!(t.triggers, ["y", "n"]);
+    let skill = p.skill.unwrap();
+    assert_eq!(
+        (
+            skill.description.as_str(),
+            skill.meta.when_to_use.as_deref()
+        ),
+        ("yes", Some("off"))
+    );
+    assert_eq!(p.prompts[0].title.as_deref(), Some("y"));
+    assert_eq!(p.agents[0].description, "n");
+    assert_eq!(p.workflows[0].description, "on");
+    // A boolean field written the YAML 1.1 way is a type error, not `true`.
+    let (_tmp, loaded) = load(&[(
+        "tools/t/tool.yaml",
+        &tool("expose: yes\n").replace("expose: true\n", ""),
+    )]);
+    assert_eq!(
+        codes(&loaded),
+        ["yaml-wrong-type"],
+        "{:?}",
+        loaded.diagnostics
+    );
+}
