@@ -329,7 +329,7 @@ pub fn load_package(dir: &Path) -> Loaded {
     // Tools, agents and workflows share one namespace: `<package>.<item>`.
     check_item_names(&mut tools, &mut agents, &mut workflows, &mut diags);
     tools.retain(|t| {
-        let Some(arg) = tool::entry_outside_package(t, dir, files.resolved()) else {
+        let Some(arg) = tool::entry_outside_package(t, &files) else {
             return true;
         };
         diags.push(

@@ -8,7 +8,12 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::sync::OnceLock;
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
@@ -29,26 +34,43 @@ pub fn expand_home(path: &str) -> PathBuf {
 const SYSTEM_FOLDERS: [&str; 3] = ["/proc", "/dev", "/sys"];
 
 /// A package folder, the only place its files are read from.
-#[derive(Debug, Clone)]
+///
+/// Each file is opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from the
+/// folder itself, so the kernel refuses any path or link that leaves it (and `/proc`'s magic
+/// links) in one system call. Where `openat2` is missing (Linux before 5.6, or a seccomp
+/// filter refusing it), the file is opened and its descriptor's real path
+/// (`/proc/self/fd/N`) checked to lie in the folder, outside `/proc`, `/dev` and `/sys`.
+#[derive(Debug)]
 pub struct PackageDir {
     /// The folder as given.
     path: PathBuf,
-    /// The folder with every link resolved; `None` when it cannot be resolved.
-    root: Option<PathBuf>,
+    /// The folder opened as an `O_PATH` descriptor, when it could be.
+    fd: Option<OwnedFd>,
+    /// The folder with every link resolved, computed on first use.
+    root: OnceLock<Option<PathBuf>>,
 }
 
 impl PackageDir {
-    /// The package folder `root` (resolved once, here).
+    /// The package folder `root`.
     pub fn new(root: &Path) -> PackageDir {
+        let fd = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok();
         PackageDir {
             path: root.to_path_buf(),
-            root: root.canonicalize().ok(),
+            fd,
+            root: OnceLock::new(),
         }
     }
 
     /// The folder with every link resolved, when it could be.
     pub fn resolved(&self) -> Option<&Path> {
-        self.root.as_deref()
+        self.root
+            .get_or_init(|| self.path.canonicalize().ok())
+            .as_deref()
     }
 
     /// The folder as given to [`PackageDir::new`].
@@ -67,23 +89,12 @@ impl PackageDir {
         to_text(path, bytes)
     }
 
-    /// Reads `path`, a file of this package, as bytes (at most `limit`), refusing a file that is
-    /// not a regular file inside the package folder without reading any of it.
+    /// Reads `path`, a file of this package (a path under [`PackageDir::path`]), as bytes (at
+    /// most `limit`), refusing a file that is not a regular file inside the package folder
+    /// without reading any of it.
     pub fn read_limited(&self, path: &Path, limit: u64) -> Result<Vec<u8>, Diagnostic> {
-        let unreadable = |err: std::io::Error| {
-            Diagnostic::error(
-                "file-unreadable",
-                path,
-                format!("cannot read the file: {err}"),
-            )
-        };
-        // Non-blocking, so that opening a FIFO does not wait for a writer.
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(unreadable)?;
-        let meta = file.metadata().map_err(unreadable)?;
+        let file = self.open(path)?;
+        let meta = file.metadata().map_err(|err| unreadable(path, &err))?;
         if !meta.file_type().is_file() {
             let kind = match meta.file_type() {
                 t if t.is_dir() => "a folder",
@@ -99,28 +110,78 @@ impl PackageDir {
             )
             .with_help("package files must be regular files"));
         }
-        // Where the open file really is: the descriptor's own path, which no link can fake.
-        let real = fs::read_link(format!(
-            "/proc/self/fd/{}",
-            std::os::fd::AsRawFd::as_raw_fd(&file)
-        ))
-        .or_else(|_| path.canonicalize())
-        .map_err(unreadable)?;
-        let inside = self
-            .root
-            .as_ref()
-            .is_some_and(|root| real.starts_with(root));
-        let system = SYSTEM_FOLDERS.iter().any(|f| real.starts_with(f));
-        if !inside || system {
-            return Err(Diagnostic::error(
-                "file-outside-package",
-                path,
-                "the file is a link to a place outside the package folder; it is not read",
-            )
-            .with_help("copy the file into the package instead of linking to it"));
-        }
         read_all(file, path, meta.len(), limit)
     }
+
+    /// Whether `path` (under [`PackageDir::path`]) exists inside the package folder, links
+    /// resolved: `Some(false)` when it leads out, `None` when it does not exist or cannot be
+    /// told.
+    pub fn holds(&self, path: &Path) -> Option<bool> {
+        let Ok(rel) = path.strip_prefix(&self.path) else {
+            return Some(false);
+        };
+        if let Some(dir) = &self.fd {
+            let beneath = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+            let flags = OFlags::PATH | OFlags::CLOEXEC;
+            match rustix::fs::openat2(dir, rel, flags, Mode::empty(), beneath) {
+                Ok(_) => return Some(true),
+                Err(Errno::XDEV | Errno::LOOP) => return Some(false),
+                Err(Errno::NOSYS | Errno::PERM | Errno::INVAL) => {}
+                Err(_) => return None,
+            }
+        }
+        let real = path.canonicalize().ok()?;
+        Some(self.resolved().is_some_and(|root| real.starts_with(root)))
+    }
+
+    /// Opens `path` for reading, non-blocking (so a FIFO does not wait for a writer), or the
+    /// diagnostic that refuses it.
+    fn open(&self, path: &Path) -> Result<fs::File, Diagnostic> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let Ok(rel) = path.strip_prefix(&self.path) else {
+            return Err(outside(path));
+        };
+        if let Some(dir) = &self.fd {
+            let beneath = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(dir, rel, flags, Mode::empty(), beneath) {
+                Ok(fd) => return Ok(fs::File::from(fd)),
+                Err(Errno::XDEV | Errno::LOOP) => return Err(outside(path)),
+                Err(Errno::NOSYS | Errno::PERM | Errno::INVAL) => {}
+                Err(err) => return Err(unreadable(path, &err.into())),
+            }
+        }
+        let fd = rustix::fs::open(path, flags, Mode::empty())
+            .map_err(|err| unreadable(path, &err.into()))?;
+        let file = fs::File::from(fd);
+        // Where the open file really is: the descriptor's own path, which no link can fake.
+        let real = fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .or_else(|_| path.canonicalize())
+            .map_err(|err| unreadable(path, &err))?;
+        let inside = self.resolved().is_some_and(|root| real.starts_with(root));
+        let system = SYSTEM_FOLDERS.iter().any(|f| real.starts_with(f));
+        if inside && !system {
+            Ok(file)
+        } else {
+            Err(outside(path))
+        }
+    }
+}
+
+fn unreadable(path: &Path, err: &std::io::Error) -> Diagnostic {
+    Diagnostic::error(
+        "file-unreadable",
+        path,
+        format!("cannot read the file: {err}"),
+    )
+}
+
+fn outside(path: &Path) -> Diagnostic {
+    Diagnostic::error(
+        "file-outside-package",
+        path,
+        "the file is a link to a place outside the package folder; it is not read",
+    )
+    .with_help("copy the file into the package instead of linking to it")
 }
 
 /// Reads `path` as UTF-8 text of at most [`MAX_FILE_BYTES`] (a file that is not a package's:

@@ -729,15 +729,14 @@ const SCRIPT_EXTENSIONS: [&str; 10] = [
     "py", "sh", "bash", "js", "mjs", "ts", "rb", "pl", "lua", "php",
 ];
 
-/// The first argument of a `command` or `worker` run naming a file outside the package:
-/// a relative path (resolved against the tool's folder, as the sandbox does) that leaves
-/// `root` lexically or through a link, or an absolute path to a script. A program looked up
-/// in the `PATH` (`python3`) or given by absolute path (`/usr/bin/env`) is not an entry point.
-/// `resolved_root` is `root` with its links resolved.
+/// The first argument of a `command` or `worker` run naming a file outside the package
+/// `files`: a relative path (resolved against the tool's folder, as the sandbox does) that
+/// leaves the package folder, through a link or lexically (`../../x.py`), or an absolute path
+/// to a script. A program looked up in the `PATH` (`python3`) or given by absolute path
+/// (`/usr/bin/env`) is not an entry point.
 pub(crate) fn entry_outside_package(
     tool: &Tool,
-    root: &Path,
-    resolved_root: Option<&Path>,
+    files: &crate::source::PackageDir,
 ) -> Option<String> {
     let (Run::Command(argv) | Run::Worker(argv)) = &tool.run else {
         return None;
@@ -755,11 +754,10 @@ pub(crate) fn entry_outside_package(
             return (i > 0 && script).then(|| arg.clone());
         }
         let joined = dir.join(path);
-        let outside = match (joined.canonicalize(), resolved_root) {
-            (Ok(real), Some(root)) => !real.starts_with(root),
-            _ => !normalize(&joined).starts_with(normalize(root)),
-        };
-        outside.then(|| arg.clone())
+        let inside = files
+            .holds(&joined)
+            .unwrap_or_else(|| normalize(&joined).starts_with(normalize(files.path())));
+        (!inside).then(|| arg.clone())
     })
 }
 

@@ -73,7 +73,7 @@ fn links_out_of_the_package_are_refused_unread() {
         (
             "tool.yaml -> /dev/zero",
             |d, _| link(d, "tools/bad/tool.yaml", Path::new("/dev/zero")),
-            "file-not-regular",
+            "file-outside-package",
         ),
         (
             "SKILL.md -> a 0600 file outside",
