@@ -21,6 +21,9 @@ use crate::diagnostic::Diagnostic;
 /// The largest text file (manifest, `SKILL.md`, prompt) a package may contain, in bytes.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// The largest file of a skill (`references/`, `assets/`, `scripts/`) served whole, in bytes.
+pub const MAX_SKILL_ASSET_BYTES: u64 = 16 * 1024 * 1024;
+
 /// `path` with a leading `~/` replaced by `$HOME/` (as a shell would), for paths written in a
 /// config file; any other path, or no `HOME`, is returned as written.
 pub fn expand_home(path: &str) -> PathBuf {
