@@ -3,6 +3,9 @@
 //! U+2060, U+FEFF, U+180E), and terminal control characters (C0 except tab and line breaks,
 //! DEL, C1, which include ESC sequences that move the cursor or recolour a terminal).
 //!
+//! The joiners U+200C and U+200D are allowed between two non-ASCII letters or symbols, where
+//! Persian and Indic scripts and emoji sequences (👨‍👩‍👧) need them.
+//!
 //! The loader refuses them in names and descriptions ([`check`]); [`escape_for_terminal`] makes
 //! any text safe to print, for the CLI's listings.
 
@@ -29,20 +32,38 @@ pub fn hidden_kind(c: char) -> Option<&'static str> {
     }
 }
 
+/// The hidden characters of `text`: (character index, character, kind), joiners between two
+/// non-ASCII, non-space characters excepted.
+fn hidden(text: &str) -> impl Iterator<Item = (usize, char, &'static str)> + '_ {
+    let chars: Vec<char> = text.chars().collect();
+    let joins = |c: Option<&char>| {
+        c.is_some_and(|c| !c.is_ascii() && !c.is_whitespace() && hidden_kind(*c).is_none())
+    };
+    (0..chars.len()).filter_map(move |i| {
+        let c = chars[i];
+        let kind = hidden_kind(c)?;
+        let joiner = matches!(c, '\u{200C}' | '\u{200D}')
+            && i > 0
+            && joins(chars.get(i - 1))
+            && joins(chars.get(i + 1));
+        (!joiner).then_some((i, c, kind))
+    })
+}
+
 /// `text` with every hidden character (and tab and line breaks, so it stays one line) written
 /// as a visible escape such as `\u{202e}` or `\n`. Borrowed when there is nothing to escape.
 pub fn escape_for_terminal(text: &str) -> Cow<'_, str> {
-    let needs = |c: char| hidden_kind(c).is_some() || matches!(c, '\t' | '\n' | '\r');
-    if !text.chars().any(needs) {
+    let escaped: Vec<usize> = hidden(text).map(|(i, _, _)| i).collect();
+    if escaped.is_empty() && !text.contains(['\t', '\n', '\r']) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    for (i, c) in text.chars().enumerate() {
         match c {
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
-            c if hidden_kind(c).is_some() => {
+            c if escaped.binary_search(&i).is_ok() => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
@@ -53,10 +74,7 @@ pub fn escape_for_terminal(text: &str) -> Cow<'_, str> {
 
 /// An error when `text`, the field `field` of `file`, holds a hidden character.
 pub fn check(file: &Path, field: &str, text: &str, line: Option<u64>) -> Option<Diagnostic> {
-    let (i, c, kind) = text
-        .chars()
-        .enumerate()
-        .find_map(|(i, c)| hidden_kind(c).map(|kind| (i, c, kind)))?;
+    let (i, c, kind) = hidden(text).next()?;
     Some(
         Diagnostic::error(
             "text-hidden-characters",
@@ -105,6 +123,10 @@ mod tests {
             ("bell\u{7}", Some("terminal control"), "bell\\u{7}"),
             ("c1\u{9b}31m", Some("terminal control"), "c1\\u{9b}31m"),
             ("del\u{7f}", Some("terminal control"), "del\\u{7f}"),
+            ("می\u{200C}خواهم", None, "می\u{200C}خواهم"),
+            ("👨\u{200D}👩\u{200D}👧", None, "👨\u{200D}👩\u{200D}👧"),
+            ("ab\u{200C}cd", Some("zero-width"), "ab\\u{200c}cd"),
+            ("\u{200D}天气", Some("zero-width"), "\\u{200d}天气"),
         ];
         for (text, kind, escaped) in cases {
             let found = check(Path::new("f"), "description", text, Some(3));
@@ -117,7 +139,9 @@ mod tests {
                 }
             }
             assert_eq!(escape_for_terminal(text), escaped, "{text:?}");
-            assert!(!escape_for_terminal(text).chars().any(|c| c.is_control()));
+            let shown = escape_for_terminal(text);
+            assert!(!shown.chars().any(|c| c.is_control()));
+            assert_eq!(check(Path::new("f"), "d", &shown, None), None, "{text:?}");
         }
         assert!(matches!(escape_for_terminal("ok"), Cow::Borrowed(_)));
     }
