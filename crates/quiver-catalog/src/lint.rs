@@ -140,14 +140,14 @@ pub fn collision_diagnostics(catalog: &Catalog, collisions: &[Collision]) -> Vec
             let (severity, message, help) = if c.resolved {
                 (
                     Severity::Info,
-                    format!("{names} overlap (similarity {:.2} or more); `when_not_to_use` tells them apart", c.score),
+                    format!("{names} overlap (similarity to `{}` at least {:.2}); `when_not_to_use` tells them apart", c.items[0], c.score),
                     "nothing to do".to_owned(),
                 )
             } else {
                 (
                     Severity::Warning,
-                    format!("{names} have low distinctness (similarity {:.2} or more to `{}`); a model may pick the wrong one", c.score, c.items[0]),
-                    format!("add `when_not_to_use` to each, naming the others (`{}` names them, and they name it), or merge them", c.items[0]),
+                    format!("{names} have low distinctness (similarity to `{}` at least {:.2}); a model may pick the wrong one", c.items[0], c.score),
+                    format!("add `when_not_to_use` to `{}` naming the others, and to each of them naming it, or merge them", c.items[0]),
                 )
             };
             Diagnostic::new(severity, "low-distinctness", file, message).with_help(help)
