@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use quiver_package::names::PackageId;
 use quiver_package::tool::Tool;
 use quiver_package::{Diagnostic, Package, load_package};
 use rayon::prelude::*;
@@ -27,6 +28,12 @@ pub struct CatalogOptions {
     /// Building a catalog with it embeds the entries the cache lacks (on rayon's threads; the
     /// caller waits), so build such catalogs off async threads.
     pub semantic: Option<Semantic>,
+    /// Package ids the operator lets a package of a higher-precedence scope take over (the
+    /// config's override). For any other id, a package whose id is already used in a scope
+    /// of lower precedence is refused (`package-shadowing-refused`, not loaded): it may not
+    /// claim another package's id, data and settings. Within one scope the first in scan
+    /// order wins and the others are shadowed (`package-shadowed`), as for allowed overrides.
+    pub allow_shadow: Vec<PackageId>,
 }
 
 impl Default for CatalogOptions {
@@ -35,8 +42,58 @@ impl Default for CatalogOptions {
             precedence: vec![Scope::Project, Scope::User, Scope::Installed],
             builtins: Vec::new(),
             semantic: None,
+            allow_shadow: Vec::new(),
         }
     }
+}
+
+/// Packages sorted by id and precedence, without those that would shadow a package of a
+/// lower-precedence scope (unless `allow` names their id), each refused with an error.
+fn refuse_shadowing(
+    loaded: Vec<(usize, Package, Scope)>,
+    rank: &dyn Fn(Scope) -> usize,
+    allow: &[PackageId],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(usize, Package, Scope)> {
+    let mut out = Vec::with_capacity(loaded.len());
+    let mut rest = loaded.into_iter().peekable();
+    while let Some(first) = rest.next() {
+        let mut group = vec![first];
+        while let Some(next) = rest.next_if(|n| n.1.id == group[0].1.id) {
+            group.push(next);
+        }
+        // The last of a group has the lowest precedence: its scope keeps the id.
+        let keeper = group.last().map(|(_, p, s)| (rank(*s), *s, p.root.clone()));
+        match keeper {
+            Some((low, scope, root)) if !allow.contains(&group[0].1.id) => {
+                for (i, package, s) in group {
+                    if rank(s) == low {
+                        out.push((i, package, s));
+                        continue;
+                    }
+                    diagnostics.push(
+                        Diagnostic::error(
+                            "package-shadowing-refused",
+                            &package.root,
+                            format!(
+                                "package `{}` here ({}) has the id of the package at {} ({}); it is not loaded, since a package cannot take over another's id, data and settings",
+                                package.id,
+                                s.as_str(),
+                                root.display(),
+                                scope.as_str(),
+                            ),
+                        )
+                        .with_help(format!(
+                            "rename one of them, or name `{}` in the config's `allow_shadow` to let this one win",
+                            package.id
+                        )),
+                    );
+                }
+            }
+            _ => out.extend(group),
+        }
+    }
+    out
 }
 
 /// A tool the runtime provides (such as `read_skill`), listed in search.
@@ -220,6 +277,7 @@ impl Catalog {
         loaded.sort_by(|a, b| {
             (a.1.id.as_str(), rank(a.2), a.0).cmp(&(b.1.id.as_str(), rank(b.2), b.0))
         });
+        let loaded = refuse_shadowing(loaded, &rank, &options.allow_shadow, &mut diagnostics);
         let mut packages: Vec<CatalogPackage> = Vec::with_capacity(loaded.len());
         // Packages sharing an id are adjacent after the sort, and the first of them wins.
         let mut winner: Option<usize> = None;

@@ -32,7 +32,9 @@ impl Rendered {
 }
 
 /// The package catalog of DESIGN.md §3: one line per package, then one per exposed item
-/// (marked `(SOP)` or `(agent)`) and one per further skill.
+/// (marked `(SOP)` or `(agent)`) and one per further skill. When the budget leaves packages
+/// out, the list ends with `- N more packages: use tool_search`, a line counted in the budget
+/// (packages are left out until it fits), so the model knows the list is not everything.
 pub fn package_list(catalog: &Catalog, admit: &dyn Fn(&Entry) -> bool, budget: usize) -> Rendered {
     let blocks = package_blocks(catalog, admit)
         .into_iter()
@@ -77,7 +79,37 @@ pub fn package_list(catalog: &Catalog, admit: &dyn Fn(&Entry) -> bool, budget: u
             (id, text)
         })
         .collect();
-    fit(blocks, budget)
+    fit_with_more(blocks, budget)
+}
+
+/// The line that ends a package list the budget cut.
+fn more_line(count: usize) -> String {
+    let s = if count == 1 { "" } else { "s" };
+    format!("- {count} more package{s}: use tool_search\n")
+}
+
+/// [`fit`], then, when blocks were dropped, [`more_line`] added within the budget: blocks are
+/// dropped from the end until the list and that line fit.
+fn fit_with_more(blocks: Vec<(String, String)>, budget: usize) -> Rendered {
+    let sizes: Vec<usize> = blocks.iter().map(|(_, b)| b.chars().count()).collect();
+    let mut rendered = fit(blocks.clone(), budget);
+    if rendered.dropped.is_empty() {
+        return rendered;
+    }
+    let mut kept = blocks.len() - rendered.dropped.len();
+    let mut used: usize = sizes[..kept].iter().sum();
+    while kept > 0 && used + more_line(blocks.len() - kept).chars().count() > budget {
+        kept -= 1;
+        used -= sizes[kept];
+    }
+    let more = more_line(blocks.len() - kept);
+    let mut text: String = blocks[..kept].iter().map(|(_, b)| b.as_str()).collect();
+    if more.chars().count() <= budget {
+        text.push_str(&more);
+    }
+    rendered.text = text;
+    rendered.dropped = blocks[kept..].iter().map(|(id, _)| id.clone()).collect();
+    rendered
 }
 
 /// `<available_skills>` XML in the exact shape `skills-ref to-prompt` prints; the location

@@ -240,7 +240,32 @@ fn scope_precedence_and_shadowing() {
             scope: Scope::Project,
         },
     ];
+    // Without the operator's override, the project copy may not take the user one's id.
     let catalog = Catalog::load(&roots, &CatalogOptions::default());
+    let p = catalog.package("weather").unwrap();
+    assert_eq!(
+        (p.package.description.as_str(), p.scope),
+        ("user copy", Scope::User)
+    );
+    assert_eq!(catalog.packages().len(), 1);
+    let refused: Vec<_> = catalog
+        .diagnostics()
+        .iter()
+        .filter(|d| d.code == "package-shadowing-refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{:?}", catalog.diagnostics());
+    assert!(refused[0].is_error() && refused[0].file.ends_with("project/weather"));
+    assert!(catalog.item("project:weather.forecast").is_none());
+    assert_eq!(
+        catalog.item_by_wire("weather__forecast").unwrap().qualified,
+        "weather.forecast"
+    );
+    // The override named, it shadows as the precedence says.
+    let allowed = CatalogOptions {
+        allow_shadow: vec!["weather".parse().unwrap()],
+        ..CatalogOptions::default()
+    };
+    let catalog = Catalog::load(&roots, &allowed);
     assert_eq!(
         catalog.package("weather").unwrap().package.description,
         "project copy"
@@ -260,13 +285,55 @@ fn scope_precedence_and_shadowing() {
     // Precedence is configurable.
     let options = CatalogOptions {
         precedence: vec![Scope::User, Scope::Project, Scope::Installed],
-        ..CatalogOptions::default()
+        ..allowed
     };
     let catalog = Catalog::load(&roots, &options);
     assert_eq!(
         catalog.package("weather").unwrap().package.description,
         "user copy"
     );
+}
+
+#[test]
+fn a_cut_package_list_says_how_many_more_within_its_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..80 {
+        write(
+            tmp.path(),
+            &format!("p{i:02}/quiver.yaml"),
+            &format!("id: p{i:02}\ndescription: Package number {i} does things\n"),
+        );
+        write(
+            tmp.path(),
+            &format!("p{i:02}/tools/t/tool.yaml"),
+            &tool(&format!("Tool {i} of the package"), ""),
+        );
+    }
+    let catalog = Catalog::load_dirs(&[tmp.path()]);
+    for budget in [0, 10, 40, 100, 1_000, 2_500, 100_000] {
+        let list = package_list(&catalog, &|_| true, budget);
+        assert!(
+            list.text.chars().count() <= budget,
+            "{budget}: {}",
+            list.text
+        );
+        let shown = list.text.lines().filter(|l| l.starts_with("- p")).count();
+        assert_eq!(shown + list.dropped.len(), 80, "{budget}");
+        let more = format!("- {} more packages: use tool_search", list.dropped.len());
+        match list.dropped.len() {
+            0 => assert!(!list.text.contains("more package"), "{budget}"),
+            _ if budget > more.len() => {
+                assert!(
+                    list.text.ends_with(&format!("{more}\n")),
+                    "{budget}: {}",
+                    list.text
+                )
+            }
+            _ => {}
+        }
+    }
+    let cut = package_list(&catalog, &|_| true, 2_500);
+    assert!(!cut.dropped.is_empty() && cut.dropped.len() < 80);
 }
 
 #[test]
@@ -288,6 +355,12 @@ fn renderings_and_budgets() {
     let cut = package_list(&catalog, &|_| true, 120);
     assert_eq!(cut.dropped, ["notes", "weather"]);
     assert!(cut.text.starts_with("- calc:"));
+    assert!(
+        cut.text.ends_with("- 2 more packages: use tool_search\n"),
+        "{}",
+        cut.text
+    );
+    assert!(cut.text.chars().count() <= 120);
     assert!(cut.warning().unwrap().contains("notes, weather"));
     assert_eq!(
         package_list(&catalog, &|_| true, 120),
@@ -347,8 +420,11 @@ fn overlapping_items_are_flagged_unless_when_not_to_use_tells_them_apart() {
     let found = collisions(&catalog, 0.7);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(
-        (found[0].a.as_str(), found[0].b.as_str(), found[0].resolved),
-        ("a.forecast", "b.outlook", false)
+        (found[0].items.as_slice(), found[0].resolved),
+        (
+            ["a.forecast".to_owned(), "b.outlook".to_owned()].as_slice(),
+            false
+        )
     );
     assert!(found[0].score >= 0.7);
 
@@ -362,4 +438,71 @@ fn overlapping_items_are_flagged_unless_when_not_to_use_tells_them_apart() {
     let catalog = Catalog::load_dirs(&[tmp.path()]);
     let found = collisions(&catalog, 0.7);
     assert!(found.iter().all(|c| c.resolved), "{found:?}");
+}
+
+/// Writes `count` near-identical exposed tools, 100 to a package.
+fn near_identical_tools(root: &Path, count: usize) {
+    for i in 0..count {
+        let package = format!("p{:03}", i / 100);
+        if i % 100 == 0 {
+            write(
+                root,
+                &format!("{package}/quiver.yaml"),
+                &format!("id: {package}\n"),
+            );
+        }
+        write(
+            root,
+            &format!("{package}/tools/t{i:04}/tool.yaml"),
+            &tool(
+                &format!(
+                    "Get the weather forecast and temperature for a city {}",
+                    ["today", "tomorrow", "tonight"][i % 3]
+                ),
+                "triggers: [weather, temperature, forecast]\n",
+            ),
+        );
+    }
+}
+
+#[test]
+fn near_identical_tools_make_one_cluster_not_every_pair() {
+    let tmp = tempfile::tempdir().unwrap();
+    near_identical_tools(tmp.path(), 3000);
+    write(tmp.path(), "zz/quiver.yaml", "id: zz\n");
+    write(
+        tmp.path(),
+        "zz/tools/sum/tool.yaml",
+        &tool("Add numbers together", ""),
+    );
+    let catalog = Catalog::load_dirs(&[tmp.path()]);
+    let start = std::time::Instant::now();
+    let found = collisions(&catalog, 0.7);
+    let elapsed = start.elapsed();
+    eprintln!("collision lint over 3,001 tools: {elapsed:?}");
+    // Three clusters (one per closing word), none with the distinct tool.
+    let sizes: Vec<usize> = found.iter().map(|c| c.items.len()).collect();
+    assert_eq!(sizes, [1000, 1000, 1000]);
+    assert!(
+        found
+            .iter()
+            .flat_map(|c| &c.items)
+            .all(|i| !i.starts_with("zz."))
+    );
+    let diags = quiver_catalog::lint::collision_diagnostics(&catalog, &found);
+    assert_eq!(diags.len(), 3);
+    assert!(
+        diags[0]
+            .message
+            .starts_with("1000 items: `p000.t0000`, `p000.t0003`"),
+        "{}",
+        diags[0].message
+    );
+    assert!(
+        diags[0].message.contains("and 990 more"),
+        "{}",
+        diags[0].message
+    );
+    // Linear in the tools: far below the seconds that 4.5 million pairs took.
+    assert!(elapsed < std::time::Duration::from_secs(2), "{elapsed:?}");
 }

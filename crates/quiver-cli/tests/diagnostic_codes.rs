@@ -30,7 +30,7 @@ fn is_code(s: &str) -> bool {
 }
 
 /// Prefixes of diagnostic codes, one per family in docs/diagnostics.md.
-const PREFIXES: [&str; 18] = [
+const PREFIXES: [&str; 21] = [
     "file-",
     "yaml-",
     "manifest-",
@@ -49,6 +49,9 @@ const PREFIXES: [&str; 18] = [
     "folder-",
     "low-",
     "mcp-server-",
+    "text-",
+    "permission-",
+    "unknown-",
 ];
 
 /// Every kebab-case string literal with a code prefix in the library sources (tests excluded).

@@ -133,7 +133,7 @@ pub fn is_textual(mime: Option<&str>) -> bool {
 }
 
 fn frontmatter_json(skill: &PackageSkill) -> Option<Map<String, Value>> {
-    let value: Value = serde_saphyr::from_str(&skill.frontmatter).ok()?;
+    let value: Value = quiver_package::yaml::parse(&skill.frontmatter, &skill.file, 1).ok()?;
     match value {
         Value::Object(map)
             if map.get("name").is_some_and(Value::is_string)
@@ -218,7 +218,11 @@ impl SkillIndex {
         let frontmatter = frontmatter_json(skill)
             .ok_or("its frontmatter has no string `name` and `description`")?;
         let root = skill_root(skill);
-        let manifest = std::fs::read(&skill.file).map_err(|e| e.to_string())?;
+        let package_dir = quiver_package::source::PackageDir::new(&skill.package_root);
+        let read = |path: &std::path::Path| {
+            package_dir.read_limited(path, quiver_package::source::MAX_SKILL_ASSET_BYTES)
+        };
+        let manifest = read(&skill.file).map_err(|d| d.message)?;
         let mut files = vec![SkillFile {
             uri: format!("{root}/SKILL.md"),
             name: "SKILL.md".into(),
@@ -233,7 +237,7 @@ impl SkillIndex {
             {
                 continue;
             }
-            let bytes = std::fs::read(skill.dir.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
+            let bytes = read(&skill.dir.join(rel)).map_err(|d| format!("{rel}: {}", d.message))?;
             let encoded: Vec<String> = rel.split('/').map(percent_encode_segment).collect();
             files.push(SkillFile {
                 uri: format!("{root}/{}", encoded.join("/")),

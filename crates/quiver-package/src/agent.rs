@@ -146,6 +146,12 @@ fn check_meta(
             .with_help("add one line saying what tasks to give it"),
         );
     }
+    diags.extend(crate::text::check(
+        file,
+        "description",
+        &meta.description,
+        line("description"),
+    ));
     if meta.platforms.as_ref().is_some_and(Vec::is_empty) {
         diags.push(crate::tool::empty_list_error(
             file,

@@ -18,9 +18,9 @@ pub struct Permissions {
     pub env: Vec<String>,
 }
 
-/// Extra filesystem access.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+/// Extra filesystem access: `{read: [...], write: [...]}`, or (seed 001's shape) a plain list,
+/// read as the paths readable (the loader adds a `permission-filesystem-list` warning).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FilesystemPermissions {
     /// Paths readable by the tool.
     pub read: Vec<String>,
@@ -28,7 +28,126 @@ pub struct FilesystemPermissions {
     pub write: Vec<String>,
 }
 
+impl<'de> Deserialize<'de> for FilesystemPermissions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        #[derive(Default)]
+        struct Parts {
+            read: Vec<String>,
+            write: Vec<String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            List(Vec<String>),
+            Parts(Parts),
+        }
+        Ok(
+            match Raw::deserialize(deserializer).map_err(|_| {
+                serde::de::Error::custom(
+                    "`filesystem` must be `{read: [...], write: [...]}` or a list of paths to read",
+                )
+            })? {
+                Raw::List(read) => FilesystemPermissions {
+                    read,
+                    write: Vec::new(),
+                },
+                Raw::Parts(p) => FilesystemPermissions {
+                    read: p.read,
+                    write: p.write,
+                },
+            },
+        )
+    }
+}
+
+/// Whether the `filesystem` of the mapping `key` (`permission` of a tool, `permissions` of a
+/// manifest) is written as a list, seed 001's shape. Parses `text` again only when it
+/// mentions `filesystem` at all.
+fn filesystem_is_list(text: &str, file: &std::path::Path, key: &str) -> bool {
+    text.contains("filesystem")
+        && crate::yaml::parse::<serde_json::Value>(text, file, 1)
+            .is_ok_and(|v| v[key]["filesystem"].is_array())
+}
+
+/// The checks of a `permission` (tool) or `permissions` (manifest) mapping once parsed: a note
+/// for a `filesystem` written as a list, then `~/` expanded in every path, with an error for
+/// a path that cannot be.
+pub(crate) fn check_permission_paths(
+    permissions: &mut Permissions,
+    text: &str,
+    file: &std::path::Path,
+    key: &str,
+    line: Option<u64>,
+) -> Vec<crate::Diagnostic> {
+    let mut diags = Vec::new();
+    if filesystem_is_list(text, file, key) {
+        diags.push(filesystem_list_warning(file, line));
+    }
+    for path in permissions.expand_home() {
+        diags.push(
+            crate::Diagnostic::error(
+                "permission-path-invalid",
+                file,
+                format!("`{path}` cannot be expanded: only `~/` (the home folder) is"),
+            )
+            .at_line(line)
+            .with_help("write the full path, or `~/...` for a path in the home folder"),
+        );
+    }
+    diags
+}
+
+/// The warning for a `filesystem` written as a list.
+fn filesystem_list_warning(file: &std::path::Path, line: Option<u64>) -> crate::Diagnostic {
+    crate::Diagnostic::warning(
+        "permission-filesystem-list",
+        file,
+        "`filesystem` is a list; it is read as the paths the tool may read",
+    )
+    .at_line(line)
+    .with_help("write `filesystem: {read: [...]}` (and `write: [...]` for paths it may change)")
+}
+
 impl Permissions {
+    /// Expands a leading `~/` (or a lone `~`) of every filesystem path to the home folder, as
+    /// a shell would, so the sandbox grants the folder meant. Returns the paths that cannot be
+    /// expanded (`~user/...`, or `~` without `HOME`), left as written.
+    pub fn expand_home(&mut self) -> Vec<String> {
+        let home = std::env::var_os("HOME");
+        let mut bad = Vec::new();
+        for path in self
+            .filesystem
+            .read
+            .iter_mut()
+            .chain(self.filesystem.write.iter_mut())
+        {
+            if !path.starts_with('~') {
+                continue;
+            }
+            let rest = match path.strip_prefix("~/") {
+                Some(rest) => rest,
+                None if path == "~" => "",
+                None => {
+                    bad.push(path.clone());
+                    continue;
+                }
+            };
+            match &home {
+                Some(home) => {
+                    *path = std::path::Path::new(home)
+                        .join(rest)
+                        .to_string_lossy()
+                        .trim_end_matches('/')
+                        .to_owned();
+                }
+                None => bad.push(path.clone()),
+            }
+        }
+        bad
+    }
+
     /// Whether any permission is open-ended (any host, a shell, or writes outside the data
     /// folder), which makes `on-risk` approval ask even for reading tools.
     pub fn is_open_ended(&self) -> bool {

@@ -19,7 +19,9 @@ pub mod skill;
 /// Strict Agent Skills validation, twin of the reference skills-ref.
 pub mod skills_ref;
 pub mod source;
+pub mod text;
 pub mod tool;
+mod unlocks;
 pub mod workflow;
 pub mod yaml;
 

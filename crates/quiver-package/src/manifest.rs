@@ -157,6 +157,19 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
             .at_line(line("config")),
         );
     }
+    for (key, value) in [("name", &raw.name), ("description", &raw.description)] {
+        if let Some(value) = value {
+            diags.extend(crate::text::check(file, key, value, line(key)));
+        }
+    }
+    let mut permissions = raw.permissions;
+    diags.extend(crate::common::check_permission_paths(
+        &mut permissions,
+        text,
+        file,
+        "permissions",
+        line("permissions"),
+    ));
     if diags.iter().any(Diagnostic::is_error) {
         return (None, diags);
     }
@@ -166,7 +179,7 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
         version,
         description: raw.description,
         license: raw.license,
-        permissions: raw.permissions,
+        permissions,
         config: raw.config,
         data: raw.data,
         events: raw.events,

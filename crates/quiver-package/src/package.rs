@@ -13,8 +13,9 @@ use crate::manifest::{self, Manifest};
 use crate::names::{ItemName, PackageId, RESERVED_SKILL_NAMES};
 use crate::prompt::{self, PromptSection};
 use crate::skill::{self, Skill};
-use crate::source;
+use crate::source::PackageDir;
 use crate::tool::{self, Tool, ToolScope};
+use crate::unlocks;
 use crate::workflow::{self, Workflow};
 
 /// Most files listed under a skill's `references/`, `assets/` and `scripts/`.
@@ -144,11 +145,13 @@ pub fn load_package(dir: &Path) -> Loaded {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let listing = Listing::read(dir);
+    let files = PackageDir::new(dir);
 
     let manifest_file = dir.join("quiver.yaml");
     let has_manifest = listing.is_file(dir, "quiver.yaml");
     let manifest = if has_manifest {
-        let parsed = source::read_text(&manifest_file)
+        let parsed = files
+            .read_text(&manifest_file)
             .map(|text| manifest::parse_manifest(&text, &manifest_file));
         match parsed {
             Ok((Some(m), d)) => {
@@ -194,7 +197,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         )
     };
     let own_skill = if has_skill {
-        read_skill(&skill_file, &skill_dir, Some(&dir_name), &mut diags)
+        read_skill(&files, &skill_file, Some(&dir_name), &mut diags)
     } else {
         None
     };
@@ -209,8 +212,9 @@ pub fn load_package(dir: &Path) -> Loaded {
         .clone()
         .or_else(|| own_skill.as_ref().map(|s| s.name.clone()))
         .unwrap_or_else(|| id.to_string());
-    let skill = own_skill.map(|parsed| {
+    let mut skill = own_skill.map(|parsed| {
         finish_skill(
+            &files,
             parsed,
             id.to_string(),
             skill_file.clone(),
@@ -224,7 +228,13 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     let mut tools = Vec::new();
     if let Some(tools_dir) = present("tools") {
-        load_tools(&tools_dir, ToolScope::Package, &mut tools, &mut diags);
+        load_tools(
+            &files,
+            &tools_dir,
+            ToolScope::Package,
+            &mut tools,
+            &mut diags,
+        );
     }
 
     let mut skills = Vec::new();
@@ -237,7 +247,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(parsed) = read_skill(&file, &sub, Some(&sub_name), &mut diags) else {
+        let Some(parsed) = read_skill(&files, &file, Some(&sub_name), &mut diags) else {
             continue;
         };
         if RESERVED_SKILL_NAMES.contains(&sub_name.as_str()) {
@@ -252,6 +262,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         }
         let local = ItemName::derive(&parsed.name);
         let skill = finish_skill(
+            &files,
             parsed,
             format!("{id}/{local}"),
             file,
@@ -259,6 +270,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             &Listing::unknown(),
         );
         load_tools(
+            &files,
             &sub.join("tools"),
             ToolScope::Skill(skill.id.clone()),
             &mut tools,
@@ -276,7 +288,7 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     let mut agents = Vec::new();
     for entry in present("agents").map(|d| entries(&d)).unwrap_or_default() {
-        if let Some(agent) = load_agent(&entry, &id, &mut tools, &mut diags) {
+        if let Some(agent) = load_agent(&files, &entry, &id, &mut tools, &mut diags) {
             agents.push(agent);
         }
     }
@@ -284,12 +296,16 @@ pub fn load_package(dir: &Path) -> Loaded {
     let mut local_items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
     local_items.extend(agents.iter().map(|a| a.name.to_string()));
     let mut workflows = present("workflows")
-        .map(|d| load_workflows(&d, &local_items, &mut diags))
+        .map(|d| load_workflows(&files, &d, &local_items, &mut diags))
         .unwrap_or_default();
     for agent in &mut agents {
         let agent_dir = dir.join("agents").join(agent.name.as_str());
-        agent.own_workflows =
-            load_workflows(&agent_dir.join("workflows"), &local_items, &mut diags);
+        agent.own_workflows = load_workflows(
+            &files,
+            &agent_dir.join("workflows"),
+            &local_items,
+            &mut diags,
+        );
     }
 
     let mut prompts = Vec::new();
@@ -300,7 +316,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         let Some(name) = item_name_of(&file, &mut diags) else {
             continue;
         };
-        match source::read_text(&file) {
+        match files.read_text(&file) {
             Ok(text) => {
                 let (section, d) = prompt::parse_prompt(&text, &file, name);
                 diags.extend(d);
@@ -312,6 +328,20 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     // Tools, agents and workflows share one namespace: `<package>.<item>`.
     check_item_names(&mut tools, &mut agents, &mut workflows, &mut diags);
+    tools.retain(|t| {
+        let Some(arg) = tool::entry_outside_package(t, &files) else {
+            return true;
+        };
+        diags.push(
+            Diagnostic::error(
+                "tool-entry-outside-package",
+                &t.file,
+                format!("the tool's `run` names `{arg}`, a file outside the package folder"),
+            )
+            .with_help("keep the tool's scripts inside its package; programs from the `PATH` (`python3`) are fine"),
+        );
+        false
+    });
     tools.retain(|t| {
         let excess = t.permission.excess_over(&manifest.permissions);
         if excess.is_empty() {
@@ -332,22 +362,19 @@ pub fn load_package(dir: &Path) -> Loaded {
         );
         false
     });
-    let tool_names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for s in skill.iter().chain(&skills) {
-        for t in &s.meta.tools {
-            if !t.contains('.') && !tool_names.contains(t.as_str()) {
-                diags.push(Diagnostic::warning(
-                    "skill-unknown-tool",
-                    &s.file,
-                    format!("`tools` names `{t}`, which this package does not define"),
-                ));
-            }
-        }
-    }
+    resolve_unlocks(
+        &id,
+        &mut skill,
+        &mut skills,
+        &tools,
+        &mut agents,
+        &workflows,
+        &mut diags,
+    );
 
-    let agents_md = present("AGENTS.md").and_then(|file| optional_text(&file, &mut diags));
+    let agents_md = present("AGENTS.md").and_then(|file| optional_text(&files, &file, &mut diags));
     let requirements = present("requirements.txt")
-        .and_then(|file| optional_text(&file, &mut diags))
+        .and_then(|file| optional_text(&files, &file, &mut diags))
         .map(|text| parse_requirements(&text, &dir.join("requirements.txt"), &mut diags))
         .unwrap_or_default();
     let pages = present("pages").filter(|p| p.is_dir());
@@ -395,13 +422,52 @@ pub fn load_package(dir: &Path) -> Loaded {
     }
 }
 
+/// Sets every skill's [`Skill::unlocks`] from its `tools:` (see [`crate::unlocks`]).
+fn resolve_unlocks(
+    id: &PackageId,
+    skill: &mut Option<Skill>,
+    skills: &mut [Skill],
+    tools: &[Tool],
+    agents: &mut [Agent],
+    workflows: &[Workflow],
+    diags: &mut Vec<Diagnostic>,
+) {
+    // An agent's own skills are taken out while the agents are read as items.
+    let mut agent_skills: Vec<Vec<Skill>> = agents
+        .iter_mut()
+        .map(|a| std::mem::take(&mut a.own_skills))
+        .collect();
+    let items = unlocks::PackageItems {
+        id,
+        tools,
+        agents,
+        workflows,
+    };
+    for s in skill.iter_mut().chain(skills.iter_mut()) {
+        let own = tools
+            .iter()
+            .filter(|t| t.scope == ToolScope::Skill(s.id.clone()))
+            .map(|t| t.name.to_string())
+            .collect();
+        unlocks::resolve(s, own, &items, diags);
+    }
+    for s in agent_skills.iter_mut().flatten() {
+        // Set by `load_agent` to the tools of the skill's own folder.
+        let own = std::mem::take(&mut s.unlocks);
+        unlocks::resolve(s, own, &items, diags);
+    }
+    for (agent, own_skills) in agents.iter_mut().zip(agent_skills) {
+        agent.own_skills = own_skills;
+    }
+}
+
 fn read_skill(
+    files: &PackageDir,
     file: &Path,
-    _dir: &Path,
     dir_name: Option<&str>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<skill::ParsedSkill> {
-    match source::read_text(file) {
+    match files.read_text(file) {
         Ok(text) => {
             let (parsed, d) = skill::parse_skill(&text, file, dir_name);
             diags.extend(d);
@@ -416,6 +482,7 @@ fn read_skill(
 
 /// `listing` is that of the skill's folder `dir`, when known.
 fn finish_skill(
+    package: &PackageDir,
     parsed: skill::ParsedSkill,
     id: String,
     file: PathBuf,
@@ -431,6 +498,9 @@ fn finish_skill(
         dir,
         frontmatter: parsed.frontmatter,
         body_line: parsed.body_line,
+        body: parsed.body,
+        unlocks: Vec::new(),
+        package_root: package.path().to_path_buf(),
         meta: parsed.meta,
         files,
     }
@@ -473,10 +543,16 @@ fn walk_files(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     }
 }
 
-fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut Vec<Diagnostic>) {
+fn load_tools(
+    files: &PackageDir,
+    dir: &Path,
+    scope: ToolScope,
+    tools: &mut Vec<Tool>,
+    diags: &mut Vec<Diagnostic>,
+) {
     for sub in subdirs(dir) {
         let file = sub.join("tool.yaml");
-        if !file.is_file() {
+        if !is_entry(&file) {
             diags.push(Diagnostic::warning(
                 "tool-missing-file",
                 &sub,
@@ -488,7 +564,7 @@ fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut V
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match source::read_text(&file) {
+        match files.read_text(&file) {
             Ok(text) => {
                 let (tool, d) = tool::parse_tool(&text, &file, &dir_name, scope.clone());
                 diags.extend(d);
@@ -500,6 +576,7 @@ fn load_tools(dir: &Path, scope: ToolScope, tools: &mut Vec<Tool>, diags: &mut V
 }
 
 fn load_agent(
+    files: &PackageDir,
     entry: &Path,
     package: &PackageId,
     tools: &mut Vec<Tool>,
@@ -512,7 +589,7 @@ fn load_agent(
     let name = item_name_of(entry, diags)?;
     let (file, meta, prompt) = if is_dir {
         let file = entry.join("agent.yaml");
-        let text = match source::read_text(&file) {
+        let text = match files.read_text(&file) {
             Ok(text) => text,
             Err(d) => {
                 diags.push(d);
@@ -522,7 +599,7 @@ fn load_agent(
         let (meta, d) = agent::parse_agent_yaml(&text, &file);
         diags.extend(d);
         let meta = meta?;
-        let system = optional_text(&entry.join("system.md"), diags).unwrap_or_default();
+        let system = optional_text(files, &entry.join("system.md"), diags).unwrap_or_default();
         if system.trim().is_empty() {
             diags.push(Diagnostic::warning(
                 "agent-empty-prompt",
@@ -530,16 +607,28 @@ fn load_agent(
                 "the agent has no `system.md`",
             ));
         }
+        for part in ["boundaries.md", "conventions.md"] {
+            if !is_entry(&entry.join(part)) {
+                diags.push(
+                    Diagnostic::warning(
+                        "agent-missing-file",
+                        entry.join(part),
+                        format!("the agent folder has no `{part}`"),
+                    )
+                    .with_help("a folder agent has four files: `agent.yaml`, `system.md`, `boundaries.md` (what it must not do) and `conventions.md` (how it works)"),
+                );
+            }
+        }
         let prompt = AgentPrompt {
             system: system.trim().to_owned(),
-            boundaries: optional_text(&entry.join("boundaries.md"), diags)
+            boundaries: optional_text(files, &entry.join("boundaries.md"), diags)
                 .map(|t| t.trim().to_owned()),
-            conventions: optional_text(&entry.join("conventions.md"), diags)
+            conventions: optional_text(files, &entry.join("conventions.md"), diags)
                 .map(|t| t.trim().to_owned()),
         };
         (file, meta, prompt)
     } else {
-        let text = match source::read_text(entry) {
+        let text = match files.read_text(entry) {
             Ok(text) => text,
             Err(d) => {
                 diags.push(d);
@@ -554,6 +643,7 @@ fn load_agent(
     let mut own_skills = Vec::new();
     if is_dir {
         load_tools(
+            files,
             &entry.join("tools"),
             ToolScope::Agent(name.to_string()),
             tools,
@@ -568,21 +658,26 @@ fn load_agent(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if let Some(parsed) = read_skill(&skill_file, &sub, Some(&sub_name), diags) {
+            if let Some(parsed) = read_skill(files, &skill_file, Some(&sub_name), diags) {
                 let local = ItemName::derive(&parsed.name);
                 let skill = finish_skill(
+                    files,
                     parsed,
                     format!("{package}/{name}/{local}"),
                     skill_file,
                     sub.clone(),
                     &Listing::unknown(),
                 );
+                let before = tools.len();
                 load_tools(
+                    files,
                     &sub.join("tools"),
                     ToolScope::Agent(name.to_string()),
                     tools,
                     diags,
                 );
+                let mut skill = skill;
+                skill.unlocks = tools[before..].iter().map(|t| t.name.to_string()).collect();
                 own_skills.push(skill);
             }
         }
@@ -613,6 +708,7 @@ fn load_agent(
 }
 
 fn load_workflows(
+    files: &PackageDir,
     dir: &Path,
     local_items: &BTreeSet<String>,
     diags: &mut Vec<Diagnostic>,
@@ -625,7 +721,7 @@ fn load_workflows(
         let Some(name) = item_name_of(&file, diags) else {
             continue;
         };
-        match source::read_text(&file) {
+        match files.read_text(&file) {
             Ok(text) => {
                 let (w, d) = workflow::parse_workflow(&text, &file, name, local_items);
                 diags.extend(d);
@@ -713,11 +809,11 @@ fn item_name_of(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<ItemName> {
     }
 }
 
-fn optional_text(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<String> {
-    if !path.is_file() {
+fn optional_text(files: &PackageDir, path: &Path, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    if !is_entry(path) {
         return None;
     }
-    match source::read_text(path) {
+    match files.read_text(path) {
         Ok(text) => Some(text),
         Err(d) => {
             diags.push(d);
@@ -791,6 +887,12 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     entries(dir)
         .into_iter()
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
+        .filter(|p| is_entry(p) && p.extension().is_some_and(|e| e == ext))
         .collect()
+}
+
+/// Whether `path` exists and is not a folder: a file to read, or to refuse with a diagnostic
+/// (a link out of the package, a device, a FIFO) rather than skip in silence.
+fn is_entry(path: &Path) -> bool {
+    path.symlink_metadata().is_ok() && !path.is_dir()
 }

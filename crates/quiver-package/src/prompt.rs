@@ -111,13 +111,12 @@ pub fn parse_prompt(
     };
     let mut diags = Vec::new();
     for (key, list) in [("platforms", &raw.platforms), ("scopes", &raw.scopes)] {
-        if list.as_ref().is_some_and(Vec::is_empty) {
-            diags.push(crate::tool::empty_list_error(
-                file,
-                key,
-                yaml::key_line(&yaml_text, yaml_line, key),
-            ));
-        }
+        diags.extend(crate::tool::restriction_errors(
+            file,
+            key,
+            list.as_deref(),
+            yaml::key_line(&yaml_text, yaml_line, key),
+        ));
     }
     if body.trim().is_empty() {
         diags.push(Diagnostic::warning(

@@ -1,7 +1,8 @@
 //! `SKILL.md`: Agent Skills frontmatter plus the fields agents use in practice.
 //!
-//! Loading reads only the frontmatter; [`Skill::read_body`] reads the instructions when the
-//! skill is activated.
+//! Loading reads the whole file once: the frontmatter into typed fields and the body
+//! ([`Skill::body`]) into the catalog snapshot, so an activation serves the body of the snapshot
+//! its turn sees and an edit shows only after a reload.
 
 use std::path::{Path, PathBuf};
 
@@ -14,8 +15,9 @@ use crate::skills_ref::ProblemKind;
 use crate::{frontmatter, source, yaml};
 
 /// Frontmatter keys this loader understands; anything else is a warning.
-pub const KNOWN_KEYS: [&str; 20] = [
+pub const KNOWN_KEYS: [&str; 21] = [
     "name",
+    "version",
     "description",
     "license",
     "compatibility",
@@ -37,7 +39,7 @@ pub const KNOWN_KEYS: [&str; 20] = [
     "negative_examples",
 ];
 
-/// A loaded skill (frontmatter only).
+/// A loaded skill.
 #[derive(Debug, Clone, Serialize)]
 pub struct Skill {
     /// `<package>` for the package's own skill, `<package>/<skill>` for `skills/<skill>/`.
@@ -54,6 +56,16 @@ pub struct Skill {
     pub frontmatter: String,
     /// Line on which the body starts.
     pub body_line: u64,
+    /// The instructions: the text after the frontmatter, as read at load.
+    pub body: String,
+    /// What reading the skill brings into the tool list: local names of items of its package
+    /// (`<package>.<name>`), in `tools:` order. From `tools:` when written, each entry checked
+    /// at load (its own `skills/<s>/tools/`, or an agent skill's own tools, and the package's
+    /// exposed tools, agents and workflows; any other name is an error and left out); without
+    /// `tools:`, every tool of its own `tools/` folder.
+    pub unlocks: Vec<String>,
+    /// The package folder, the only place [`Skill::read_file`] reads from.
+    pub package_root: PathBuf,
     /// Every other field.
     pub meta: SkillMeta,
     /// Files under `references/`, `assets/` and `scripts/`, relative to [`Skill::dir`], sorted.
@@ -85,7 +97,7 @@ pub struct SkillMeta {
     pub disable_model_invocation: bool,
     /// Offered to people as a `/name` command (default true).
     pub user_invocable: bool,
-    /// Tools this skill unlocks, beyond its own `tools/` folder.
+    /// `tools:` as written; [`Skill::unlocks`] is what it resolves to.
     pub tools: Vec<String>,
     /// Platforms it is restricted to.
     pub platforms: Option<Vec<String>>,
@@ -102,17 +114,19 @@ pub struct SkillMeta {
 }
 
 impl Skill {
-    /// Reads the instructions (the text after the frontmatter).
-    pub fn read_body(&self) -> Result<String, Diagnostic> {
-        let text = source::read_text(&self.file)?;
-        match frontmatter::split(&text) {
-            Ok(split) => Ok(split.body.to_owned()),
-            Err(err) => Err(Diagnostic::error(
-                "skill-frontmatter",
-                &self.file,
-                err.to_string(),
-            )),
+    /// Reads `rel`, one of [`Skill::files`], as UTF-8 text of at most `limit` bytes, through
+    /// the package's checked reader: a file that has become a link out of the package folder
+    /// (or under `/proc`, `/dev`) is refused unread, and so is a name not in [`Skill::files`].
+    pub fn read_file(&self, rel: &str, limit: u64) -> Result<String, Diagnostic> {
+        let path = self.dir.join(rel);
+        if !self.files.iter().any(|f| f == rel) {
+            return Err(Diagnostic::error(
+                "file-unreadable",
+                path,
+                format!("`{rel}` is not one of the skill's files"),
+            ));
         }
+        source::PackageDir::new(&self.package_root).read_text_limited(&path, limit)
     }
 
     /// The local part of the id (`cities` in `weather/cities`), `None` for a package's own skill.
@@ -132,6 +146,8 @@ pub struct ParsedSkill {
     pub frontmatter: String,
     /// Line the body starts on.
     pub body_line: u64,
+    /// The text after the frontmatter.
+    pub body: String,
     /// Other fields.
     pub meta: SkillMeta,
 }
@@ -228,6 +244,18 @@ pub fn parse_skill(
         examples: fields.string_list("examples"),
         negative_examples: fields.string_list("negative_examples"),
     };
+    for (key, value) in [
+        ("name", name.as_ref()),
+        ("description", description.as_ref()),
+        ("when_to_use", meta.when_to_use.as_ref()),
+    ] {
+        if let Some(value) = value {
+            let at = line(key);
+            fields
+                .diags
+                .extend(crate::text::check(file, key, value, at));
+        }
+    }
     for rule in &meta.permissions {
         if let Err(message) = crate::rules::check_rule(rule) {
             fields.push(
@@ -293,6 +321,7 @@ pub fn parse_skill(
                 description,
                 frontmatter: split.yaml.into_owned(),
                 body_line: split.body_line,
+                body: split.body.to_owned(),
                 meta,
             }),
             diags,
@@ -437,11 +466,13 @@ impl Fields<'_, '_> {
     fn restriction(&mut self, key: &str) -> Option<Vec<String>> {
         self.map.get(key)?;
         let list = self.word_list(key);
-        if list.is_empty() {
-            let line = (self.line)(key);
-            self.diags
-                .push(crate::tool::empty_list_error(self.file, key, line));
-        }
+        let line = (self.line)(key);
+        self.diags.extend(crate::tool::restriction_errors(
+            self.file,
+            key,
+            Some(&list),
+            line,
+        ));
         Some(list)
     }
 }

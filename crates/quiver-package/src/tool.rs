@@ -93,6 +93,59 @@ impl Description {
         first_sentence(&self.when_to_use)
     }
 
+    /// Each part with its key, in a fixed order.
+    pub fn parts(&self) -> [(&'static str, &str); 5] {
+        [
+            ("summary", &self.summary),
+            ("when_to_use", &self.when_to_use),
+            ("when_not_to_use", &self.when_not_to_use),
+            ("input_rules", &self.input_rules),
+            ("example", &self.example),
+        ]
+    }
+
+    /// A description block written as `summary: ...` / `when_to_use: ...` lines (seed 001's
+    /// `description: |`), read as its parts: each key starts a part, and lines without one
+    /// continue it. `None` when the first line does not start with a part's key.
+    pub fn from_block(text: &str) -> Option<Description> {
+        const KEYS: [&str; 5] = [
+            "summary",
+            "when_to_use",
+            "when_not_to_use",
+            "input_rules",
+            "example",
+        ];
+        let mut texts: [Vec<&str>; 5] = Default::default();
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            let trimmed = line.trim();
+            let keyed = trimmed.split_once(':').and_then(|(key, rest)| {
+                KEYS.iter()
+                    .position(|k| *k == key.trim())
+                    .map(|i| (i, rest.trim()))
+            });
+            match (keyed, current) {
+                (Some((i, rest)), _) => {
+                    current = Some(i);
+                    texts[i].push(rest);
+                }
+                (None, Some(i)) => texts[i].push(trimmed),
+                (None, None) if trimmed.is_empty() => {}
+                (None, None) => return None,
+            }
+        }
+        current?;
+        let [summary, when_to_use, when_not_to_use, input_rules, example] =
+            texts.map(|lines| lines.join("\n").trim().to_owned());
+        Some(Description {
+            summary,
+            when_to_use,
+            when_not_to_use,
+            input_rules,
+            example,
+        })
+    }
+
     /// Every part joined in a fixed order, as sent to the model.
     pub fn full(&self) -> String {
         let parts = [
@@ -335,9 +388,12 @@ pub fn parse_tool(
     }
 
     let description = match raw.description {
-        Some(RawDescription::Text(text)) => Description {
-            summary: text,
-            ..Description::default()
+        Some(RawDescription::Text(text)) => match Description::from_block(&text) {
+            Some(parts) => parts,
+            None => Description {
+                summary: text,
+                ..Description::default()
+            },
         },
         Some(RawDescription::Parts(parts)) => parts,
         None => Description::default(),
@@ -481,10 +537,38 @@ pub fn parse_tool(
         }
     }
     for (key, list) in [("platforms", &raw.platforms), ("scopes", &raw.scopes)] {
-        if list.as_ref().is_some_and(Vec::is_empty) {
-            diags.push(empty_list_error(file, key, line(key)));
-        }
+        diags.extend(restriction_errors(file, key, list.as_deref(), line(key)));
     }
+    if raw.timeout.is_some_and(|t| t.0.is_zero()) {
+        diags.push(
+            Diagnostic::error(
+                "tool-invalid-timeout",
+                file,
+                "`timeout: 0` would stop every call before it starts",
+            )
+            .at_line(line("timeout"))
+            .with_help("give the seconds a call may take, such as `timeout: 30`, or remove it for the default"),
+        );
+    }
+    for (part, text) in description.parts() {
+        diags.extend(crate::text::check(file, part, text, line("description")));
+    }
+    for trigger in &raw.triggers {
+        diags.extend(crate::text::check(
+            file,
+            "triggers",
+            trigger,
+            line("triggers"),
+        ));
+    }
+    let mut permission = raw.permission;
+    diags.extend(crate::common::check_permission_paths(
+        &mut permission,
+        text,
+        file,
+        "permission",
+        line("permission"),
+    ));
     if raw.cache.is_some() && category != Category::Perception {
         diags.push(
             Diagnostic::warning(
@@ -531,7 +615,7 @@ pub fn parse_tool(
         triggers: raw.triggers,
         input,
         output: raw.output,
-        permission: raw.permission,
+        permission,
         timeout: raw.timeout.map_or(DEFAULT_TIMEOUT, |s| s.0),
         approval: raw.approval.unwrap_or(Approval::OnRisk),
         risk: raw.risk,
@@ -580,6 +664,40 @@ fn alias_warning(file: &Path, key: &str, line: Option<u64>) -> Diagnostic {
     .with_help(format!("rename `{key}:` to `input:`"))
 }
 
+/// The values a `scopes` list may hold: the kinds of conversation on a platform.
+pub const SCOPES: [&str; 3] = ["group", "private", "channel"];
+
+/// The errors of a `platforms` or `scopes` list: declared but empty, or (`scopes`) a value
+/// that is not one of [`SCOPES`].
+pub(crate) fn restriction_errors(
+    file: &Path,
+    key: &str,
+    list: Option<&[String]>,
+    line: Option<u64>,
+) -> Vec<Diagnostic> {
+    let Some(list) = list else {
+        return Vec::new();
+    };
+    if list.is_empty() {
+        return vec![empty_list_error(file, key, line)];
+    }
+    if key != "scopes" {
+        return Vec::new();
+    }
+    list.iter()
+        .filter(|scope| !SCOPES.contains(&scope.as_str()))
+        .map(|scope| {
+            Diagnostic::error(
+                "unknown-scope",
+                file,
+                format!("`{scope}` is not a scope, so the list would never match it"),
+            )
+            .at_line(line)
+            .with_help("scopes are `group`, `private` and `channel`")
+        })
+        .collect()
+}
+
 /// The error for a `platforms` or `scopes` list that is declared but empty.
 pub(crate) fn empty_list_error(file: &Path, key: &str, line: Option<u64>) -> Diagnostic {
     Diagnostic::error(
@@ -604,6 +722,58 @@ fn to_run(run: RawRun) -> Result<Run, String> {
         (None, None, Some(_), None) => Err("`run.mcp` needs `run.tool`, the tool's name on that server".into()),
         _ => Err("`run` must have exactly one of a non-empty `command`, a non-empty `worker`, or `mcp` with `tool`".into()),
     }
+}
+
+/// Extensions of files that are run as a program's script.
+const SCRIPT_EXTENSIONS: [&str; 10] = [
+    "py", "sh", "bash", "js", "mjs", "ts", "rb", "pl", "lua", "php",
+];
+
+/// The first argument of a `command` or `worker` run naming a file outside the package
+/// `files`: a relative path (resolved against the tool's folder, as the sandbox does) that
+/// leaves the package folder, through a link or lexically (`../../x.py`), or an absolute path
+/// to a script. A program looked up in the `PATH` (`python3`) or given by absolute path
+/// (`/usr/bin/env`) is not an entry point.
+pub(crate) fn entry_outside_package(
+    tool: &Tool,
+    files: &crate::source::PackageDir,
+) -> Option<String> {
+    let (Run::Command(argv) | Run::Worker(argv)) = &tool.run else {
+        return None;
+    };
+    let dir = tool.file.parent()?;
+    argv.iter().enumerate().find_map(|(i, arg)| {
+        let path = Path::new(arg);
+        if arg.starts_with('-') || (i == 0 && !arg.contains('/')) {
+            return None;
+        }
+        if path.is_absolute() {
+            let script = path
+                .extension()
+                .is_some_and(|e| SCRIPT_EXTENSIONS.iter().any(|s| e == *s));
+            return (i > 0 && script).then(|| arg.clone());
+        }
+        let joined = dir.join(path);
+        let inside = files
+            .holds(&joined)
+            .unwrap_or_else(|| normalize(&joined).starts_with(normalize(files.path())));
+        (!inside).then(|| arg.clone())
+    })
+}
+
+/// `path` with `.` and `..` resolved lexically.
+fn normalize(path: &Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn default_run(file: &Path) -> Option<Run> {

@@ -246,6 +246,12 @@ pub fn parse_workflow(
             }
         }
     }
+    diags.extend(crate::text::check(
+        file,
+        "description",
+        &raw.description,
+        yaml::key_line(text, 1, "description"),
+    ));
     if diags.iter().any(Diagnostic::is_error) {
         return (None, diags);
     }

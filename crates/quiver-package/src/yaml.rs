@@ -1,5 +1,10 @@
 //! YAML through serde-saphyr, with budgets against hostile input and errors mapped to
 //! diagnostics that point at the file's own lines.
+//!
+//! Every package file reads plain scalars as the YAML 1.2 core schema does: only `true`,
+//! `True`, `TRUE`, `false`, `False` and `FALSE` are booleans (so `n`, `y`, `on` and `no` are
+//! strings), `null`, `Null`, `NULL`, `~` and an empty value are null, and numbers follow the 1.2
+//! core forms (no YAML 1.1 octal `017`, no `1_000`, no sexagesimal `1:20`).
 
 use std::path::Path;
 
@@ -19,6 +24,9 @@ fn options() -> serde_saphyr::Options {
             max_aliases: 1_000,
             max_anchors: 1_000,
         },
+        strict_booleans: true,
+        underscored_numbers_as_strings: true,
+        legacy_octal_numbers: false,
     }
 }
 
@@ -46,9 +54,10 @@ fn to_diagnostic(err: &serde_saphyr::Error, file: &Path, first_line: u64) -> Dia
             "yaml-wrong-type",
             "see docs/package-format.md for the type of each field",
         ),
+        Kind::DuplicateKey => ("yaml-duplicate-key", "remove or rename one of the two keys"),
         Kind::Syntax => ("yaml-syntax", "check the YAML syntax near this line"),
     };
-    let mut diag = Diagnostic::error(code, file, plain_message(err)).with_help(help);
+    let mut diag = Diagnostic::error(code, file, message(err)).with_help(help);
     if let Some(loc) = err.location()
         && loc.line() > 0
     {
@@ -59,6 +68,7 @@ fn to_diagnostic(err: &serde_saphyr::Error, file: &Path, first_line: u64) -> Dia
 
 enum Kind {
     TooComplex,
+    DuplicateKey,
     WrongType,
     Syntax,
 }
@@ -67,6 +77,7 @@ fn classify(err: &serde_saphyr::Error) -> Kind {
     use serde_saphyr::Error as E;
     match err {
         E::WithSnippet { error, .. } => classify(error),
+        E::DuplicateMappingKey { .. } => Kind::DuplicateKey,
         E::Budget { .. }
         | E::AliasReplayCounterOverflow { .. }
         | E::AliasReplayLimitExceeded { .. }
@@ -75,6 +86,8 @@ fn classify(err: &serde_saphyr::Error) -> Kind {
         E::Message { .. }
         | E::Unexpected { .. }
         | E::InvalidScalar { .. }
+        | E::InvalidBooleanStrict { .. }
+        | E::NonFiniteFloat { .. }
         | E::NullIntoString { .. }
         | E::SerdeInvalidType { .. }
         | E::SerdeInvalidValue { .. }
@@ -94,6 +107,41 @@ fn classify(err: &serde_saphyr::Error) -> Kind {
                 Kind::Syntax
             }
         }
+    }
+}
+
+/// The message of a diagnostic: a sentence of our own for budgets and duplicate keys (the
+/// library's text names its own types and options), the library's otherwise.
+fn message(err: &serde_saphyr::Error) -> String {
+    use serde_saphyr::Error as E;
+    use serde_saphyr::budget::BudgetBreach as B;
+    match err {
+        E::WithSnippet { error, .. } => message(error),
+        E::DuplicateMappingKey { key: Some(key), .. } => {
+            format!("the key `{key}` appears twice in one mapping")
+        }
+        E::DuplicateMappingKey { key: None, .. } => "a key appears twice in one mapping".to_owned(),
+        E::Budget { breach, .. } => {
+            let what = match breach {
+                B::Depth { .. } => format!("nests deeper than {MAX_DEPTH} levels"),
+                B::Nodes { .. } => "has more than 200000 values".to_owned(),
+                B::Aliases { .. } => "uses more than 1000 aliases".to_owned(),
+                B::Anchors { .. } => "defines more than 1000 anchors".to_owned(),
+                B::Documents { .. } => "holds more than one YAML document".to_owned(),
+                _ => "exceeds a limit of the YAML reader".to_owned(),
+            };
+            format!("the YAML {what}")
+        }
+        E::AliasReplayCounterOverflow { .. }
+        | E::AliasReplayLimitExceeded { .. }
+        | E::AliasExpansionLimitExceeded { .. }
+        | E::AliasReplayStackDepthExceeded { .. } => {
+            "the YAML's aliases expand to too much".to_owned()
+        }
+        _ => match classify(err) {
+            Kind::TooComplex => format!("the YAML nests deeper than {MAX_DEPTH} levels"),
+            _ => plain_message(err),
+        },
     }
 }
 
@@ -193,5 +241,81 @@ mod tests {
                 ("quoted".into(), 6)
             ]
         );
+    }
+
+    #[test]
+    fn plain_scalars_follow_the_yaml_1_2_core_schema() {
+        use serde_json::json;
+        let cases = [
+            ("n", json!("n")),
+            ("y", json!("y")),
+            ("on", json!("on")),
+            ("off", json!("off")),
+            ("yes", json!("yes")),
+            ("no", json!("no")),
+            ("Y", json!("Y")),
+            ("NO", json!("NO")),
+            ("true", json!(true)),
+            ("True", json!(true)),
+            ("TRUE", json!(true)),
+            ("false", json!(false)),
+            ("False", json!(false)),
+            ("FALSE", json!(false)),
+            ("null", json!(null)),
+            ("Null", json!(null)),
+            ("~", json!(null)),
+            ("", json!(null)),
+            ("12", json!(12)),
+            ("-3", json!(-3)),
+            ("0x1F", json!(31)),
+            ("0o17", json!(15)),
+            ("1.5", json!(1.5)),
+            ("1e3", json!(1000.0)),
+            // 1.2 core reads `017` as decimal 17 (serde-saphyr gives it as a float).
+            ("017", json!(17.0)),
+            ("1_000", json!("1_000")),
+            ("1:20", json!("1:20")),
+            ("'n'", json!("n")),
+        ];
+        for (scalar, want) in cases {
+            let got = parse::<serde_json::Value>(&format!("a: {scalar}\n"), Path::new("x"), 1)
+                .map(|v| v["a"].clone());
+            assert_eq!(got, Ok(want), "{scalar:?}");
+        }
+        // A schema's `required: [n]` and an enum of `[y, on]` stay strings.
+        let schema: serde_json::Value = parse(
+            "type: object\nproperties: {n: {type: string, enum: [y, on]}}\nrequired: [n]\n",
+            Path::new("x"),
+            1,
+        )
+        .unwrap();
+        assert_eq!(schema["required"], json!(["n"]));
+        assert_eq!(schema["properties"]["n"]["enum"], json!(["y", "on"]));
+        assert!(crate::schema::compile(&schema).is_ok());
+    }
+
+    #[test]
+    fn budget_and_duplicate_key_errors_read_as_sentences() {
+        let anchors: String = (0..1100).map(|i| format!("k{i}: &a{i} v\n")).collect();
+        let nodes = format!("a: [{}]", "1,".repeat(200_001));
+        let deep = format!("a: {}1{}", "[".repeat(60), "]".repeat(60));
+        let cases: &[(&str, &str, &str)] = &[
+            (&anchors, "yaml-too-complex", "more than 1000 anchors"),
+            (&nodes, "yaml-too-complex", "more than 200000 values"),
+            (&deep, "yaml-too-complex", "deeper than 48 levels"),
+            (
+                "a: 1\na: 2\n",
+                "yaml-duplicate-key",
+                "the key `a` appears twice",
+            ),
+        ];
+        for (text, code, words) in cases {
+            let err = parse::<serde_json::Value>(text, Path::new("x"), 1).unwrap_err();
+            assert_eq!(err.code, *code, "{err:?}");
+            assert!(err.message.contains(words), "{err:?}");
+            for leak in ["{", "Options", "Policy", "breached"] {
+                assert!(!err.message.contains(leak), "{err:?}");
+            }
+        }
     }
 }

@@ -1615,17 +1615,14 @@ impl Turn<'_> {
                 if !skill.files.iter().any(|f| f == rel) {
                     return Ok(no_such());
                 }
-                let path = skill.dir.join(rel);
-                return Ok(
-                    match quiver_package::source::read_text_limited(&path, MAX_SKILL_FILE_BYTES) {
-                        Ok(text) => ok(json!({"file": format!("{skill_id}/{rel}"), "text": text})),
-                        Err(d) => CallOutcome::new(
-                            call_id,
-                            CallStatus::Error,
-                            json!({"error": format!("cannot read {skill_id}/{rel}: {}", d.message)}),
-                        ),
-                    },
-                );
+                return Ok(match skill.read_file(rel, MAX_SKILL_FILE_BYTES) {
+                    Ok(text) => ok(json!({"file": format!("{skill_id}/{rel}"), "text": text})),
+                    Err(d) => CallOutcome::new(
+                        call_id,
+                        CallStatus::Error,
+                        json!({"error": format!("cannot read {skill_id}/{rel}: {}", d.message)}),
+                    ),
+                });
             }
         }
         let package_id = id.split('/').next().unwrap_or(id);
@@ -1651,17 +1648,7 @@ impl Turn<'_> {
                         json!({"skill": skill.id, "status": "already active; its instructions are above"}),
                     ));
                 }
-                let body = match skill.read_body() {
-                    Ok(body) => body,
-                    Err(d) => {
-                        let _ = self.runtime.store.end_skill(&self.session, &skill.id);
-                        return Ok(CallOutcome::new(
-                            call_id,
-                            CallStatus::Error,
-                            json!({"error": d.message}),
-                        ));
-                    }
-                };
+                let body = skill.body.clone();
                 self.runtime.store.open_package(&self.session, package_id)?;
                 self.state.activate_skill(SkillTurnRules::new(
                     &skill.id,

@@ -517,6 +517,13 @@ impl SearchIndex {
         (scores, touched)
     }
 
+    /// The similarity vector of doc `doc` (empty past the last doc), as used by
+    /// [`SearchIndex::similar_pairs`]: unit length, so the dot product of two is their cosine.
+    /// The collision lint clusters with it.
+    pub fn similarity_vector(&self, doc: usize) -> &[(u32, f32)] {
+        self.similarity.get(doc).map_or(&[], Vec::as_slice)
+    }
+
     /// Pairs of docs `(i, j)`, `i < j`, among `candidates` whose summary, description and
     /// triggers overlap strongly: the cosine of their TF-IDF vectors is at least `threshold`.
     /// Sorted by `i`, then `j`. Used by the collision lint (threshold 0.7).

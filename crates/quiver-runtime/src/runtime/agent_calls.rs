@@ -187,16 +187,7 @@ impl Turn<'_> {
                 format!("{package}.{name}")
             }
         });
-        let instructions = match skill.read_body() {
-            Ok(body) => body,
-            Err(d) => {
-                return Some(CallOutcome::new(
-                    call_id,
-                    CallStatus::Error,
-                    json!({"error": d.message}),
-                ));
-            }
-        };
+        let instructions = skill.body.clone();
         audit.decisions.push(decision("skill", "fork", &skill.id));
         let request = if self.message.trim().is_empty() {
             String::new()
