@@ -7,7 +7,6 @@
 
 pub mod approver;
 pub mod bench;
-pub mod cache;
 pub mod config;
 pub mod dates;
 pub mod executor;

@@ -27,9 +27,8 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::approver::{Answer, Approver, Card, Question};
-use crate::cache::{CacheKey, PERCEPTION_CACHE_ENTRIES, PerceptionCache};
 use crate::executor::{CallContext, ExecError, Execution, Executor};
-use crate::hooks::{CommandHook, CommandHookSpec, Hook};
+use crate::hooks::{CommandHook, CommandHookSpec, Hook, HookEvent, HookVerdict, run_hook};
 use crate::ids::new_id;
 use crate::output::page;
 use crate::presence::{
@@ -38,10 +37,8 @@ use crate::presence::{
 use crate::prompt::{NamedSection, PromptBudget, PromptError, PromptReport, assemble_sections};
 
 mod agent_calls;
-mod authorize;
 mod skill_script;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
-use authorize::Target;
 
 /// The meta-tools, by wire name.
 pub const META_TOOLS: [&str; 6] = [
@@ -176,7 +173,7 @@ pub struct Runtime {
     validators: Mutex<HashMap<(u64, String), Arc<jsonschema::Validator>>>,
     always: Mutex<Option<AlwaysLoaded>>,
     outputs: Mutex<HashMap<(String, String), String>>,
-    cache: PerceptionCache,
+    cache: Mutex<HashMap<(String, String), (Instant, Value)>>,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
@@ -207,7 +204,7 @@ impl Runtime {
             validators: Mutex::new(HashMap::new()),
             always: Mutex::new(None),
             outputs: Mutex::new(HashMap::new()),
-            cache: PerceptionCache::new(PERCEPTION_CACHE_ENTRIES),
+            cache: Mutex::new(HashMap::new()),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
             agent_runner: std::sync::OnceLock::new(),
@@ -943,7 +940,11 @@ impl Turn<'_> {
         let started = Instant::now();
         let mut audit = self.call_audit(&call_id, name, arguments);
         audit.decisions.push(decision("resolve", "unknown", why));
-        let outcome = CallOutcome::new(&call_id, CallStatus::Unknown, unknown_tool(name));
+        let outcome = CallOutcome::new(
+            &call_id,
+            CallStatus::Unknown,
+            json!({"error": format!("unknown tool: {name}")}),
+        );
         self.finish_audit(audit, &outcome, started)?;
         Ok(outcome)
     }
@@ -1007,17 +1008,6 @@ impl Turn<'_> {
         Ok(())
     }
 
-    /// The wire name a caller means by `name`: a wire name, or a qualified name
-    /// (`weather.forecast`) written the way people write them; `None` when it is neither.
-    fn wire_of<'n>(&'n self, name: &'n str) -> Option<&'n str> {
-        if self.catalog.item_index_by_wire(name).is_some() {
-            return Some(name);
-        }
-        self.catalog
-            .item(name)
-            .and_then(|item| item.wire.as_deref())
-    }
-
     fn tool_call(
         &mut self,
         call_id: &str,
@@ -1028,11 +1018,8 @@ impl Turn<'_> {
         let outcome = |status, content| CallOutcome::new(call_id, status, content);
         // Steps 1–2: resolve the name; what the caller may not load is unknown.
         let view = self.view()?;
-        let unknown = || unknown_tool(wire);
-        let Some(index) = self
-            .wire_of(wire)
-            .and_then(|w| reach(&self.catalog, &view, w, &|i| self.admitted(i)))
-        else {
+        let unknown = || json!({"error": format!("unknown tool: {wire}")});
+        let Some(index) = reach(&self.catalog, &view, wire, &|i| self.admitted(i)) else {
             audit.decisions.push(decision(
                 "resolve",
                 "unknown",
@@ -1071,7 +1058,7 @@ impl Turn<'_> {
             evaluation.deciding_stage(),
             Some(Stage::Visibility | Stage::Admission)
         ) {
-            return Ok(self.refused(call_id, wire, &evaluation));
+            return Ok(self.refused(call_id, &evaluation));
         }
         if matches!(evaluation.decision, Decision::Unknown) {
             return Ok(outcome(CallStatus::Unknown, unknown()));
@@ -1159,29 +1146,46 @@ impl Turn<'_> {
                 json!({"error": format!("invalid arguments: {message}")}),
             ));
         }
-        // Step 5: the operator's hooks, then control plane, dangerous gate, consent, approval.
-        let target = Target {
-            qualified: &item.qualified,
-            package: package.id.as_str(),
-            category: tool.category,
-            input: &tool.input,
-        };
-        if let Some(stop) = self.authorize(call_id, &evaluation, &target, &arguments, audit)? {
-            return Ok(stop);
+        // The operator's hooks, before anyone is asked (and only for a call the policy has not
+        // already refused): a failing hook blocks the call.
+        let refused_already =
+            matches!(evaluation.decision, Decision::Refuse(_) | Decision::Unknown);
+        if !refused_already
+            && let Some(refusal) =
+                self.run_hooks(call_id, &item.qualified, package, tool, &arguments, audit)
+        {
+            self.state.record_refusal(&refusal);
+            return Ok(outcome(
+                CallStatus::Refused,
+                json!({"error": refusal.message}),
+            ));
+        }
+        // Step 5: control plane, dangerous gate, consent, approval.
+        match &evaluation.decision {
+            Decision::Allow => {}
+            Decision::Refuse(_) | Decision::Unknown => {
+                return Ok(self.refused(call_id, &evaluation));
+            }
+            Decision::Ask(ask) | Decision::Park(ask) => {
+                if let Some(stop) =
+                    self.ask_or_stop(call_id, ask, &item.qualified, &arguments, audit)?
+                {
+                    return Ok(stop);
+                }
+            }
         }
         // Perception cache.
-        let cache_key = CacheKey {
-            tool: item.qualified.clone(),
-            arguments: quiver_store::canonical_json(&arguments),
-            principal: serde_json::to_string(&self.sender).unwrap_or_default(),
-            origin: serde_json::to_string(&self.origin).unwrap_or_default(),
-        };
+        let cache_key = (
+            item.qualified.clone(),
+            quiver_store::canonical_json(&arguments),
+        );
         if tool.category == Category::Perception
             && let Some(seconds) = tool.cache
-            && let Some(value) =
-                self.runtime
-                    .cache
-                    .get(&cache_key, Duration::from_secs(seconds), Instant::now())
+            && let Some(value) = self.runtime.cache.lock().ok().and_then(|c| {
+                c.get(&cache_key)
+                    .filter(|(at, _)| at.elapsed() < Duration::from_secs(seconds))
+                    .map(|(_, v)| v.clone())
+            })
         {
             audit.decisions.push(decision(
                 "cache",
@@ -1277,10 +1281,11 @@ impl Turn<'_> {
                 json!({"error": format!("the tool's output does not match its declared schema: {message}")}),
             ));
         }
-        if tool.category == Category::Perception && tool.cache.is_some() {
-            self.runtime
-                .cache
-                .put(cache_key, result.clone(), Instant::now());
+        if tool.category == Category::Perception
+            && tool.cache.is_some()
+            && let Ok(mut c) = self.runtime.cache.lock()
+        {
+            c.insert(cache_key, (Instant::now(), result.clone()));
         }
         let mut out = self.finish(call_id, tool, result);
         if !date_changes.is_empty()
@@ -1322,9 +1327,7 @@ impl Turn<'_> {
             .map_or_else(|e| *e.into_inner(), |c| *c);
         let person = !self.unattended && self.person().is_some();
         let caller = match &self.own_agent {
-            // The policy asks which package the agent belongs to: its own agent may call the
-            // package's private tools, without a consent question.
-            Some((package, _)) if package == facts.package => Caller::Agent(package),
+            Some((package, agent)) if package == facts.package => Caller::Agent(agent),
             _ => Caller::Model,
         };
         let mut request =
@@ -1343,14 +1346,76 @@ impl Turn<'_> {
         evaluate_call(&request)
     }
 
-    /// What the model reads of a refusal (final for the turn), or of an unknown `name`.
-    fn refused(&mut self, call_id: &str, name: &str, evaluation: &Evaluation) -> CallOutcome {
+    /// Runs the hooks that match `qualified`, in order; the first block or failure refuses the
+    /// call (final for the turn). Each hook's answer is in the audit record.
+    fn run_hooks(
+        &self,
+        call_id: &str,
+        qualified: &str,
+        package: &quiver_package::Package,
+        tool: &quiver_package::tool::Tool,
+        arguments: &Value,
+        audit: &mut AuditEntry,
+    ) -> Option<quiver_policy::Refusal> {
+        let mut hooks = self
+            .runtime
+            .hooks
+            .iter()
+            .filter(|h| h.applies_to(qualified))
+            .peekable();
+        hooks.peek()?;
+        let event = HookEvent {
+            event: "before_call",
+            session: self.session.clone(),
+            call_id: call_id.to_owned(),
+            tool: qualified.to_owned(),
+            package: package.id.as_str().to_owned(),
+            arguments: redact(arguments, &secret_fields(&tool.input)),
+            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
+            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
+            unattended: self.unattended,
+            category: format!("{:?}", tool.category).to_lowercase(),
+        };
+        for hook in hooks {
+            let reason = match run_hook(hook.as_ref(), &event) {
+                Ok(HookVerdict::Continue) => {
+                    audit.decisions.push(decision(
+                        "hook",
+                        "allow",
+                        &format!("`{}` let it go on", hook.name()),
+                    ));
+                    continue;
+                }
+                Ok(HookVerdict::Block(why)) => quiver_policy::RefusalReason::HookBlocked {
+                    hook: hook.name().to_owned(),
+                    why,
+                },
+                Err(error) => quiver_policy::RefusalReason::HookFailed {
+                    hook: hook.name().to_owned(),
+                    why: error.0,
+                },
+            };
+            audit
+                .decisions
+                .push(decision("hook", "refuse", &reason.to_string()));
+            return Some(quiver_policy::Refusal::new(
+                reason,
+                quiver_policy::Lockout {
+                    tool: qualified.to_owned(),
+                    categories: Vec::new(),
+                },
+            ));
+        }
+        None
+    }
+
+    fn refused(&mut self, call_id: &str, evaluation: &Evaluation) -> CallOutcome {
         self.state.record(evaluation);
         let message = evaluation
             .refusal()
             .map_or_else(|| "refused; do not retry".to_owned(), |r| r.message.clone());
         let (status, content) = match evaluation.decision {
-            Decision::Unknown => (CallStatus::Unknown, unknown_tool(name)),
+            Decision::Unknown => (CallStatus::Unknown, json!({"error": "unknown tool"})),
             _ => (CallStatus::Refused, json!({"error": message})),
         };
         CallOutcome::new(call_id, status, content)
@@ -1766,12 +1831,6 @@ impl Turn<'_> {
         }
         Ok(json!({"results": results}))
     }
-}
-
-/// The answer to a name the caller may not call, the same whether it exists or not: the name
-/// as the caller gave it, and nothing else.
-fn unknown_tool(name: &str) -> Value {
-    json!({"error": format!("unknown tool: {name}")})
 }
 
 /// Who starts a skill: the model (`read_skill`) or a person by hand (`/<skill>`).

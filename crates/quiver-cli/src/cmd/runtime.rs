@@ -280,6 +280,15 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
     let runtime = host.runtime();
+    let catalog = runtime.catalog();
+    let wire = if args.tool.contains('.') {
+        catalog
+            .item(&args.tool)
+            .and_then(|i| i.wire.clone())
+            .unwrap_or(args.tool.clone())
+    } else {
+        args.tool.clone()
+    };
     let session = match &args.session {
         Some(id) => id.clone(),
         None => runtime
@@ -295,7 +304,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         .begin_turn(&session, sender, &args.message)
         .map_err(|e| miette::miette!("{e}"))?;
     let outcome = turn
-        .call(&args.tool, arguments)
+        .call(&wire, arguments)
         .map_err(|e| miette::miette!("{e}"))?;
     crate::out(
         &serde_json::to_string_pretty(&json!({"session": session, "outcome": outcome}))

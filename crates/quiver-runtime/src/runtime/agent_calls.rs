@@ -12,7 +12,7 @@ use quiver_policy::{Decision, Presence, Principal, Stage, ToolFacts, Visibility}
 use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
-use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Target, Turn, decision, trace};
+use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, decision, trace};
 use crate::approver::Approver;
 use crate::presence::is_offered;
 
@@ -118,7 +118,7 @@ impl Turn<'_> {
             Some(Stage::Visibility | Stage::Admission)
         ) || matches!(evaluation.decision, Decision::Unknown)
         {
-            return Ok(self.refused(call_id, wire, &evaluation));
+            return Ok(self.refused(call_id, &evaluation));
         }
         if !in_list {
             self.runtime.store.load_tool(
@@ -142,15 +142,18 @@ impl Turn<'_> {
                 json!({"error": "invalid arguments: `task` is required: a string saying what the agent should do"}),
             ));
         };
-        // Step 5, as for any call: hooks, control plane, consent, approval.
-        let target = Target {
-            qualified: &item.qualified,
-            package: package.id.as_str(),
-            category: Category::Decision,
-            input: &Value::Null,
-        };
-        if let Some(stop) = self.authorize(call_id, &evaluation, &target, arguments, audit)? {
-            return Ok(stop);
+        match &evaluation.decision {
+            Decision::Allow => {}
+            Decision::Refuse(_) | Decision::Unknown => {
+                return Ok(self.refused(call_id, &evaluation));
+            }
+            Decision::Ask(ask) | Decision::Park(ask) => {
+                if let Some(stop) =
+                    self.ask_or_stop(call_id, ask, &item.qualified, arguments, audit)?
+                {
+                    return Ok(stop);
+                }
+            }
         }
         let task = AgentTask {
             call_id: call_id.to_owned(),

