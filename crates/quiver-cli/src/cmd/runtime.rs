@@ -193,14 +193,9 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         console,
         reviewer: None,
     };
-    let wire = if args.tool.contains('.') {
-        catalog
-            .item(&args.tool)
-            .and_then(|i| i.wire.clone())
-            .unwrap_or(args.tool.clone())
-    } else {
-        args.tool.clone()
-    };
+    // The runtime resolves wire and qualified names alike, and answers an unknown one by the
+    // name as given, so the answer never tells whether the tool exists.
+    let wire = args.tool.clone();
     let runtime = Runtime::new(
         catalog,
         store,
