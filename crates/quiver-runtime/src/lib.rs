@@ -21,6 +21,6 @@ pub mod runtime;
 pub mod sandboxed;
 
 pub use runtime::{
-    ApproverSet, CallOutcome, CallStatus, Profile, Runtime, RuntimeConfig, RuntimeError,
-    SessionRequest, ToolDefinition, Turn,
+    ApproverSet, CallOutcome, CallStatus, NotConfigured, Offer, Profile, Runtime, RuntimeConfig,
+    RuntimeError, SessionRequest, ToolDefinition, Turn,
 };

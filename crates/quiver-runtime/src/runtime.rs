@@ -37,6 +37,8 @@ use crate::presence::{
 use crate::prompt::{NamedSection, PromptBudget, PromptError, PromptReport, assemble_sections};
 
 mod agent_calls;
+mod authorize;
+mod cache;
 mod skill_script;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 
@@ -170,10 +172,10 @@ pub struct Runtime {
     config: RuntimeConfig,
     control: RwLock<ControlPlane>,
     disabled: RwLock<BTreeSet<String>>,
-    validators: Mutex<HashMap<(u64, String), Arc<jsonschema::Validator>>>,
+    validators: Mutex<Validators>,
     always: Mutex<Option<AlwaysLoaded>>,
     outputs: Mutex<HashMap<(String, String), String>>,
-    cache: Mutex<HashMap<(String, String), (Instant, Value)>>,
+    cache: cache::PerceptionCache,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
@@ -201,10 +203,10 @@ impl Runtime {
             config,
             control: RwLock::new(ControlPlane::default()),
             disabled: RwLock::new(BTreeSet::new()),
-            validators: Mutex::new(HashMap::new()),
+            validators: Mutex::new((0, HashMap::new())),
             always: Mutex::new(None),
             outputs: Mutex::new(HashMap::new()),
-            cache: Mutex::new(HashMap::new()),
+            cache: cache::PerceptionCache::default(),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
             agent_runner: std::sync::OnceLock::new(),
@@ -470,18 +472,23 @@ impl Runtime {
         qualified: &str,
         schema: &Value,
     ) -> Result<Arc<jsonschema::Validator>, String> {
-        let key = (catalog.version(), qualified.to_owned());
+        let version = catalog.version();
         if let Some(v) = self
             .validators
             .lock()
             .ok()
-            .and_then(|m| m.get(&key).cloned())
+            .filter(|m| m.0 == version)
+            .and_then(|m| m.1.get(qualified).cloned())
         {
             return Ok(v);
         }
         let compiled = Arc::new(quiver_package::schema::compile(schema)?);
         if let Ok(mut m) = self.validators.lock() {
-            m.insert(key, compiled.clone());
+            // Only the current catalog's validators are kept: bounded by its tools.
+            if m.0 != version {
+                *m = (version, HashMap::new());
+            }
+            m.1.insert(qualified.to_owned(), compiled.clone());
         }
         Ok(compiled)
     }
@@ -503,6 +510,9 @@ fn session_disabled(state: &Value) -> BTreeSet<String> {
         })
         .unwrap_or_default()
 }
+
+/// The compiled input validators of one catalog version, by qualified tool name.
+type Validators = (u64, HashMap<String, Arc<jsonschema::Validator>>);
 
 /// A catalog version's resident and deferred `always_loaded` items.
 type AlwaysLoaded = (u64, Arc<AlwaysLoadedSet>);
@@ -553,6 +563,28 @@ pub struct ToolDefinition {
     pub description: String,
     /// JSON Schema of the input.
     pub input_schema: Value,
+}
+
+/// What a caller is offered in a turn ([`Turn::offer`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Offer {
+    /// The tools the model gets: meta-tools first, then the admitted items on offer.
+    pub tools: Vec<ToolDefinition>,
+    /// Skill ids the model may open with `read_skill` (or read as a resource), catalog order.
+    pub skills: Vec<String>,
+    /// Tools left out because a required package setting is unset.
+    pub not_configured: Vec<NotConfigured>,
+}
+
+/// A tool that is off until its package's setting is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotConfigured {
+    /// Its wire name.
+    pub name: String,
+    /// Its package id.
+    pub package: String,
+    /// The name of the first required setting that is unset (never a value).
+    pub setting: String,
 }
 
 /// How a call ended.
@@ -691,17 +723,23 @@ impl Turn<'_> {
     /// This turn's admission of an item: its package is on, its settings are set, and the
     /// origin and this turn's sender meet its restrictions.
     fn admitted(&self, item: &Item) -> bool {
+        self.admitted_unconfigured(item)
+            && self
+                .catalog
+                .tool(item)
+                .is_none_or(|tool| self.missing_setting(self.package_of(item), tool).is_none())
+    }
+
+    /// This turn's admission of an item, whether or not its package's settings are set: a
+    /// call of such a tool is told which setting is missing instead of "unknown tool".
+    fn admitted_unconfigured(&self, item: &Item) -> bool {
         let package = self.package_of(item);
         if !self.enabled(package.id.as_str()) {
             return false;
         }
-        match self.catalog.tool(item) {
-            Some(tool) => {
-                self.missing_setting(package, tool).is_none()
-                    && admit(&Restrictions::of_tool(tool), &self.origin, &self.sender).admitted
-            }
-            None => true,
-        }
+        self.catalog.tool(item).is_none_or(|tool| {
+            admit(&Restrictions::of_tool(tool), &self.origin, &self.sender).admitted
+        })
     }
 
     /// A required package setting that is unset, if any.
@@ -823,6 +861,47 @@ impl Turn<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// What this caller is offered now: the tools of [`Turn::tools`], the skills the model may
+    /// open, and the tools that would be offered but for an unset package setting (marked
+    /// "not configured", with the setting's name, never its value). Computed by the same
+    /// admission the pipeline uses, so fronts (MCP `tools/list`, `skills/list`, the agent
+    /// loop, the CLI) translate it instead of admitting items themselves: every tool offered
+    /// is one [`Turn::call`] accepts, and nothing else is.
+    pub fn offer(&self) -> Result<Offer, RuntimeError> {
+        let tools = self.tools()?;
+        let view = self.view()?;
+        let always = self.runtime.always_loaded(&self.catalog);
+        let not_configured = offered(&self.catalog, &view, &always.resident, &|i| {
+            self.admitted_unconfigured(i)
+        })
+        .into_iter()
+        .filter_map(|index| {
+            let item = &self.catalog.items()[index];
+            let tool = self.catalog.tool(item)?;
+            let setting = self.missing_setting(self.package_of(item), tool)?;
+            Some(NotConfigured {
+                name: item.wire.clone()?,
+                package: self.package_of(item).id.as_str().to_owned(),
+                setting,
+            })
+        })
+        .collect();
+        let skills = self
+            .catalog
+            .packages()
+            .iter()
+            .filter(|cp| !cp.shadowed)
+            .flat_map(|cp| cp.package.all_skills())
+            .filter(|s| self.skill_visible(&s.id).is_some())
+            .map(|s| s.id.clone())
+            .collect();
+        Ok(Offer {
+            tools,
+            skills,
+            not_configured,
+        })
     }
 
     fn definition(&self, item: &Item) -> Option<ToolDefinition> {
@@ -1018,8 +1097,17 @@ impl Turn<'_> {
         let outcome = |status, content| CallOutcome::new(call_id, status, content);
         // Steps 1–2: resolve the name; what the caller may not load is unknown.
         let view = self.view()?;
+        // The answer names the tool as the caller gave it, whether it exists or not.
         let unknown = || json!({"error": format!("unknown tool: {wire}")});
-        let Some(index) = reach(&self.catalog, &view, wire, &|i| self.admitted(i)) else {
+        let resolved = self
+            .catalog
+            .item_by_wire(wire)
+            .or_else(|| self.catalog.item(wire));
+        let Some(index) = resolved.and_then(|item| {
+            reach(&self.catalog, &view, item.wire.as_deref()?, &|i| {
+                self.admitted_unconfigured(i)
+            })
+        }) else {
             audit.decisions.push(decision(
                 "resolve",
                 "unknown",
@@ -1036,7 +1124,7 @@ impl Turn<'_> {
         };
         let always = self.runtime.always_loaded(&catalog);
         let in_list = is_offered(&catalog, &view, &always.resident, index, &|i| {
-            self.admitted(i)
+            self.admitted_unconfigured(i)
         });
         let mut facts = ToolFacts::of_tool(package.id.as_str(), tool);
         if tool.scope != ToolScope::Package {
@@ -1146,46 +1234,39 @@ impl Turn<'_> {
                 json!({"error": format!("invalid arguments: {message}")}),
             ));
         }
-        // The operator's hooks, before anyone is asked (and only for a call the policy has not
-        // already refused): a failing hook blocks the call.
-        let refused_already =
-            matches!(evaluation.decision, Decision::Refuse(_) | Decision::Unknown);
-        if !refused_already
-            && let Some(refusal) =
-                self.run_hooks(call_id, &item.qualified, package, tool, &arguments, audit)
-        {
-            self.state.record_refusal(&refusal);
-            return Ok(outcome(
-                CallStatus::Refused,
-                json!({"error": refusal.message}),
-            ));
-        }
-        // Step 5: control plane, dangerous gate, consent, approval.
-        match &evaluation.decision {
-            Decision::Allow => {}
-            Decision::Refuse(_) | Decision::Unknown => {
-                return Ok(self.refused(call_id, &evaluation));
-            }
-            Decision::Ask(ask) | Decision::Park(ask) => {
-                if let Some(stop) =
-                    self.ask_or_stop(call_id, ask, &item.qualified, &arguments, audit)?
-                {
-                    return Ok(stop);
-                }
-            }
+        // Step 5, with the operator's hooks first.
+        let redacted = redact(&arguments, &secret_fields(&tool.input));
+        let category = format!("{:?}", tool.category).to_lowercase();
+        if let Some(stop) = self.authorize(
+            &authorize::Authorize {
+                call_id,
+                qualified: &item.qualified,
+                package: package.id.as_str(),
+                category: &category,
+                arguments: &redacted,
+                evaluation: &evaluation,
+            },
+            audit,
+        )? {
+            return Ok(stop);
         }
         // Perception cache.
-        let cache_key = (
-            item.qualified.clone(),
-            quiver_store::canonical_json(&arguments),
-        );
+        let cache_key = cache::CacheKey {
+            tool: item.qualified.clone(),
+            arguments: quiver_store::canonical_json(&arguments),
+            principal: quiver_store::canonical_json(
+                &serde_json::to_value(&self.sender).unwrap_or_default(),
+            ),
+            origin: quiver_store::canonical_json(
+                &serde_json::to_value(&self.origin).unwrap_or_default(),
+            ),
+        };
         if tool.category == Category::Perception
             && let Some(seconds) = tool.cache
-            && let Some(value) = self.runtime.cache.lock().ok().and_then(|c| {
-                c.get(&cache_key)
-                    .filter(|(at, _)| at.elapsed() < Duration::from_secs(seconds))
-                    .map(|(_, v)| v.clone())
-            })
+            && let Some(value) = self
+                .runtime
+                .cache
+                .get(&cache_key, Duration::from_secs(seconds))
         {
             audit.decisions.push(decision(
                 "cache",
@@ -1281,11 +1362,8 @@ impl Turn<'_> {
                 json!({"error": format!("the tool's output does not match its declared schema: {message}")}),
             ));
         }
-        if tool.category == Category::Perception
-            && tool.cache.is_some()
-            && let Ok(mut c) = self.runtime.cache.lock()
-        {
-            c.insert(cache_key, (Instant::now(), result.clone()));
+        if tool.category == Category::Perception && tool.cache.is_some() {
+            self.runtime.cache.insert(cache_key, result.clone());
         }
         let mut out = self.finish(call_id, tool, result);
         if !date_changes.is_empty()
@@ -1327,7 +1405,9 @@ impl Turn<'_> {
             .map_or_else(|e| *e.into_inner(), |c| *c);
         let person = !self.unattended && self.person().is_some();
         let caller = match &self.own_agent {
-            Some((package, agent)) if package == facts.package => Caller::Agent(agent),
+            // The policy knows an agent by its package: its own package's private tools are
+            // its own, without a consent question.
+            Some((package, _)) if package == facts.package => Caller::Agent(package),
             _ => Caller::Model,
         };
         let mut request =
@@ -1352,8 +1432,8 @@ impl Turn<'_> {
         &self,
         call_id: &str,
         qualified: &str,
-        package: &quiver_package::Package,
-        tool: &quiver_package::tool::Tool,
+        package: &str,
+        category: &str,
         arguments: &Value,
         audit: &mut AuditEntry,
     ) -> Option<quiver_policy::Refusal> {
@@ -1369,12 +1449,12 @@ impl Turn<'_> {
             session: self.session.clone(),
             call_id: call_id.to_owned(),
             tool: qualified.to_owned(),
-            package: package.id.as_str().to_owned(),
-            arguments: redact(arguments, &secret_fields(&tool.input)),
+            package: package.to_owned(),
+            arguments: arguments.clone(),
             principal: serde_json::to_value(&self.sender).unwrap_or_default(),
             origin: serde_json::to_value(&self.origin).unwrap_or_default(),
             unattended: self.unattended,
-            category: format!("{:?}", tool.category).to_lowercase(),
+            category: category.to_owned(),
         };
         for hook in hooks {
             let reason = match run_hook(hook.as_ref(), &event) {

@@ -280,15 +280,9 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
     let runtime = host.runtime();
-    let catalog = runtime.catalog();
-    let wire = if args.tool.contains('.') {
-        catalog
-            .item(&args.tool)
-            .and_then(|i| i.wire.clone())
-            .unwrap_or(args.tool.clone())
-    } else {
-        args.tool.clone()
-    };
+    // The runtime resolves wire and qualified names alike, and answers an unknown one by the
+    // name as given, so the answer never tells whether the tool exists.
+    let wire = args.tool.clone();
     let session = match &args.session {
         Some(id) => id.clone(),
         None => runtime

@@ -12,6 +12,7 @@ use quiver_policy::{Decision, Presence, Principal, Stage, ToolFacts, Visibility}
 use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
+use super::authorize::Authorize;
 use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, decision, trace};
 use crate::approver::Approver;
 use crate::presence::is_offered;
@@ -142,18 +143,19 @@ impl Turn<'_> {
                 json!({"error": "invalid arguments: `task` is required: a string saying what the agent should do"}),
             ));
         };
-        match &evaluation.decision {
-            Decision::Allow => {}
-            Decision::Refuse(_) | Decision::Unknown => {
-                return Ok(self.refused(call_id, &evaluation));
-            }
-            Decision::Ask(ask) | Decision::Park(ask) => {
-                if let Some(stop) =
-                    self.ask_or_stop(call_id, ask, &item.qualified, arguments, audit)?
-                {
-                    return Ok(stop);
-                }
-            }
+        // Step 5, with the operator's hooks first, as for every call.
+        if let Some(stop) = self.authorize(
+            &Authorize {
+                call_id,
+                qualified: &item.qualified,
+                package: package.id.as_str(),
+                category: "decision",
+                arguments,
+                evaluation: &evaluation,
+            },
+            audit,
+        )? {
+            return Ok(stop);
         }
         let task = AgentTask {
             call_id: call_id.to_owned(),

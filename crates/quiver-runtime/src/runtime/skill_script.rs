@@ -10,8 +10,15 @@ use quiver_package::tool::Run;
 use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
-use super::{CallOutcome, CallStatus, RuntimeError, Turn, argument_digest, decision};
+use quiver_policy::{Presence, ToolFacts};
+
+use super::authorize::Authorize;
+use super::{CallOutcome, CallStatus, RuntimeError, Turn, argument_digest, decision, trace};
 use crate::executor::{ExecError, Execution};
+
+/// The name a skill script's calls have in the policy, the audit and hooks
+/// (`<package>.run_skill_script`).
+const SCRIPT_TOOL: &str = "run_skill_script";
 
 /// How long a skill script may run.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -95,7 +102,17 @@ impl Turn<'_> {
             }
         };
         let active = self.runtime.store.active_skills(&self.session)?;
-        let Some((package, skill)) = self.skill_visible(skill_id) else {
+        // The skill as this turn may see it, looked up in the turn's own snapshot.
+        let catalog = self.catalog.clone();
+        let visible = self.skill_visible(skill_id).is_some();
+        let Some((package, skill)) = catalog
+            .package(skill_id.split('/').next().unwrap_or(skill_id))
+            .and_then(|cp| {
+                let skill = cp.package.all_skills().find(|s| s.id == skill_id)?;
+                Some((&cp.package, skill))
+            })
+            .filter(|_| visible)
+        else {
             return Ok(fail(
                 CallStatus::Error,
                 format!("no such skill: {skill_id}"),
@@ -125,6 +142,26 @@ impl Turn<'_> {
             Err(why) => return Ok(fail(CallStatus::Error, format!("`{script}`: {why}"))),
         };
         command.extend(args);
+        // A script is an `action` call of its package, with the package's permissions: the
+        // control plane, the turn's lockouts, consent, approval and hooks apply as to any tool.
+        let qualified = format!("{}.{SCRIPT_TOOL}", package.id);
+        let mut facts = ToolFacts::new(package.id.as_str(), SCRIPT_TOOL);
+        facts.permission = &package.manifest.permissions;
+        let evaluation = self.evaluate(facts, Presence::Offered, Some(script));
+        audit.decisions.extend(trace(&evaluation));
+        if let Some(stop) = self.authorize(
+            &Authorize {
+                call_id,
+                qualified: &qualified,
+                package: package.id.as_str(),
+                category: "action",
+                arguments,
+                evaluation: &evaluation,
+            },
+            audit,
+        )? {
+            return Ok(stop);
+        }
         audit.decisions.push(decision(
             "script",
             "run",
@@ -141,7 +178,7 @@ impl Turn<'_> {
         );
         let execution = Execution {
             package: package.id.as_str(),
-            tool: "run_skill_script",
+            tool: SCRIPT_TOOL,
             run: &run,
             package_dir: &package.root,
             arguments,

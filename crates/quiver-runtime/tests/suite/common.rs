@@ -180,6 +180,10 @@ pub fn build(
         "group-admin.kick_member",
         "group-admin.master_only",
         "group-admin.group_poll",
+        "weather.run_skill_script",
+        "gem.priv_tool",
+        "probe.t_qq",
+        "cfgd.lookup",
     ] {
         let calls = calls.clone();
         let name = tool.to_owned();

@@ -1,4 +1,5 @@
 mod common;
+mod guarantees;
 mod hooks;
 mod meta_tools;
 mod pipeline;
