@@ -51,6 +51,18 @@ pub enum FrontError {
 pub struct Caller {
     /// The principal (stdio's local owner, a bearer token's user, or anonymous).
     pub principal: Principal,
+    /// Where the conversation comes from: no platform, unless the bearer token names one.
+    pub origin: Origin,
+}
+
+impl Caller {
+    /// A caller with no platform (stdio, an anonymous or plain-token HTTP request).
+    pub fn local(principal: Principal) -> Caller {
+        Caller {
+            principal,
+            origin: Origin::default(),
+        }
+    }
 }
 
 /// A connection's own conversation (stdio, or a 2025-11-25 HTTP session): the first request
@@ -285,6 +297,33 @@ impl Approver for Deferred {
     }
 }
 
+/// Refuses, without asking, every card that needs a person; passes the rest on.
+struct AnonymousGuard {
+    inner: Arc<dyn Approver>,
+    refused: Mutex<bool>,
+}
+
+impl Approver for AnonymousGuard {
+    fn decide(&self, card: &Card) -> Answer {
+        if card.needs_person {
+            *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            return Answer::Deny;
+        }
+        self.inner.decide(card)
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        self.inner.answer_question(question)
+    }
+}
+
+impl AnonymousGuard {
+    /// Whether a card needing a person was refused.
+    fn refused(&self) -> bool {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// The message a form shows for a card.
 pub fn card_message(card: &Card) -> String {
     let what = match card.question {
@@ -339,10 +378,6 @@ impl Front {
         &self.runtime
     }
 
-    fn origin() -> Origin {
-        Origin::default()
-    }
-
     /// The skills of the current catalog (rebuilt when the catalog changes).
     pub fn skill_index(&self) -> Arc<SkillIndex> {
         let catalog = self.runtime.catalog();
@@ -367,7 +402,7 @@ impl Front {
             .is_some_and(|skill| {
                 admit(
                     &Restrictions::of_skill(&skill.meta),
-                    &Self::origin(),
+                    &caller.origin,
                     &caller.principal,
                 )
                 .admitted
@@ -427,7 +462,7 @@ impl Front {
             };
             if !admit(
                 &Restrictions::of_tool(tool),
-                &Self::origin(),
+                &caller.origin,
                 &caller.principal,
             )
             .admitted
@@ -500,13 +535,94 @@ impl Front {
             return Ok(session.clone());
         }
         let session = self.runtime.create_session(&SessionRequest {
-            origin: Self::origin(),
+            origin: caller.origin.clone(),
             agent: MCP_AGENT.into(),
             principal: caller.principal.clone(),
             profile: Profile::Interactive,
         })?;
         if slot.bound {
             *bound = Some(session.clone());
+        }
+        Ok(session)
+    }
+
+    /// Opens a resumed call's sealed state and checks it belongs to `caller` and this call.
+    fn open_state(
+        &self,
+        caller: &Caller,
+        sealed: &str,
+        request: &CallRequest,
+        args_digest: &str,
+    ) -> Result<PendingState, FrontError> {
+        let state: PendingState = self
+            .sealer
+            .open(REQUEST_STATE, sealed)
+            .map_err(|e| FrontError::BadRequestState(e.to_string()))?;
+        if state.u != caller.principal.user_id || state.t != request.name || state.a != args_digest
+        {
+            return Err(FrontError::BadRequestState(
+                "it belongs to another call or conversation".into(),
+            ));
+        }
+        Ok(state)
+    }
+
+    /// Spends a state's one-time nonce.
+    fn spend(&self, state: &PendingState) -> Result<(), FrontError> {
+        let mut used = self
+            .used_states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = now_secs();
+        used.retain(|_, exp| *exp > now);
+        if used
+            .insert(state.n.clone(), now + REQUEST_STATE_TTL)
+            .is_some()
+        {
+            return Err(FrontError::BadRequestState(
+                "it was already used; call the tool again".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The conversation a resumed call continues: the one sealed in its state. A handle or a
+    /// connection's own conversation, when the request has one, must be that same one; a
+    /// stateless retry without a handle (the SDK's own `input_required` retry) continues it.
+    fn resumed_conversation(
+        &self,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        handle: Option<&str>,
+        state: &PendingState,
+    ) -> Result<String, FrontError> {
+        let connection = slot
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let session = match (handle, connection) {
+            (Some(handle), _) => self.conversation(caller, slot, Some(handle))?,
+            (None, Some(session)) => session,
+            (None, None) => {
+                let active = self
+                    .runtime
+                    .store()
+                    .session(&state.s)
+                    .map_err(RuntimeError::from)?
+                    .is_some_and(|s| s.is_active());
+                if !active {
+                    return Err(FrontError::BadRequestState(
+                        "its conversation has ended; call the tool again".into(),
+                    ));
+                }
+                state.s.clone()
+            }
+        };
+        if session != state.s {
+            return Err(FrontError::BadRequestState(
+                "it belongs to another call or conversation".into(),
+            ));
         }
         Ok(session)
     }
@@ -519,42 +635,19 @@ impl Front {
         request: CallRequest,
         asker: Asker,
     ) -> Result<CallResult, FrontError> {
-        let session = self.conversation(caller, slot, request.handle.as_deref())?;
         let args_digest = digest(&request.arguments);
         let mut done = Vec::new();
-        if let Some((sealed, decision)) = &request.resume {
-            let state: PendingState = self
-                .sealer
-                .open(REQUEST_STATE, sealed)
-                .map_err(|e| FrontError::BadRequestState(e.to_string()))?;
-            if state.s != session
-                || state.u != caller.principal.user_id
-                || state.t != request.name
-                || state.a != args_digest
-            {
-                return Err(FrontError::BadRequestState(
-                    "it belongs to another call or conversation".into(),
-                ));
-            }
-            {
-                let mut used = self
-                    .used_states
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let now = now_secs();
-                used.retain(|_, exp| *exp > now);
-                if used
-                    .insert(state.n.clone(), now + REQUEST_STATE_TTL)
-                    .is_some()
-                {
-                    return Err(FrontError::BadRequestState(
-                        "it was already used; call the tool again".into(),
-                    ));
-                }
-            }
+        let session = if let Some((sealed, decision)) = &request.resume {
+            let state = self.open_state(caller, sealed, &request, &args_digest)?;
+            let session =
+                self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
+            self.spend(&state)?;
             done = state.done;
             done.push((state.ask, *decision));
-        }
+            session
+        } else {
+            self.conversation(caller, slot, request.handle.as_deref())?
+        };
         let deferred = Arc::new(Deferred {
             done: done.clone(),
             pending: Mutex::new(None),
@@ -566,6 +659,19 @@ impl Front {
                 self.runtime.store().clone(),
                 self.config.approval_wait,
             )),
+        };
+        // An anonymous caller may be anyone, a tool of another package included: it never
+        // answers a card only a person may answer (dangerous and `human` tools).
+        let guarded =
+            (caller.principal.is_anonymous() && !matches!(asker, Asker::Console)).then(|| {
+                Arc::new(AnonymousGuard {
+                    inner: person.clone(),
+                    refused: Mutex::new(false),
+                })
+            });
+        let person: Arc<dyn Approver> = match &guarded {
+            Some(guard) => guard.clone(),
+            None => person,
         };
         let front = self.clone();
         let principal = caller.principal.clone();
@@ -601,6 +707,12 @@ impl Front {
             }));
         }
         let mut outcome = outcome;
+        if guarded.is_some_and(|g| g.refused()) && outcome.status == CallStatus::Refused {
+            outcome.content = json!({"error": format!(
+                "refused: `{}` needs a person's approval, and an anonymous MCP caller cannot give it; connect with a bearer token",
+                request.name
+            )});
+        }
         if matches!(asker, Asker::Console) && outcome.status == CallStatus::Refused {
             explain_console(
                 &mut outcome,

@@ -40,10 +40,10 @@ pub enum Transport {
     Http,
 }
 
-/// The principal an HTTP request authenticated as, put in the request's extensions by the
-/// auth layer.
+/// The caller an HTTP request authenticated as (a bearer token's principal and origin), put in
+/// the request's extensions by the auth layer.
 #[derive(Debug, Clone)]
-pub struct Authenticated(pub quiver_policy::Principal);
+pub struct Authenticated(pub Caller);
 
 /// One MCP server instance: a stdio connection, an HTTP session, or one stateless request.
 #[derive(Clone)]
@@ -243,15 +243,17 @@ impl QuiverServer {
     }
 
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
-        let principal = match self.transport {
-            Transport::Stdio => self.front.config().stdio_principal.clone(),
+        match self.transport {
+            Transport::Stdio => Caller::local(self.front.config().stdio_principal.clone()),
             Transport::Http => context
                 .extensions
                 .get::<axum::http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<Authenticated>())
-                .map_or_else(quiver_policy::Principal::anonymous, |a| a.0.clone()),
-        };
-        Caller { principal }
+                .map_or_else(
+                    || Caller::local(quiver_policy::Principal::anonymous()),
+                    |a| a.0.clone(),
+                ),
+        }
     }
 
     /// The connection's conversation slot, or none for a stateless HTTP request.

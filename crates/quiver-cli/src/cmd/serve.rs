@@ -27,6 +27,11 @@ pub struct ServeArgs {
     /// Serve Streamable HTTP at `ADDR` (`127.0.0.1:8931`); the endpoint is `/mcp`.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Serve HTTP requests without a bearer token, as an anonymous user (never the owner,
+    /// never answering an approval only a person may give). Without it, HTTP needs a token:
+    /// the owner's, made at the first start and kept in the state folder's `mcp-token`.
+    #[arg(long)]
+    pub allow_anonymous: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -82,6 +87,26 @@ fn secret(state_db: &Path) -> miette::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Unless anonymous requests are allowed, the owner's bearer token (made at the first start)
+/// joins the configured tokens, standing for the stdio principal.
+fn owner_token(
+    state_db: &Path,
+    config: &mut McpConfig,
+) -> miette::Result<Option<quiver_mcp::owner_token::OwnerToken>> {
+    if config.allow_anonymous {
+        return Ok(None);
+    }
+    let dir = state_db.parent().unwrap_or_else(|| Path::new("."));
+    let token = quiver_mcp::owner_token::load_or_create(dir)
+        .map_err(|e| miette::miette!("cannot keep the MCP token in `{}`: {e}", dir.display()))?;
+    config.tokens.push(quiver_mcp::config::BearerToken {
+        token: token.token.clone(),
+        principal: config.stdio_principal.clone(),
+        origin: quiver_policy::Origin::default(),
+    });
+    Ok(Some(token))
+}
+
 fn mcp_config() -> miette::Result<McpConfig> {
     let Some(path) = crate::roots::config_path() else {
         return Ok(McpConfig::default());
@@ -99,7 +124,14 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let catalog = super::catalog::load_for(&roots, &executor)?;
     let db = args.state.path();
     let store = args.state.open()?;
-    let config = mcp_config()?;
+    let mut config = mcp_config()?;
+    let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
+    config.allow_anonymous |= args.allow_anonymous;
+    let owner_token = if stdio {
+        None
+    } else {
+        owner_token(&db, &mut config)?
+    };
     // The person is the client (elicitation), set per call; the console queue answers what
     // the policy routes to an operator.
     let approvers = ApproverSet {
@@ -122,7 +154,6 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     reload.attach(&runtime, &executor);
     let front =
         Arc::new(Front::new(runtime, config, secret(&db)?).with_operator_always_loaded(always));
-    let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -147,9 +178,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 .await
                 .map_err(|e| miette::miette!("cannot listen on {addr}: {e}"))?;
             let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
-            if !local.ip().is_loopback() && front.config().tokens.is_empty() {
+            if !local.ip().is_loopback() && front.config().allow_anonymous {
                 crate::err(&format!(
-                    "warning: serving on {local}, reachable from other machines, with no bearer tokens configured"
+                    "warning: serving on {local}, reachable from other machines, to anonymous callers (--allow-anonymous)"
                 ));
             }
             crate::err(&format!(
@@ -158,6 +189,14 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 roots.roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
                 db.display()
             ));
+            if let Some(token) = owner_token.filter(|t| t.created) {
+                let url = format!("http://{local}{}", quiver_mcp::http::MCP_PATH);
+                crate::err(&format!(
+                    "quiver: made the owner's bearer token, kept in `{}` (shown this once); paste into your MCP client:\n{}",
+                    token.path.display(),
+                    quiver_mcp::owner_token::client_config(&url, &token.token)
+                ));
+            }
             quiver_mcp::serve_http(front, listener, shutdown)
                 .await
                 .map_err(|e| miette::miette!("{e}"))
