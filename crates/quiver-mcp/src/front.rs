@@ -2,7 +2,7 @@
 //! fixed tool list, running calls through the runtime (off the async threads), and the state
 //! machine of consent and approval questions asked through elicitation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::McpConfig;
 use crate::seal::Sealer;
-use crate::skills::SkillIndex;
+use crate::skills::{SkillEntry, SkillIndex};
 
 /// The `_meta` key (and result field) that carries the conversation handle.
 pub const CONVERSATION_META: &str = "io.quiver/conversation";
@@ -392,10 +392,41 @@ impl Front {
         index
     }
 
-    /// Whether `caller` may see the skill with Quiver id `id`.
+    /// The packages switched off now, as the runtime's pipeline sees them; `None` when the
+    /// store cannot say, and then nothing of any package is shown (fail safe).
+    fn switched_off(&self) -> Option<BTreeSet<String>> {
+        self.runtime
+            .disabled_packages()
+            .inspect_err(|error| tracing::warn!(%error, "cannot read which packages are off"))
+            .ok()
+    }
+
+    /// Whether `caller` may see the skill with Quiver id `id`: its package is on, and the
+    /// skill admits the caller.
     pub fn skill_visible(&self, caller: &Caller, id: &str) -> bool {
+        self.switched_off()
+            .is_some_and(|off| self.skill_visible_with(caller, id, &off))
+    }
+
+    /// The skills `caller` may see now (packages switched off are absent).
+    pub fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
+        let Some(off) = self.switched_off() else {
+            return Vec::new();
+        };
+        self.skill_index()
+            .skills
+            .iter()
+            .filter(|s| self.skill_visible_with(caller, &s.id, &off))
+            .cloned()
+            .collect()
+    }
+
+    fn skill_visible_with(&self, caller: &Caller, id: &str, off: &BTreeSet<String>) -> bool {
         let catalog = self.runtime.catalog();
         let package_id = id.split('/').next().unwrap_or(id);
+        if off.contains(package_id) {
+            return false;
+        }
         catalog
             .package(package_id)
             .and_then(|cp| cp.package.all_skills().find(|s| s.id == id))
@@ -453,10 +484,20 @@ impl Front {
             },
         ];
         let catalog = self.runtime.catalog();
+        let Some(off) = self.switched_off() else {
+            return out;
+        };
         for index in self.always_loaded(&catalog).iter().copied() {
             let Some(item) = catalog.items().get(index) else {
                 continue;
             };
+            let switched_off = catalog
+                .packages()
+                .get(item.package)
+                .is_none_or(|p| off.contains(p.package.id.as_str()));
+            if switched_off {
+                continue;
+            }
             let (Some(wire), Some(tool)) = (item.wire.clone(), catalog.tool(item)) else {
                 continue;
             };

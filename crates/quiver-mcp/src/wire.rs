@@ -279,13 +279,7 @@ impl QuiverServer {
     }
 
     fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
-        let index = self.front.skill_index();
-        index
-            .skills
-            .iter()
-            .filter(|s| self.front.skill_visible(caller, &s.id))
-            .cloned()
-            .collect()
+        self.front.visible_skills(caller)
     }
 }
 

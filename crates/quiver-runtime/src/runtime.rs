@@ -307,6 +307,18 @@ impl Runtime {
         self.disabled.read().map_or(true, |d| !d.contains(package))
     }
 
+    /// The packages the operator switched off, read from the store now (a switch made by any
+    /// process counts): what the pipeline's enabled check refuses, for fronts that list what
+    /// is offered outside a turn (the MCP front's `skills/list`, `resources/*`, `tools/list`).
+    pub fn disabled_packages(&self) -> Result<BTreeSet<String>, RuntimeError> {
+        self.refresh_operator_state()?;
+        Ok(self
+            .disabled
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone())
+    }
+
     /// Creates a session and returns its id.
     pub fn create_session(&self, request: &SessionRequest) -> Result<String, RuntimeError> {
         let catalog = self.catalog();

@@ -3,4 +3,5 @@ mod harness;
 mod http;
 mod http_gate;
 mod skills;
+mod switched_off;
 mod tools;
