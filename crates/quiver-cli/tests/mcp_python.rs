@@ -218,3 +218,44 @@ fn http_needs_a_token_made_at_first_start() {
         String::from_utf8_lossy(&anonymous.stdout)
     );
 }
+
+/// A package whose skill disallows the example calculator's tool.
+fn careful_package(root: &Path) {
+    let package = root.join("careful");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("quiver.yaml"),
+        "id: careful\nname: Careful\nversion: 1.0.0\ndescription: Careful bookkeeping that must never compute sums itself\nlicense: MIT\npermissions: {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("SKILL.md"),
+        "---\nname: careful\ndescription: Careful bookkeeping that must never compute sums itself, only copy them\ndisallowed-tools: [calc.evaluate]\n---\nCopy sums, never compute them.\n",
+    )
+    .unwrap();
+}
+
+/// Over MCP a skill's `disallowed-tools` holds across requests: for the requests of the
+/// `_meta` turn that read it, and without a turn id for the rest of the conversation.
+#[test]
+fn python_sdk_skill_lists_hold_for_the_mcp_turn() {
+    for mode in ["legacy", "2026-07-28"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("packages");
+        careful_package(&root);
+        let (_server, url) = http_server_with(dir.path(), Some(&root), &[]);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/skill_turns.py");
+        let output = Command::new(python_with("mcp, httpx2"))
+            .arg(script)
+            .args([url.as_str(), mode])
+            .env("QUIVER_TEST_TOKEN", "test-token-1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("all ok"),
+            "{mode}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use quiver_catalog::Catalog;
 use quiver_package::tool::{Category, Tool};
-use quiver_policy::{Origin, Principal, Restrictions, admit, classify};
+use quiver_policy::{Origin, Principal, Restrictions, TurnState, admit, classify};
 use quiver_runtime::approver::{Answer, Approver, Card, Question, QueueApprover};
 use quiver_runtime::presence::{OperatorAlwaysLoaded, always_loaded};
 use quiver_runtime::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, SessionRequest};
@@ -22,6 +22,15 @@ use crate::skills::{SkillEntry, SkillIndex};
 
 /// The `_meta` key (and result field) that carries the conversation handle.
 pub const CONVERSATION_META: &str = "io.quiver/conversation";
+/// The `_meta` key a client may send to say which turn of the conversation a request belongs
+/// to: requests with the same id share one turn (the active skills' `allowed-tools` and
+/// `disallowed-tools`, the turn's lockouts); a new id starts a new turn; without one, the
+/// conversation's current turn goes on (fail safe: a skill's lists are never lifted by the
+/// next request).
+pub const TURN_META: &str = "io.quiver/turn";
+/// How many conversations' turns are held in memory; past it the least recently used
+/// conversation is ended (its handle then says so) rather than silently losing its lists.
+pub const MAX_HELD_TURNS: usize = 4096;
 /// The agent profile MCP conversations run as.
 pub const MCP_AGENT: &str = "chat";
 const CONVERSATION: &str = "conversation";
@@ -198,6 +207,8 @@ pub struct CallRequest {
     pub handle: Option<String>,
     /// Resuming a pending question: the sealed state and the user's decision.
     pub resume: Option<(String, Decision)>,
+    /// The client's turn id ([`TURN_META`]), when it sent one.
+    pub turn: Option<String>,
 }
 
 /// A question for the person.
@@ -251,6 +262,20 @@ pub struct Front {
     used_states: Mutex<HashMap<String, u64>>,
     always: OperatorAlwaysLoaded,
     always_cache: Mutex<Option<(u64, Arc<Vec<usize>>)>>,
+    turns: Mutex<HashMap<String, HeldTurn>>,
+}
+
+/// A conversation's current turn, carried between its requests.
+struct HeldTurn {
+    id: Option<String>,
+    state: TurnState,
+    seen: u128,
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 fn now_secs() -> u64 {
@@ -358,6 +383,7 @@ impl Front {
             used_states: Mutex::new(HashMap::new()),
             always: OperatorAlwaysLoaded::default(),
             always_cache: Mutex::new(None),
+            turns: Mutex::new(HashMap::new()),
         }
     }
 
@@ -587,6 +613,53 @@ impl Front {
         Ok(session)
     }
 
+    /// The turn state a request of `session` continues: the held one, unless the request
+    /// names a turn other than the held one's.
+    fn held_turn(&self, session: &str, turn: Option<&str>) -> TurnState {
+        let turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        match turns.get(session) {
+            Some(held) if turn.is_none() || held.id.as_deref() == turn => held.state.clone(),
+            _ => TurnState::new(),
+        }
+    }
+
+    /// Holds `state` as `session`'s current turn; past [`MAX_HELD_TURNS`] the least recently
+    /// used conversation is ended.
+    fn hold_turn(&self, session: &str, turn: Option<&str>, state: TurnState) {
+        let evicted = {
+            let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+            let id = match turn {
+                Some(turn) => Some(turn.to_owned()),
+                None => turns.get(session).and_then(|h| h.id.clone()),
+            };
+            turns.insert(
+                session.to_owned(),
+                HeldTurn {
+                    id,
+                    state,
+                    seen: now_nanos(),
+                },
+            );
+            let oldest = (turns.len() > MAX_HELD_TURNS)
+                .then(|| {
+                    turns
+                        .iter()
+                        .min_by_key(|(_, h)| h.seen)
+                        .map(|(s, _)| s.clone())
+                })
+                .flatten();
+            if let Some(oldest) = &oldest {
+                turns.remove(oldest);
+            }
+            oldest
+        };
+        if let Some(oldest) = evicted
+            && let Err(error) = self.runtime.end_session(&oldest)
+        {
+            tracing::warn!(%error, session = %oldest, "cannot end an evicted MCP conversation");
+        }
+    }
+
     /// Opens a resumed call's sealed state and checks it belongs to `caller` and this call.
     fn open_state(
         &self,
@@ -719,13 +792,17 @@ impl Front {
         let session_for_call = session.clone();
         let name = request.name.clone();
         let arguments = request.arguments.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
+        let held = self.held_turn(&session, request.turn.as_deref());
+        let (outcome, state) = tokio::task::spawn_blocking(move || {
             let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
+            turn.continue_turn(held);
             turn.set_person(person);
-            turn.call(&name, arguments)
+            let outcome = turn.call(&name, arguments)?;
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone()))
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        self.hold_turn(&session, request.turn.as_deref(), state);
         let pending = deferred
             .pending
             .lock()
@@ -793,16 +870,22 @@ impl Front {
         caller: &Caller,
         session: String,
         id: String,
+        turn_id: Option<String>,
     ) -> Result<CallOutcome, FrontError> {
         let front = self.clone();
         let principal = caller.principal.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut turn = front.runtime.begin_turn(&session, principal, "")?;
-            turn.call("read_skill", json!({ "id": id }))
+        let held = self.held_turn(&session, turn_id.as_deref());
+        let for_call = session.clone();
+        let (outcome, state) = tokio::task::spawn_blocking(move || {
+            let mut turn = front.runtime.begin_turn(&for_call, principal, "")?;
+            turn.continue_turn(held);
+            let outcome = turn.call("read_skill", json!({ "id": id }))?;
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone()))
         })
         .await
-        .map_err(|e| FrontError::Interrupted(e.to_string()))?
-        .map_err(FrontError::from)
+        .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        self.hold_turn(&session, turn_id.as_deref(), state);
+        Ok(outcome)
     }
 
     /// The catalog currently served.

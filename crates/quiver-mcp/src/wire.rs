@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::front::{
     Asker, CONVERSATION_META, CallRequest, CallResult, Caller, ConnectionSlot, Decision, Front,
-    FrontError, PendingQuestion, ToolSpec, card_message,
+    FrontError, PendingQuestion, TURN_META, ToolSpec, card_message,
 };
 use crate::skills::{Child, SkillEntry, SkillFile, is_textual};
 
@@ -79,9 +79,19 @@ fn can_elicit_form(context: &RequestContext<RoleServer>) -> bool {
 }
 
 fn meta_handle(meta: Option<&MetaObject>) -> Option<String> {
-    meta.and_then(|m| m.get(CONVERSATION_META))
+    meta_string(meta, CONVERSATION_META)
+}
+
+fn meta_string(meta: Option<&MetaObject>, key: &str) -> Option<String> {
+    meta.and_then(|m| m.get(key))
         .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
         .map(str::to_owned)
+}
+
+/// The client's turn id ([`TURN_META`]) from the request's or the context's `_meta`.
+fn meta_turn(request: Option<&MetaObject>, context: &RequestContext<RoleServer>) -> Option<String> {
+    meta_string(request, TURN_META).or_else(|| meta_string(Some(&context.meta), TURN_META))
 }
 
 /// The form asking for a decision; a card that needs a person offers no "for this
@@ -393,6 +403,7 @@ impl ServerHandler for QuiverServer {
                     arguments,
                     handle,
                     resume,
+                    turn: meta_turn(request.meta.as_deref(), &context),
                 },
                 self.asker(&context),
             )
@@ -518,7 +529,12 @@ impl ServerHandler for QuiverServer {
                     .map_err(mcp_error)?;
                 let outcome = self
                     .front
-                    .activate_skill(&caller, session, skill.id.clone())
+                    .activate_skill(
+                        &caller,
+                        session,
+                        skill.id.clone(),
+                        meta_turn(request.meta.as_deref(), &context),
+                    )
                     .await
                     .map_err(mcp_error)?;
                 let mut meta = MetaObject::default();

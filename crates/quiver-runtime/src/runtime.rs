@@ -645,6 +645,18 @@ impl Turn<'_> {
         self.person = Some(person);
     }
 
+    /// This turn's restrictions and lockouts (active skills' lists, refusals), for a front
+    /// whose turn spans several requests (an MCP conversation) to carry to the next.
+    pub fn turn_state(&self) -> &TurnState {
+        &self.state
+    }
+
+    /// Continues an earlier request's restrictions and lockouts in this turn (see
+    /// [`Turn::turn_state`]).
+    pub fn continue_turn(&mut self, state: TurnState) {
+        self.state = state;
+    }
+
     /// Tells the runtime which model this turn talks to: skills bound to a `model` are shown
     /// only to that model (until this is called, to none).
     pub fn set_model(&mut self, model: &str) {

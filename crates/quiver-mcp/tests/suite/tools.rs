@@ -118,6 +118,7 @@ async fn a_handle_is_only_its_users() {
         arguments: json!({"query": "weather"}),
         handle,
         resume: None,
+        turn: None,
     };
     let stateless = ConnectionSlot::stateless();
     let CallResult::Done { handle, .. } = front
