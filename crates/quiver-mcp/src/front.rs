@@ -25,8 +25,7 @@ pub const CONVERSATION_META: &str = "io.quiver/conversation";
 /// The `_meta` key a client may send to say which turn of the conversation a request belongs
 /// to: requests with the same id share one turn (the active skills' `allowed-tools` and
 /// `disallowed-tools`, the turn's lockouts); a new id starts a new turn; without one, the
-/// conversation's current turn goes on (fail safe: a skill's lists are never lifted by the
-/// next request).
+/// current turn's skill lists go on (fail safe: never lifted by the next request).
 pub const TURN_META: &str = "io.quiver/turn";
 /// How many conversations' turns are held in memory; past it the least recently used
 /// conversation is ended (its handle then says so) rather than silently losing its lists.
@@ -613,12 +612,21 @@ impl Front {
         Ok(session)
     }
 
-    /// The turn state a request of `session` continues: the held one, unless the request
-    /// names a turn other than the held one's.
+    /// The turn state a request of `session` continues: all of the held turn (skill lists and
+    /// lockouts) for a request naming the held turn's id; the held skill lists alone for a
+    /// request naming none (the lists never lapse; a lockout lasts one request, as before
+    /// turns spanned requests); nothing for a new turn id.
     fn held_turn(&self, session: &str, turn: Option<&str>) -> TurnState {
         let turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
-        match turns.get(session) {
-            Some(held) if turn.is_none() || held.id.as_deref() == turn => held.state.clone(),
+        match (turns.get(session), turn) {
+            (Some(held), Some(id)) if held.id.as_deref() == Some(id) => held.state.clone(),
+            (Some(held), None) => {
+                let mut lists = TurnState::new();
+                for rules in held.state.skills() {
+                    lists.activate_skill(rules.clone());
+                }
+                lists
+            }
             _ => TurnState::new(),
         }
     }

@@ -56,7 +56,7 @@ struct Gate {
 
 /// The caller of a request: a bearer token's, or anonymous when the configuration allows it
 /// (never the owner).
-fn authenticate(front: &Front, request: &Request) -> Result<Caller, Response> {
+fn authenticate(front: &Front, request: &Request) -> Result<Caller, &'static str> {
     let config = front.config();
     match request.headers().get(header::AUTHORIZATION) {
         Some(value) => {
@@ -70,34 +70,37 @@ fn authenticate(front: &Front, request: &Request) -> Result<Caller, Response> {
                 .map(str::trim);
             let token = presented
                 .and_then(|t| config.token(t))
-                .ok_or_else(|| unauthorized("unknown bearer token"))?;
+                .ok_or("unknown bearer token")?;
             Ok(Caller {
                 principal: token.principal.clone(),
                 origin: token.origin.clone(),
             })
         }
-        None if !config.allow_anonymous => Err(unauthorized(
+        None if !config.allow_anonymous => Err(
             "this Quiver server needs `Authorization: Bearer <token>` (the token `quiver serve --http` printed, kept in the state folder's `mcp-token`)",
-        )),
+        ),
         None => Ok(Caller::local(quiver_policy::Principal::anonymous())),
     }
 }
 
+/// A request refused before the protocol layer: its HTTP status, JSON-RPC code and message.
+type Refusal = (StatusCode, i64, String);
+
 /// Reads a POST body whole and checks it is JSON: otherwise a JSON-RPC parse error (-32700).
-async fn json_body(request: Request) -> Result<(Request, Option<Value>), Response> {
+async fn json_body(request: Request) -> Result<(Request, Option<Value>), Refusal> {
     if request.method() != Method::POST {
         return Ok((request, None));
     }
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        rpc_error(
+        (
             StatusCode::PAYLOAD_TOO_LARGE,
             -32600,
             format!("the request body is larger than {MAX_BODY} bytes"),
         )
     })?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        rpc_error(
+        (
             StatusCode::BAD_REQUEST,
             -32700,
             format!("Parse error: the body is not JSON ({e})"),
@@ -114,11 +117,11 @@ async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Respons
     }
     let caller = match authenticate(&gate.front, &request) {
         Ok(caller) => caller,
-        Err(response) => return response,
+        Err(why) => return unauthorized(why),
     };
     let (mut request, message) = match json_body(request).await {
         Ok(read) => read,
-        Err(response) => return response,
+        Err((status, code, message)) => return rpc_error(status, code, message),
     };
     let session = request
         .headers()

@@ -107,13 +107,17 @@ async fn a_session_answers_only_its_creator() {
         assert!(status == 202 || status == 200, "{status}");
         let search = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "tool_search", "arguments": {"query": "weather"}}});
-        let cases: [(&str, &[(&str, &str)], u16); 3] = [
-            ("bob's token", &[("Authorization", "Bearer bob-token")], 404),
-            ("no token", &[], 404),
-            ("alice herself", &[alice], 200),
+        let cases = [
+            (
+                "bob's token",
+                Some(("Authorization", "Bearer bob-token")),
+                404,
+            ),
+            ("no token", None, 404),
+            ("alice herself", Some(alice), 200),
         ];
-        for (who, headers, want) in cases {
-            let mut headers = headers.to_vec();
+        for (who, auth, want) in cases {
+            let mut headers: Vec<(&str, &str)> = auth.into_iter().collect();
             headers.push(("Mcp-Session-Id", &session));
             headers.push(versioned);
             let (status, response) = post(port, &headers, &search);
