@@ -128,6 +128,8 @@ pub struct McpConfig {
     pub allowed_origins: Vec<String>,
     /// How long a call from a client that cannot elicit waits in the console approval queue.
     pub approval_wait: Duration,
+    /// How long an HTTP connection may take to send a request's headers (default 10 s).
+    pub header_timeout: Duration,
 }
 
 impl Default for McpConfig {
@@ -142,6 +144,7 @@ impl Default for McpConfig {
                 "http://[::1]:*".into(),
             ],
             approval_wait: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -195,16 +195,53 @@ pub fn router(front: Arc<Front>, local: SocketAddr, shutdown: CancellationToken)
         .layer(axum::middleware::from_fn_with_state(gate_state, gate))
 }
 
-/// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled.
+/// How long open connections get to finish after `shutdown`.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled. A connection
+/// that does not send a request's headers within the configuration's `header_timeout` is
+/// closed.
 pub async fn serve_http(
     front: Arc<Front>,
     listener: tokio::net::TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), McpError> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
     let local = listener.local_addr().map_err(McpError::Io)?;
+    let header_timeout = front.config().header_timeout;
     let app = router(front, local, shutdown.child_token());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (stream, _) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot accept an HTTP connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "HTTP connection ended");
+            }
+        });
+    }
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
         .await
-        .map_err(McpError::Io)
+        .is_err()
+    {
+        tracing::warn!("MCP HTTP connections still open after shutdown were closed");
+    }
+    Ok(())
 }

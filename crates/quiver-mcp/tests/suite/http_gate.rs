@@ -74,8 +74,54 @@ fn config() -> McpConfig {
             token("discord-admin-token", "dadmin", Some("discord"), &["admin"]),
         ],
         allow_anonymous: true,
+        header_timeout: std::time::Duration::from_millis(500),
         ..McpConfig::default()
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_headers_are_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, shutdown) = serve(config(), dir.path()).await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let slow: Vec<TcpStream> = (0..50)
+            .map(|_| {
+                let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                stream
+                    .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1")
+                    .unwrap();
+                stream
+                    .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                    .unwrap();
+                stream
+            })
+            .collect();
+        for mut stream in slow {
+            let mut rest = Vec::new();
+            // The server closes the connection (EOF, perhaps after a 408) well before 5 s.
+            stream.read_to_end(&mut rest).unwrap();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        // A normal request still works.
+        let (status, response) = post(
+            port,
+            &[
+                ("Authorization", "Bearer alice-token"),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            &stateless("tools/list", json!({})),
+        );
+        assert_eq!(status, 200, "{response}");
+    })
+    .await;
+    shutdown.cancel();
+    outcome.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
