@@ -107,7 +107,13 @@ fn http_server(dir: &Path, root: &Path) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_quiver"))
         .arg("--root")
         .arg(root)
-        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--db"])
+        .args([
+            "serve",
+            "--allow-anonymous",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+        ])
         .arg(dir.join("state.db"))
         .env("QUIVER_CONFIG", dir.join("none.yaml"))
         .env("QUIVER_HOME", dir)

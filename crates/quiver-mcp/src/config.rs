@@ -5,17 +5,19 @@
 //!   stdio: { user: local, role: master }     # the default: stdio is the local owner
 //!   http:
 //!     allowed_origins: ["http://localhost:*"]
-//!     anonymous: true                           # no token: an anonymous user (never the owner)
+//!     anonymous: false                          # the default; true serves requests without a token
+//!                                               # as an anonymous user (never the owner)
 //!   tokens:
 //!     - { token_env: QUIVER_TOKEN_ALICE, user: alice, role: trusted }
 //!     - { token: "s3cret-for-bob", user: bob, role: user }
+//!     - { token_env: QUIVER_TOKEN_OPS, user: ops, role: user, platform: qq, platform_roles: [admin] }
 //!   approval_wait: 60                           # seconds a non-eliciting client's call waits
 //! ```
 
 use std::time::Duration;
 
 use quiver_package::rules::Role;
-use quiver_policy::Principal;
+use quiver_policy::{Origin, Principal};
 use serde::Deserialize;
 
 /// A configuration problem.
@@ -38,6 +40,9 @@ pub enum ConfigError {
     /// A token without a value.
     #[error("token for `{0}` has neither `token` nor `token_env`")]
     EmptyToken(String),
+    /// `platform_roles` without the `platform` they hold on.
+    #[error("token for `{0}` has `platform_roles` but no `platform`")]
+    RolesWithoutPlatform(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -76,6 +81,12 @@ struct TokenEntry {
     token_env: Option<String>,
     user: String,
     role: Option<String>,
+    /// The platform (adapter) the token's conversations count as on, for `platform(...)`.
+    #[serde(default)]
+    platform: Option<String>,
+    /// The sender's roles on that platform (`owner`, `admin`).
+    #[serde(default)]
+    platform_roles: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,6 +102,9 @@ pub struct BearerToken {
     pub token: String,
     /// Who presents it.
     pub principal: Principal,
+    /// Where its conversations come from: no platform, unless the token names one (so
+    /// `platform(adapter,perm)` rules can hold for its `platform_roles`).
+    pub origin: Origin,
 }
 
 impl std::fmt::Debug for BearerToken {
@@ -114,6 +128,8 @@ pub struct McpConfig {
     pub allowed_origins: Vec<String>,
     /// How long a call from a client that cannot elicit waits in the console approval queue.
     pub approval_wait: Duration,
+    /// How long an HTTP connection may take to send a request's headers (default 10 s).
+    pub header_timeout: Duration,
 }
 
 impl Default for McpConfig {
@@ -121,13 +137,14 @@ impl Default for McpConfig {
         McpConfig {
             stdio_principal: Principal::user("local", Role::Master),
             tokens: Vec::new(),
-            allow_anonymous: true,
+            allow_anonymous: false,
             allowed_origins: vec![
                 "http://localhost:*".into(),
                 "http://127.0.0.1:*".into(),
                 "http://[::1]:*".into(),
             ],
             approval_wait: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -176,9 +193,19 @@ impl McpConfig {
             if token.is_empty() {
                 return Err(ConfigError::EmptyToken(entry.user));
             }
+            if entry.platform.is_none() && !entry.platform_roles.is_empty() {
+                return Err(ConfigError::RolesWithoutPlatform(entry.user));
+            }
+            let mut principal = Principal::user(&entry.user, role(entry.role.as_deref())?);
+            principal.platform_roles = entry.platform_roles;
+            let origin = Origin {
+                platform: entry.platform,
+                ..Origin::default()
+            };
             config.tokens.push(BearerToken {
                 token,
-                principal: Principal::user(&entry.user, role(entry.role.as_deref())?),
+                principal,
+                origin,
             });
         }
         if let Some(secs) = file.approval_wait {
@@ -189,10 +216,14 @@ impl McpConfig {
 
     /// The principal a bearer token stands for, compared in constant time.
     pub fn principal_for_token(&self, presented: &str) -> Option<&Principal> {
+        self.token(presented).map(|t| &t.principal)
+    }
+
+    /// The configured token equal to `presented`, compared in constant time.
+    pub fn token(&self, presented: &str) -> Option<&BearerToken> {
         self.tokens
             .iter()
             .find(|t| constant_time_eq(t.token.as_bytes(), presented.as_bytes()))
-            .map(|t| &t.principal)
     }
 }
 
@@ -217,6 +248,7 @@ mcp:
   tokens:
     - {token: abc, user: bob}
     - {token_env: ALICE_TOKEN, user: alice, role: master}
+    - {token: qqq, user: ops, platform: qq, platform_roles: [admin, owner]}
   approval_wait: 5
 "#;
         let env = |name: &str| (name == "ALICE_TOKEN").then(|| "xyz".to_owned());
@@ -234,6 +266,24 @@ mcp:
         );
         assert_eq!(config.principal_for_token("ab"), None);
         assert_eq!(config.approval_wait, Duration::from_secs(5));
+        let admin = config.token("qqq").unwrap();
+        assert_eq!(admin.origin.platform.as_deref(), Some("qq"));
+        assert_eq!(admin.principal.platform_roles, vec!["admin", "owner"]);
+        assert_eq!(config.token("abc").unwrap().origin, Origin::default());
+    }
+
+    #[test]
+    fn tokens_are_required_unless_anonymous_is_chosen() {
+        let env = |_: &str| None;
+        let cases = [
+            ("roots: []", false),
+            ("mcp: {http: {anonymous: true}}", true),
+            ("mcp: {http: {anonymous: false}}", false),
+        ];
+        for (text, anonymous) in cases {
+            let config = McpConfig::from_config_text(text, &env).unwrap();
+            assert_eq!(config.allow_anonymous, anonymous, "{text}");
+        }
     }
 
     #[test]
@@ -249,6 +299,10 @@ mcp:
                 "reads `$NOPE`",
             ),
             ("mcp: {stdio: {role: king}}", "unknown role `king`"),
+            (
+                "mcp: {tokens: [{token: t, user: a, platform_roles: [admin]}]}",
+                "no `platform`",
+            ),
             ("mcp: {colour: red}", "invalid"),
         ];
         for (text, want) in cases {

@@ -2,13 +2,13 @@
 //! fixed tool list, running calls through the runtime (off the async threads), and the state
 //! machine of consent and approval questions asked through elicitation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use quiver_catalog::Catalog;
 use quiver_package::tool::{Category, Tool};
-use quiver_policy::{Origin, Principal, Restrictions, admit, classify};
+use quiver_policy::{Origin, Principal, Restrictions, TurnState, admit, classify};
 use quiver_runtime::approver::{Answer, Approver, Card, Question, QueueApprover};
 use quiver_runtime::presence::{OperatorAlwaysLoaded, always_loaded};
 use quiver_runtime::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, SessionRequest};
@@ -18,10 +18,18 @@ use sha2::{Digest, Sha256};
 
 use crate::config::McpConfig;
 use crate::seal::Sealer;
-use crate::skills::SkillIndex;
+use crate::skills::{SkillEntry, SkillIndex};
 
 /// The `_meta` key (and result field) that carries the conversation handle.
 pub const CONVERSATION_META: &str = "io.quiver/conversation";
+/// The `_meta` key a client may send to say which turn of the conversation a request belongs
+/// to: requests with the same id share one turn (the active skills' `allowed-tools` and
+/// `disallowed-tools`, the turn's lockouts); a new id starts a new turn; without one, the
+/// current turn's skill lists go on (fail safe: never lifted by the next request).
+pub const TURN_META: &str = "io.quiver/turn";
+/// How many conversations' turns are held in memory; past it the least recently used
+/// conversation is ended (its handle then says so) rather than silently losing its lists.
+pub const MAX_HELD_TURNS: usize = 4096;
 /// The agent profile MCP conversations run as.
 pub const MCP_AGENT: &str = "chat";
 const CONVERSATION: &str = "conversation";
@@ -51,6 +59,18 @@ pub enum FrontError {
 pub struct Caller {
     /// The principal (stdio's local owner, a bearer token's user, or anonymous).
     pub principal: Principal,
+    /// Where the conversation comes from: no platform, unless the bearer token names one.
+    pub origin: Origin,
+}
+
+impl Caller {
+    /// A caller with no platform (stdio, an anonymous or plain-token HTTP request).
+    pub fn local(principal: Principal) -> Caller {
+        Caller {
+            principal,
+            origin: Origin::default(),
+        }
+    }
 }
 
 /// A connection's own conversation (stdio, or a 2025-11-25 HTTP session): the first request
@@ -186,6 +206,8 @@ pub struct CallRequest {
     pub handle: Option<String>,
     /// Resuming a pending question: the sealed state and the user's decision.
     pub resume: Option<(String, Decision)>,
+    /// The client's turn id ([`TURN_META`]), when it sent one.
+    pub turn: Option<String>,
 }
 
 /// A question for the person.
@@ -239,6 +261,20 @@ pub struct Front {
     used_states: Mutex<HashMap<String, u64>>,
     always: OperatorAlwaysLoaded,
     always_cache: Mutex<Option<(u64, Arc<Vec<usize>>)>>,
+    turns: Mutex<HashMap<String, HeldTurn>>,
+}
+
+/// A conversation's current turn, carried between its requests.
+struct HeldTurn {
+    id: Option<String>,
+    state: TurnState,
+    seen: u128,
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 fn now_secs() -> u64 {
@@ -285,6 +321,33 @@ impl Approver for Deferred {
     }
 }
 
+/// Refuses, without asking, every card that needs a person; passes the rest on.
+struct AnonymousGuard {
+    inner: Arc<dyn Approver>,
+    refused: Mutex<bool>,
+}
+
+impl Approver for AnonymousGuard {
+    fn decide(&self, card: &Card) -> Answer {
+        if card.needs_person {
+            *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            return Answer::Deny;
+        }
+        self.inner.decide(card)
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        self.inner.answer_question(question)
+    }
+}
+
+impl AnonymousGuard {
+    /// Whether a card needing a person was refused.
+    fn refused(&self) -> bool {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// The message a form shows for a card.
 pub fn card_message(card: &Card) -> String {
     let what = match card.question {
@@ -319,6 +382,7 @@ impl Front {
             used_states: Mutex::new(HashMap::new()),
             always: OperatorAlwaysLoaded::default(),
             always_cache: Mutex::new(None),
+            turns: Mutex::new(HashMap::new()),
         }
     }
 
@@ -339,10 +403,6 @@ impl Front {
         &self.runtime
     }
 
-    fn origin() -> Origin {
-        Origin::default()
-    }
-
     /// The skills of the current catalog (rebuilt when the catalog changes).
     pub fn skill_index(&self) -> Arc<SkillIndex> {
         let catalog = self.runtime.catalog();
@@ -357,17 +417,48 @@ impl Front {
         index
     }
 
-    /// Whether `caller` may see the skill with Quiver id `id`.
+    /// The packages switched off now, as the runtime's pipeline sees them; `None` when the
+    /// store cannot say, and then nothing of any package is shown (fail safe).
+    fn switched_off(&self) -> Option<BTreeSet<String>> {
+        self.runtime
+            .disabled_packages()
+            .inspect_err(|error| tracing::warn!(%error, "cannot read which packages are off"))
+            .ok()
+    }
+
+    /// Whether `caller` may see the skill with Quiver id `id`: its package is on, and the
+    /// skill admits the caller.
     pub fn skill_visible(&self, caller: &Caller, id: &str) -> bool {
+        self.switched_off()
+            .is_some_and(|off| self.skill_visible_with(caller, id, &off))
+    }
+
+    /// The skills `caller` may see now (packages switched off are absent).
+    pub fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
+        let Some(off) = self.switched_off() else {
+            return Vec::new();
+        };
+        self.skill_index()
+            .skills
+            .iter()
+            .filter(|s| self.skill_visible_with(caller, &s.id, &off))
+            .cloned()
+            .collect()
+    }
+
+    fn skill_visible_with(&self, caller: &Caller, id: &str, off: &BTreeSet<String>) -> bool {
         let catalog = self.runtime.catalog();
         let package_id = id.split('/').next().unwrap_or(id);
+        if off.contains(package_id) {
+            return false;
+        }
         catalog
             .package(package_id)
             .and_then(|cp| cp.package.all_skills().find(|s| s.id == id))
             .is_some_and(|skill| {
                 admit(
                     &Restrictions::of_skill(&skill.meta),
-                    &Self::origin(),
+                    &caller.origin,
                     &caller.principal,
                 )
                 .admitted
@@ -418,16 +509,26 @@ impl Front {
             },
         ];
         let catalog = self.runtime.catalog();
+        let Some(off) = self.switched_off() else {
+            return out;
+        };
         for index in self.always_loaded(&catalog).iter().copied() {
             let Some(item) = catalog.items().get(index) else {
                 continue;
             };
+            let switched_off = catalog
+                .packages()
+                .get(item.package)
+                .is_none_or(|p| off.contains(p.package.id.as_str()));
+            if switched_off {
+                continue;
+            }
             let (Some(wire), Some(tool)) = (item.wire.clone(), catalog.tool(item)) else {
                 continue;
             };
             if !admit(
                 &Restrictions::of_tool(tool),
-                &Self::origin(),
+                &caller.origin,
                 &caller.principal,
             )
             .admitted
@@ -500,13 +601,150 @@ impl Front {
             return Ok(session.clone());
         }
         let session = self.runtime.create_session(&SessionRequest {
-            origin: Self::origin(),
+            origin: caller.origin.clone(),
             agent: MCP_AGENT.into(),
             principal: caller.principal.clone(),
             profile: Profile::Interactive,
         })?;
         if slot.bound {
             *bound = Some(session.clone());
+        }
+        Ok(session)
+    }
+
+    /// The turn state a request of `session` continues: all of the held turn (skill lists and
+    /// lockouts) for a request naming the held turn's id; the held skill lists alone for a
+    /// request naming none (the lists never lapse; a lockout lasts one request, as before
+    /// turns spanned requests); nothing for a new turn id.
+    fn held_turn(&self, session: &str, turn: Option<&str>) -> TurnState {
+        let turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        match (turns.get(session), turn) {
+            (Some(held), Some(id)) if held.id.as_deref() == Some(id) => held.state.clone(),
+            (Some(held), None) => {
+                let mut lists = TurnState::new();
+                for rules in held.state.skills() {
+                    lists.activate_skill(rules.clone());
+                }
+                lists
+            }
+            _ => TurnState::new(),
+        }
+    }
+
+    /// Holds `state` as `session`'s current turn; past [`MAX_HELD_TURNS`] the least recently
+    /// used conversation is ended.
+    fn hold_turn(&self, session: &str, turn: Option<&str>, state: TurnState) {
+        let evicted = {
+            let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+            let id = match turn {
+                Some(turn) => Some(turn.to_owned()),
+                None => turns.get(session).and_then(|h| h.id.clone()),
+            };
+            turns.insert(
+                session.to_owned(),
+                HeldTurn {
+                    id,
+                    state,
+                    seen: now_nanos(),
+                },
+            );
+            let oldest = (turns.len() > MAX_HELD_TURNS)
+                .then(|| {
+                    turns
+                        .iter()
+                        .min_by_key(|(_, h)| h.seen)
+                        .map(|(s, _)| s.clone())
+                })
+                .flatten();
+            if let Some(oldest) = &oldest {
+                turns.remove(oldest);
+            }
+            oldest
+        };
+        if let Some(oldest) = evicted
+            && let Err(error) = self.runtime.end_session(&oldest)
+        {
+            tracing::warn!(%error, session = %oldest, "cannot end an evicted MCP conversation");
+        }
+    }
+
+    /// Opens a resumed call's sealed state and checks it belongs to `caller` and this call.
+    fn open_state(
+        &self,
+        caller: &Caller,
+        sealed: &str,
+        request: &CallRequest,
+        args_digest: &str,
+    ) -> Result<PendingState, FrontError> {
+        let state: PendingState = self
+            .sealer
+            .open(REQUEST_STATE, sealed)
+            .map_err(|e| FrontError::BadRequestState(e.to_string()))?;
+        if state.u != caller.principal.user_id || state.t != request.name || state.a != args_digest
+        {
+            return Err(FrontError::BadRequestState(
+                "it belongs to another call or conversation".into(),
+            ));
+        }
+        Ok(state)
+    }
+
+    /// Spends a state's one-time nonce.
+    fn spend(&self, state: &PendingState) -> Result<(), FrontError> {
+        let mut used = self
+            .used_states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = now_secs();
+        used.retain(|_, exp| *exp > now);
+        if used
+            .insert(state.n.clone(), now + REQUEST_STATE_TTL)
+            .is_some()
+        {
+            return Err(FrontError::BadRequestState(
+                "it was already used; call the tool again".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The conversation a resumed call continues: the one sealed in its state. A handle or a
+    /// connection's own conversation, when the request has one, must be that same one; a
+    /// stateless retry without a handle (the SDK's own `input_required` retry) continues it.
+    fn resumed_conversation(
+        &self,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        handle: Option<&str>,
+        state: &PendingState,
+    ) -> Result<String, FrontError> {
+        let connection = slot
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let session = match (handle, connection) {
+            (Some(handle), _) => self.conversation(caller, slot, Some(handle))?,
+            (None, Some(session)) => session,
+            (None, None) => {
+                let active = self
+                    .runtime
+                    .store()
+                    .session(&state.s)
+                    .map_err(RuntimeError::from)?
+                    .is_some_and(|s| s.is_active());
+                if !active {
+                    return Err(FrontError::BadRequestState(
+                        "its conversation has ended; call the tool again".into(),
+                    ));
+                }
+                state.s.clone()
+            }
+        };
+        if session != state.s {
+            return Err(FrontError::BadRequestState(
+                "it belongs to another call or conversation".into(),
+            ));
         }
         Ok(session)
     }
@@ -519,42 +757,19 @@ impl Front {
         request: CallRequest,
         asker: Asker,
     ) -> Result<CallResult, FrontError> {
-        let session = self.conversation(caller, slot, request.handle.as_deref())?;
         let args_digest = digest(&request.arguments);
         let mut done = Vec::new();
-        if let Some((sealed, decision)) = &request.resume {
-            let state: PendingState = self
-                .sealer
-                .open(REQUEST_STATE, sealed)
-                .map_err(|e| FrontError::BadRequestState(e.to_string()))?;
-            if state.s != session
-                || state.u != caller.principal.user_id
-                || state.t != request.name
-                || state.a != args_digest
-            {
-                return Err(FrontError::BadRequestState(
-                    "it belongs to another call or conversation".into(),
-                ));
-            }
-            {
-                let mut used = self
-                    .used_states
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let now = now_secs();
-                used.retain(|_, exp| *exp > now);
-                if used
-                    .insert(state.n.clone(), now + REQUEST_STATE_TTL)
-                    .is_some()
-                {
-                    return Err(FrontError::BadRequestState(
-                        "it was already used; call the tool again".into(),
-                    ));
-                }
-            }
+        let session = if let Some((sealed, decision)) = &request.resume {
+            let state = self.open_state(caller, sealed, &request, &args_digest)?;
+            let session =
+                self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
+            self.spend(&state)?;
             done = state.done;
             done.push((state.ask, *decision));
-        }
+            session
+        } else {
+            self.conversation(caller, slot, request.handle.as_deref())?
+        };
         let deferred = Arc::new(Deferred {
             done: done.clone(),
             pending: Mutex::new(None),
@@ -567,18 +782,35 @@ impl Front {
                 self.config.approval_wait,
             )),
         };
+        // An anonymous caller may be anyone, a tool of another package included: it never
+        // answers a card only a person may answer (dangerous and `human` tools).
+        let guarded =
+            (caller.principal.is_anonymous() && !matches!(asker, Asker::Console)).then(|| {
+                Arc::new(AnonymousGuard {
+                    inner: person.clone(),
+                    refused: Mutex::new(false),
+                })
+            });
+        let person: Arc<dyn Approver> = match &guarded {
+            Some(guard) => guard.clone(),
+            None => person,
+        };
         let front = self.clone();
         let principal = caller.principal.clone();
         let session_for_call = session.clone();
         let name = request.name.clone();
         let arguments = request.arguments.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
+        let held = self.held_turn(&session, request.turn.as_deref());
+        let (outcome, state) = tokio::task::spawn_blocking(move || {
             let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
+            turn.continue_turn(held);
             turn.set_person(person);
-            turn.call(&name, arguments)
+            let outcome = turn.call(&name, arguments)?;
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone()))
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        self.hold_turn(&session, request.turn.as_deref(), state);
         let pending = deferred
             .pending
             .lock()
@@ -601,6 +833,12 @@ impl Front {
             }));
         }
         let mut outcome = outcome;
+        if guarded.is_some_and(|g| g.refused()) && outcome.status == CallStatus::Refused {
+            outcome.content = json!({"error": format!(
+                "refused: `{}` needs a person's approval, and an anonymous MCP caller cannot give it; connect with a bearer token",
+                request.name
+            )});
+        }
         if matches!(asker, Asker::Console) && outcome.status == CallStatus::Refused {
             explain_console(
                 &mut outcome,
@@ -640,16 +878,22 @@ impl Front {
         caller: &Caller,
         session: String,
         id: String,
+        turn_id: Option<String>,
     ) -> Result<CallOutcome, FrontError> {
         let front = self.clone();
         let principal = caller.principal.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut turn = front.runtime.begin_turn(&session, principal, "")?;
-            turn.call("read_skill", json!({ "id": id }))
+        let held = self.held_turn(&session, turn_id.as_deref());
+        let for_call = session.clone();
+        let (outcome, state) = tokio::task::spawn_blocking(move || {
+            let mut turn = front.runtime.begin_turn(&for_call, principal, "")?;
+            turn.continue_turn(held);
+            let outcome = turn.call("read_skill", json!({ "id": id }))?;
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone()))
         })
         .await
-        .map_err(|e| FrontError::Interrupted(e.to_string()))?
-        .map_err(FrontError::from)
+        .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        self.hold_turn(&session, turn_id.as_deref(), state);
+        Ok(outcome)
     }
 
     /// The catalog currently served.

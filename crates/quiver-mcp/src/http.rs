@@ -1,24 +1,31 @@
-//! Streamable HTTP: the rmcp service behind axum, with bearer tokens mapped to principals,
-//! `Origin` and `Host` validation, and a graceful shutdown.
+//! Streamable HTTP: the rmcp service behind axum, with bearer tokens mapped to callers,
+//! 2025-11-25 sessions bound to the caller that made them, `Origin` and `Host` validation,
+//! malformed requests refused before the protocol layer, and a graceful shutdown.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::McpError;
-use crate::front::Front;
+use crate::front::{Caller, Front};
+use crate::sessions::{Admit, SESSION_IDLE, Sessions};
 use crate::wire::{Authenticated, QuiverServer, Transport};
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+/// The largest request body read (rmcp's own limit).
+const MAX_BODY: usize = 4 << 20;
+const SESSION_HEADER: &str = "mcp-session-id";
 
 fn unauthorized(why: &str) -> Response {
     let mut response = (StatusCode::UNAUTHORIZED, format!("{why}\n")).into_response();
@@ -29,13 +36,27 @@ fn unauthorized(why: &str) -> Response {
     response
 }
 
-/// Maps `Authorization: Bearer <token>` to the token's principal; without a header the
-/// request is anonymous (when the configuration allows it), never the owner.
-async fn authenticate(
-    State(front): State<Arc<Front>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// A JSON-RPC error response outside any session (`id` null).
+fn rpc_error(status: StatusCode, code: i64, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The router's shared state: the front and the sessions' owners.
+#[derive(Clone)]
+struct Gate {
+    front: Arc<Front>,
+    sessions: Arc<Sessions>,
+}
+
+/// The caller of a request: a bearer token's, or anonymous when the configuration allows it
+/// (never the owner).
+fn authenticate(front: &Front, request: &Request) -> Result<Caller, &'static str> {
     let config = front.config();
     match request.headers().get(header::AUTHORIZATION) {
         Some(value) => {
@@ -47,18 +68,100 @@ async fn authenticate(
                         .or_else(|| v.strip_prefix("bearer "))
                 })
                 .map(str::trim);
-            let Some(principal) = presented.and_then(|t| config.principal_for_token(t)) else {
-                return unauthorized("unknown bearer token");
-            };
-            let principal = principal.clone();
-            request.extensions_mut().insert(Authenticated(principal));
+            let token = presented
+                .and_then(|t| config.token(t))
+                .ok_or("unknown bearer token")?;
+            Ok(Caller {
+                principal: token.principal.clone(),
+                origin: token.origin.clone(),
+            })
         }
-        None if !config.allow_anonymous => {
-            return unauthorized("this Quiver server needs `Authorization: Bearer <token>`");
-        }
-        None => {}
+        None if !config.allow_anonymous => Err(
+            "this Quiver server needs `Authorization: Bearer <token>` (the token `quiver serve --http` printed, kept in the state folder's `mcp-token`)",
+        ),
+        None => Ok(Caller::local(quiver_policy::Principal::anonymous())),
     }
-    next.run(request).await
+}
+
+/// A request refused before the protocol layer: its HTTP status, JSON-RPC code and message.
+type Refusal = (StatusCode, i64, String);
+
+/// Reads a POST body whole and checks it is JSON: otherwise a JSON-RPC parse error (-32700).
+async fn json_body(request: Request) -> Result<(Request, Option<Value>), Refusal> {
+    if request.method() != Method::POST {
+        return Ok((request, None));
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!("the request body is larger than {MAX_BODY} bytes"),
+        )
+    })?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        (
+            StatusCode::BAD_REQUEST,
+            -32700,
+            format!("Parse error: the body is not JSON ({e})"),
+        )
+    })?;
+    Ok((Request::from_parts(parts, Body::from(bytes)), Some(value)))
+}
+
+/// Authenticates, refuses ambiguous or malformed requests, and keeps each 2025-11-25
+/// session to the caller that created it.
+async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if request.headers().get_all(header::HOST).iter().count() > 1 {
+        return (StatusCode::BAD_REQUEST, "more than one Host header\n").into_response();
+    }
+    let caller = match authenticate(&gate.front, &request) {
+        Ok(caller) => caller,
+        Err(why) => return unauthorized(why),
+    };
+    let (mut request, message) = match json_body(request).await {
+        Ok(read) => read,
+        Err((status, code, message)) => return rpc_error(status, code, message),
+    };
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let initialize = message
+        .as_ref()
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str)
+        == Some("initialize");
+    match gate.sessions.admit(session.as_deref(), &caller, initialize) {
+        Admit::Pass => {}
+        Admit::Unknown => {
+            // Another caller's session answers as if it did not exist.
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found\n").into_response();
+        }
+        Admit::Full => {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                "too many open MCP sessions; try again later".into(),
+            );
+        }
+    }
+    let deleting = request.method() == Method::DELETE;
+    request
+        .extensions_mut()
+        .insert(Authenticated(caller.clone()));
+    let response = next.run(request).await;
+    match (&session, response.headers().get(SESSION_HEADER)) {
+        (None, Some(created)) if response.status().is_success() => {
+            if let Ok(created) = created.to_str() {
+                gate.sessions.bind(created, caller);
+            }
+        }
+        (Some(id), _) if deleting && response.status().is_success() => gate.sessions.end(id),
+        _ => {}
+    }
+    response
 }
 
 /// The axum router serving MCP at [`MCP_PATH`] for connections to `local`.
@@ -76,26 +179,69 @@ pub fn router(front: Arc<Front>, local: SocketAddr, shutdown: CancellationToken)
         .with_json_response(true)
         .with_cancellation_token(shutdown);
     let factory_front = front.clone();
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(SESSION_IDLE);
     let service = StreamableHttpService::new(
         move || Ok(QuiverServer::new(factory_front.clone(), Transport::Http)),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(manager),
         config,
     );
+    let gate_state = Gate {
+        front,
+        sessions: Arc::new(Sessions::default()),
+    };
     Router::new()
         .route_service(MCP_PATH, service)
-        .layer(axum::middleware::from_fn_with_state(front, authenticate))
+        .layer(axum::middleware::from_fn_with_state(gate_state, gate))
 }
 
-/// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled.
+/// How long open connections get to finish after `shutdown`.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled. A connection
+/// that does not send a request's headers within the configuration's `header_timeout` is
+/// closed.
 pub async fn serve_http(
     front: Arc<Front>,
     listener: tokio::net::TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), McpError> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
     let local = listener.local_addr().map_err(McpError::Io)?;
+    let header_timeout = front.config().header_timeout;
     let app = router(front, local, shutdown.child_token());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (stream, _) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot accept an HTTP connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "HTTP connection ended");
+            }
+        });
+    }
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
         .await
-        .map_err(McpError::Io)
+        .is_err()
+    {
+        tracing::warn!("MCP HTTP connections still open after shutdown were closed");
+    }
+    Ok(())
 }

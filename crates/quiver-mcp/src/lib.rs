@@ -24,7 +24,9 @@
 pub mod config;
 pub mod front;
 pub mod http;
+pub mod owner_token;
 pub mod seal;
+pub mod sessions;
 pub mod skills;
 pub mod wire;
 

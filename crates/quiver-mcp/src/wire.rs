@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::front::{
     Asker, CONVERSATION_META, CallRequest, CallResult, Caller, ConnectionSlot, Decision, Front,
-    FrontError, PendingQuestion, ToolSpec, card_message,
+    FrontError, PendingQuestion, TURN_META, ToolSpec, card_message,
 };
 use crate::skills::{Child, SkillEntry, SkillFile, is_textual};
 
@@ -40,10 +40,10 @@ pub enum Transport {
     Http,
 }
 
-/// The principal an HTTP request authenticated as, put in the request's extensions by the
-/// auth layer.
+/// The caller an HTTP request authenticated as (a bearer token's principal and origin), put in
+/// the request's extensions by the auth layer.
 #[derive(Debug, Clone)]
-pub struct Authenticated(pub quiver_policy::Principal);
+pub struct Authenticated(pub Caller);
 
 /// One MCP server instance: a stdio connection, an HTTP session, or one stateless request.
 #[derive(Clone)]
@@ -79,9 +79,19 @@ fn can_elicit_form(context: &RequestContext<RoleServer>) -> bool {
 }
 
 fn meta_handle(meta: Option<&MetaObject>) -> Option<String> {
-    meta.and_then(|m| m.get(CONVERSATION_META))
+    meta_string(meta, CONVERSATION_META)
+}
+
+fn meta_string(meta: Option<&MetaObject>, key: &str) -> Option<String> {
+    meta.and_then(|m| m.get(key))
         .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
         .map(str::to_owned)
+}
+
+/// The client's turn id ([`TURN_META`]) from the request's or the context's `_meta`.
+fn meta_turn(request: Option<&MetaObject>, context: &RequestContext<RoleServer>) -> Option<String> {
+    meta_string(request, TURN_META).or_else(|| meta_string(Some(&context.meta), TURN_META))
 }
 
 /// The form asking for a decision; a card that needs a person offers no "for this
@@ -243,15 +253,17 @@ impl QuiverServer {
     }
 
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
-        let principal = match self.transport {
-            Transport::Stdio => self.front.config().stdio_principal.clone(),
+        match self.transport {
+            Transport::Stdio => Caller::local(self.front.config().stdio_principal.clone()),
             Transport::Http => context
                 .extensions
                 .get::<axum::http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<Authenticated>())
-                .map_or_else(quiver_policy::Principal::anonymous, |a| a.0.clone()),
-        };
-        Caller { principal }
+                .map_or_else(
+                    || Caller::local(quiver_policy::Principal::anonymous()),
+                    |a| a.0.clone(),
+                ),
+        }
     }
 
     /// The connection's conversation slot, or none for a stateless HTTP request.
@@ -277,13 +289,7 @@ impl QuiverServer {
     }
 
     fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
-        let index = self.front.skill_index();
-        index
-            .skills
-            .iter()
-            .filter(|s| self.front.skill_visible(caller, &s.id))
-            .cloned()
-            .collect()
+        self.front.visible_skills(caller)
     }
 }
 
@@ -397,6 +403,7 @@ impl ServerHandler for QuiverServer {
                     arguments,
                     handle,
                     resume,
+                    turn: meta_turn(request.meta.as_deref(), &context),
                 },
                 self.asker(&context),
             )
@@ -522,7 +529,12 @@ impl ServerHandler for QuiverServer {
                     .map_err(mcp_error)?;
                 let outcome = self
                     .front
-                    .activate_skill(&caller, session, skill.id.clone())
+                    .activate_skill(
+                        &caller,
+                        session,
+                        skill.id.clone(),
+                        meta_turn(request.meta.as_deref(), &context),
+                    )
                     .await
                     .map_err(mcp_error)?;
                 let mut meta = MetaObject::default();

@@ -309,6 +309,18 @@ impl Runtime {
         self.disabled.read().map_or(true, |d| !d.contains(package))
     }
 
+    /// The packages the operator switched off, read from the store now (a switch made by any
+    /// process counts): what the pipeline's enabled check refuses, for fronts that list what
+    /// is offered outside a turn (the MCP front's `skills/list`, `resources/*`, `tools/list`).
+    pub fn disabled_packages(&self) -> Result<BTreeSet<String>, RuntimeError> {
+        self.refresh_operator_state()?;
+        Ok(self
+            .disabled
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone())
+    }
+
     /// Creates a session and returns its id.
     pub fn create_session(&self, request: &SessionRequest) -> Result<String, RuntimeError> {
         let catalog = self.catalog();
@@ -663,6 +675,18 @@ impl Turn<'_> {
     /// user: an MCP client's elicitation, a chat terminal), instead of the runtime's default.
     pub fn set_person(&mut self, person: Arc<dyn Approver>) {
         self.person = Some(person);
+    }
+
+    /// This turn's restrictions and lockouts (active skills' lists, refusals), for a front
+    /// whose turn spans several requests (an MCP conversation) to carry to the next.
+    pub fn turn_state(&self) -> &TurnState {
+        &self.state
+    }
+
+    /// Continues an earlier request's restrictions and lockouts in this turn (see
+    /// [`Turn::turn_state`]).
+    pub fn continue_turn(&mut self, state: TurnState) {
+        self.state = state;
     }
 
     /// Tells the runtime which model this turn talks to: skills bound to a `model` are shown

@@ -282,13 +282,14 @@ pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
     ));
     let front = Arc::new(Front::new(
         runtime.clone(),
-        McpConfig::default(),
+        McpConfig {
+            allow_anonymous: true,
+            ..McpConfig::default()
+        },
         vec![7; 32],
     ));
     // One conversation in which the user already allowed the package, as after the first call.
-    let caller = Caller {
-        principal: Principal::anonymous(),
-    };
+    let caller = Caller::local(Principal::anonymous());
     let (session, handle) = front
         .open_conversation(&caller)
         .map_err(|e| miette!("{e}"))?;

@@ -28,6 +28,11 @@ pub struct ServeArgs {
     /// Serve Streamable HTTP at `ADDR` (`127.0.0.1:8931`); the endpoint is `/mcp`.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Serve HTTP requests without a bearer token, as an anonymous user (never the owner,
+    /// never answering an approval only a person may give). Without it, HTTP needs a token:
+    /// the owner's, made at the first start and kept in the state folder's `mcp-token`.
+    #[arg(long)]
+    pub allow_anonymous: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -53,17 +58,44 @@ fn roots(args: &RootArgs, config: &quiver_host::Config) -> RootArgs {
     args.clone()
 }
 
+/// Unless anonymous requests are allowed, the owner's bearer token (made at the first start)
+/// joins the configured tokens, standing for the stdio principal.
+fn owner_token(
+    state_db: &Path,
+    config: &mut quiver_mcp::McpConfig,
+) -> miette::Result<Option<quiver_mcp::owner_token::OwnerToken>> {
+    if config.allow_anonymous {
+        return Ok(None);
+    }
+    let dir = state_db.parent().unwrap_or_else(|| Path::new("."));
+    let token = quiver_mcp::owner_token::load_or_create(dir)
+        .map_err(|e| miette::miette!("cannot keep the MCP token in `{}`: {e}", dir.display()))?;
+    config.tokens.push(quiver_mcp::config::BearerToken {
+        token: token.token.clone(),
+        principal: config.stdio_principal.clone(),
+        origin: quiver_policy::Origin::default(),
+    });
+    Ok(Some(token))
+}
+
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
 pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let config = crate::roots::config()?;
     let roots = roots(root_args, &config);
-    let mcp = config
+    let mut mcp = config
         .mcp(&|name| std::env::var(name).ok())
         .map_err(crate::roots::fail)?;
     let always = config.runtime.always_loaded.clone();
     let search = crate::roots::search_models(&config);
     let state = args.state.state()?;
     let db = state.path.clone();
+    let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
+    mcp.allow_anonymous |= args.allow_anonymous;
+    let owner_token = if stdio {
+        None
+    } else {
+        owner_token(&db, &mut mcp)?
+    };
     // The person is the client (elicitation), set per call; the console queue answers what
     // the policy routes to an operator.
     let approvers = ApproverSet {
@@ -91,7 +123,6 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let front = Arc::new(
         Front::new(host.runtime().clone(), mcp, secret).with_operator_always_loaded(always),
     );
-    let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -116,9 +147,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 .await
                 .map_err(|e| miette::miette!("cannot listen on {addr}: {e}"))?;
             let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
-            if !local.ip().is_loopback() && front.config().tokens.is_empty() {
+            if !local.ip().is_loopback() && front.config().allow_anonymous {
                 crate::err(&format!(
-                    "warning: serving on {local}, reachable from other machines, with no bearer tokens configured"
+                    "warning: serving on {local}, reachable from other machines, to anonymous callers (--allow-anonymous)"
                 ));
             }
             crate::err(&format!(
@@ -127,6 +158,14 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 roots.roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
                 db.display()
             ));
+            if let Some(token) = owner_token.filter(|t| t.created) {
+                let url = format!("http://{local}{}", quiver_mcp::http::MCP_PATH);
+                crate::err(&format!(
+                    "quiver: made the owner's bearer token, kept in `{}` (shown this once); paste into your MCP client:\n{}",
+                    token.path.display(),
+                    quiver_mcp::owner_token::client_config(&url, &token.token)
+                ));
+            }
             quiver_mcp::serve_http(front, listener, shutdown)
                 .await
                 .map_err(|e| miette::miette!("{e}"))

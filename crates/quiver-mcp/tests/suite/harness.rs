@@ -38,13 +38,19 @@ pub fn executor() -> BuiltinExecutor {
 }
 
 pub fn front_with(dir: &Path, config: McpConfig) -> Arc<Front> {
-    let catalog = Catalog::load(
-        &[Root {
-            path: examples(),
+    front_over(&[examples()], dir, config)
+}
+
+/// A front over the packages of `roots`, its state in `dir`.
+pub fn front_over(roots: &[PathBuf], dir: &Path, config: McpConfig) -> Arc<Front> {
+    let roots: Vec<Root> = roots
+        .iter()
+        .map(|path| Root {
+            path: path.clone(),
             scope: Scope::Project,
-        }],
-        &CatalogOptions::default(),
-    );
+        })
+        .collect();
+    let catalog = Catalog::load(&roots, &CatalogOptions::default());
     let store = SqliteStore::open(dir.join("state.db")).unwrap();
     let runtime = Runtime::new(
         catalog,

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::harness::front_with;
 
 /// One raw HTTP/1.1 POST; returns the status and body.
-fn post(port: u16, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+pub(super) fn post(port: u16, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let body = body.to_string();
     let mut request = format!(
@@ -32,7 +32,7 @@ fn post(port: u16, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
     (status, response)
 }
 
-fn stateless(method: &str, params: Value) -> Value {
+pub(super) fn stateless(method: &str, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -49,6 +49,7 @@ async fn tokens_origins_and_stateless_handles() {
         tokens: vec![BearerToken {
             token: "t0k3n".into(),
             principal: Principal::user("alice", Role::Trusted),
+            origin: Default::default(),
         }],
         allow_anonymous: false,
         ..McpConfig::default()

@@ -1,5 +1,7 @@
 mod consent;
 mod harness;
 mod http;
+mod http_gate;
 mod skills;
+mod switched_off;
 mod tools;

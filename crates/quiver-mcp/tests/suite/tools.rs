@@ -111,17 +111,14 @@ async fn a_handle_is_only_its_users() {
 
     let dir = tempfile::tempdir().unwrap();
     let front = front(dir.path());
-    let alice = Caller {
-        principal: Principal::user("alice", Role::User),
-    };
-    let bob = Caller {
-        principal: Principal::user("bob", Role::User),
-    };
+    let alice = Caller::local(Principal::user("alice", Role::User));
+    let bob = Caller::local(Principal::user("bob", Role::User));
     let search = |handle: Option<String>| CallRequest {
         name: "tool_search".into(),
         arguments: json!({"query": "weather"}),
         handle,
         resume: None,
+        turn: None,
     };
     let stateless = ConnectionSlot::stateless();
     let CallResult::Done { handle, .. } = front
