@@ -34,6 +34,7 @@
 
 pub mod launcher;
 pub mod mcp;
+mod output;
 pub mod policy;
 pub mod proxy;
 mod sandbox;

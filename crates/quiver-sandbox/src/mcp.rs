@@ -95,10 +95,12 @@ impl McpClient {
             _ => return Err(SandboxError::Setup("the MCP server has no stdio".into())),
         };
         let spawned = Arc::new(Mutex::new(spawned));
+        let max_line = sandbox.config().stdout_limit;
         let connect: Connect = Box::new(move || {
             Box::pin(async move {
                 let reader =
                     tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+                let reader = crate::output::LineCap::new(reader, max_line);
                 let writer =
                     tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
                 Watch(changed)
