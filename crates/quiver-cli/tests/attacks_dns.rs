@@ -123,7 +123,8 @@ fn a_declared_name_resolving_to_a_host_address_is_refused() {
             .run(&job, b"{}")
             .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
     };
-    let cases: [(&str, String, &[&str], Result<&str, String>); 4] = [
+    type Case<'a> = (&'a str, String, &'a [&'a str], Result<&'a str, String>);
+    let cases: [Case; 4] = [
         (
             "rebind",
             format!("http://rebind.quiver.test:{port}/"),
