@@ -255,7 +255,7 @@ fn peak_growth<T>(f: impl FnOnce() -> T) -> (T, u64) {
 fn a_stderr_flood_does_not_grow_the_runtime() {
     let Some(lab) = lab() else { return };
     let secret = canary();
-    // 1 GiB on stderr without a newline, then the canary; then many short lines.
+    // 1 GiB on stderr without a newline, then the canary.
     let script = format!(
         r#"
 import sys

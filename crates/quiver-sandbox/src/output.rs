@@ -1,10 +1,10 @@
 //! Reading what a tool prints with fixed bounds, so the runtime's memory never grows with it:
-//! stderr is read in fixed chunks, each line logged up to [`STDERR_LINE`] bytes (the rest cut
+//! stderr is read in fixed 32 KiB chunks, each line logged up to [`STDERR_LINE`] bytes (the rest cut
 //! with a note), at most [`STDERR_LOGGED`] bytes logged a minute, and only its last
 //! [`STDERR_TAIL`] bytes kept; an MCP server's stdout is cut off at a line longer than the
 //! stdout limit ([`LineCap`]).
 
-use std::io::{ErrorKind, Read};
+use std::io::{BufRead, ErrorKind, Read};
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::task::{Context, Poll};
@@ -18,7 +18,7 @@ pub const STDERR_LINE: usize = 4096;
 pub const STDERR_LOGGED: usize = 1 << 20;
 /// Bytes of the end of stderr kept for error messages.
 pub const STDERR_TAIL: usize = 4096;
-const CHUNK: usize = 8192;
+const CHUNK: usize = 32 * 1024;
 const WINDOW: Duration = Duration::from_secs(60);
 const PUBLISH_EVERY: usize = 64 * 1024;
 
@@ -85,8 +85,12 @@ impl<'a> LineLog<'a> {
         }
     }
 
-    fn feed(&mut self, bytes: &[u8]) {
-        for piece in bytes.split_inclusive(|b| *b == b'\n') {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let start = bytes;
+            // `skip_until` finds the newline with the standard library's (optimized) memchr.
+            let n = BufRead::skip_until(&mut bytes, b'\n').unwrap_or(start.len());
+            let piece = &start[..n];
             let ends = piece.ends_with(b"\n");
             let body = if ends {
                 &piece[..piece.len() - 1]
@@ -113,8 +117,6 @@ impl<'a> LineLog<'a> {
     }
 
     fn emit(&mut self) {
-        let text = String::from_utf8_lossy(&self.line);
-        let text = text.trim_end();
         let cut = std::mem::take(&mut self.cut);
         if self.window.elapsed() >= WINDOW {
             if self.dropped > 0 {
@@ -123,7 +125,7 @@ impl<'a> LineLog<'a> {
             (self.window, self.logged, self.dropped) = (Instant::now(), 0, 0);
         }
         // A line costs its bytes and one for the line itself, so empty lines count too.
-        let cost = text.len() + 1;
+        let cost = self.line.len() + 1;
         if self.logged + cost > STDERR_LOGGED {
             if self.dropped == 0 {
                 tracing::warn!(target: "quiver_sandbox::tool", package = %self.package, "the tool wrote more than {STDERR_LOGGED} bytes to stderr within a minute; further lines are counted, not logged");
@@ -131,6 +133,8 @@ impl<'a> LineLog<'a> {
             self.dropped += 1;
         } else {
             self.logged += cost;
+            let text = String::from_utf8_lossy(&self.line);
+            let text = text.trim_end();
             if cut > 0 {
                 tracing::info!(target: "quiver_sandbox::tool", package = %self.package, "{text} [line cut: {cut} more bytes]");
             } else {
@@ -210,6 +214,14 @@ mod tests {
         log.feed(b"aa\nb");
         assert_eq!((log.line.as_slice(), log.cut), (&b"b"[..], 0));
         assert_eq!(log.logged, STDERR_LINE + 1);
+    }
+
+    #[test]
+    fn past_the_budget_lines_are_counted_not_logged() {
+        let mut log = LineLog::new("demo");
+        log.feed(&b"xxx\n".repeat(STDERR_LOGGED / 2));
+        assert!(log.logged <= STDERR_LOGGED, "{}", log.logged);
+        assert_eq!(log.dropped, (STDERR_LOGGED / 2 - STDERR_LOGGED / 4) as u64);
     }
 
     #[tokio::test]
