@@ -206,6 +206,29 @@ fn proxy_attacks_are_refused_and_a_normal_call_still_runs() {
             Err(err) => assert_eq!(got, Err(err), "{id}"),
         }
     }
+    // TLS in a tunnel to an allowed host asking that server for another name (SNI).
+    let script = format!(
+        r#"
+import os, socket, ssl, sys
+port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])
+s = socket.create_connection(('127.0.0.1', port), timeout=10)
+s.sendall(b'CONNECT localhost:{port} HTTP/1.1\r\n\r\n')
+answer = s.recv(4096)
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+try:
+    answer += ctx.wrap_socket(s, server_hostname='evil.test').recv(4096)
+except Exception as e:
+    answer += repr(e).encode()
+sys.stdout.write(answer.decode('latin-1'))
+"#
+    );
+    let got = lab.run(&lab.job("tls-sni", &script, &["localhost"]));
+    assert_eq!(
+        got.map(|o| o.code),
+        Err(SandboxError::Denied(denial_message("evil.test")))
+    );
     // The same tool, asking plainly, is served.
     let answer = lab
         .send(

@@ -13,6 +13,7 @@
 
 pub mod destination;
 pub mod head;
+pub mod tls;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
@@ -297,8 +298,9 @@ async fn serve(mut client: UnixStream, shared: &Shared) {
     }
 }
 
-/// A tunnel carries TLS as is; anything else must be one plain request to the tunnel's host,
-/// checked and forwarded like a proxied one.
+/// A tunnel carries TLS whose ClientHello names the tunnel's host (or no host), then relayed as
+/// is; anything else must be one plain request to the tunnel's host, checked and forwarded like
+/// a proxied one.
 async fn tunnel(
     mut client: UnixStream,
     mut upstream: TcpStream,
@@ -315,9 +317,41 @@ async fn tunnel(
             _ => return,
         }
     }
-    // A TLS handshake record.
+    // A TLS handshake record: its ClientHello may name no other server than the tunnel's.
     if first[0] == 0x16 {
-        return relay(client, upstream, first, None, config.idle_timeout).await;
+        let read = async {
+            let mut chunk = [0u8; 2048];
+            loop {
+                match tls::client_hello(&first) {
+                    tls::Hello::Incomplete => {}
+                    hello => return hello,
+                }
+                match client.read(&mut chunk).await {
+                    Ok(n) if n > 0 => first.extend_from_slice(&chunk[..n]),
+                    _ => return tls::Hello::Malformed,
+                }
+            }
+        };
+        let hello = tokio::time::timeout(config.header_timeout, read)
+            .await
+            .unwrap_or(tls::Hello::Malformed);
+        match hello {
+            tls::Hello::Server(Some(name))
+                if !name
+                    .trim_end_matches('.')
+                    .eq_ignore_ascii_case(host.trim_end_matches('.')) =>
+            {
+                shared.deny(&name);
+            }
+            tls::Hello::Server(_) => {
+                relay(client, upstream, first, None, config.idle_timeout).await;
+            }
+            _ => tracing::info!(
+                host,
+                "network proxy: a tunnel did not start with a ClientHello"
+            ),
+        }
+        return;
     }
     let (head, rest) = match read_head(&mut client, first, config.header_timeout).await {
         Ok(pair) => pair,
