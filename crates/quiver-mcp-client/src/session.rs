@@ -99,10 +99,12 @@ impl McpClient {
             _ => return Err(McpClientError::Setup("the MCP server has no stdio".into())),
         };
         let spawned = Arc::new(Mutex::new(spawned));
+        let max_line = sandbox.config().stdout_limit;
         let connect: Connect = Box::new(move || {
             Box::pin(async move {
                 let setup = |e: std::io::Error| McpClientError::Setup(e.to_string());
                 let reader = tokio::process::ChildStdout::from_std(stdout).map_err(setup)?;
+                let reader = quiver_sandbox::output::LineCap::new(reader, max_line);
                 let writer = tokio::process::ChildStdin::from_std(stdin).map_err(setup)?;
                 Watch(changed)
                     .serve((reader, writer))

@@ -9,6 +9,9 @@
 //! [`Policy`]: new session, PID/network/IPC namespaces, rlimits, an unprivileged user,
 //! `no_new_privs`, Landlock and seccomp.
 //!
+//! A front that listens (`quiver serve --http`) registers its addresses with
+//! [`proxy::register_own_listener`], so no tool is ever proxied to the runtime itself.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig};
@@ -33,6 +36,7 @@
 //! ```
 
 pub mod launcher;
+pub mod output;
 pub mod policy;
 pub mod proxy;
 mod sandbox;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
@@ -475,8 +475,8 @@ fn create_private_dir(dir: &Path) -> Result<(), SandboxError> {
         .map_err(|e| SandboxError::Setup(format!("creating `{}`: {e}", dir.display())))
 }
 
-/// Logs each stderr line of the tool and keeps the last 4 KiB; the receiver hears when
-/// stderr closed.
+/// Drains the tool's stderr on a thread of its own with fixed bounds
+/// ([`crate::output::drain_stderr`]); the receiver hears when stderr closed.
 fn log_stderr(
     stderr: ChildStderr,
     package: String,
@@ -484,23 +484,7 @@ fn log_stderr(
 ) -> mpsc::Receiver<()> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stderr);
-        let mut line = Vec::new();
-        while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-            let text = String::from_utf8_lossy(&line);
-            tracing::info!(target: "quiver_sandbox::tool", package = %package, "{}", text.trim_end());
-            if let Ok(mut tail) = tail.lock() {
-                tail.push_str(&text);
-                if tail.len() > 4096 {
-                    let cut = tail.len() - 4096;
-                    let cut = (cut..tail.len())
-                        .find(|i| tail.is_char_boundary(*i))
-                        .unwrap_or(cut);
-                    tail.drain(..cut);
-                }
-            }
-            line.clear();
-        }
+        crate::output::drain_stderr(stderr, &package, &tail);
         let _ = tx.send(());
     });
     rx

@@ -180,7 +180,8 @@ fn read_replies(
             Ok(_) => {}
         }
         let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-            tracing::warn!(target: "quiver_sandbox::tool", "a worker line is not JSON: {}", String::from_utf8_lossy(&line).trim_end());
+            let shown = &line[..line.len().min(crate::output::STDERR_LINE)];
+            tracing::warn!(target: "quiver_sandbox::tool", "a worker line ({} bytes) is not JSON: {}", line.len(), String::from_utf8_lossy(shown).trim_end());
             continue;
         };
         let Some(id) = message.get("id").and_then(Value::as_str) else {
