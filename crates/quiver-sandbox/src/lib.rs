@@ -5,9 +5,10 @@
 //! and a launcher process, with a timeout, an output limit and the network [`proxy::Proxy`]),
 //! [`worker::Worker`] (a long-lived JSON-lines process per package), [`mcp::McpClient`] (a
 //! package's MCP server over stdio, with Quiver as its client), and the launcher
-//! [`launcher::main`] behind `quiver sandbox-exec --policy FILE -- CMD...`, which enforces a
-//! [`Policy`]: new session, PID/network/IPC namespaces, rlimits, an unprivileged user,
-//! `no_new_privs`, Landlock and seccomp.
+//! [`launcher::main`] behind `quiver sandbox-exec --policy-stdin -- CMD...`, which enforces a
+//! [`Policy`]: new session, PID/network/IPC/mount namespaces (a root holding only what the
+//! policy grants), cgroups, rlimits, a user of the package's own ([`identity`]), no
+//! capabilities, `no_new_privs`, Landlock and seccomp.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -32,6 +33,9 @@
 //! # Ok::<(), quiver_sandbox::SandboxError>(())
 //! ```
 
+mod cgroup;
+mod disk;
+pub mod identity;
 pub mod launcher;
 pub mod mcp;
 pub mod policy;
@@ -39,6 +43,7 @@ pub mod proxy;
 mod sandbox;
 mod seccomp;
 mod sys;
+mod view;
 pub mod worker;
 
 pub use policy::{Limits, Network, Policy};

@@ -1,4 +1,4 @@
-//! `quiver sandbox-exec --policy FILE -- CMD...`: the sandbox launcher. The runtime starts it
+//! `quiver sandbox-exec --policy-stdin -- CMD...`: the sandbox launcher. The runtime starts it
 //! for every package tool; it is dispatched from `main` before clap, tokio or any thread
 //! starts, and hands off to [`quiver_sandbox::launcher::main`].
 
@@ -30,6 +30,7 @@ fn sandbox_config() -> miette::Result<quiver_sandbox::SandboxConfig> {
     })?;
     let mut config =
         quiver_sandbox::SandboxConfig::new(vec![exe.into_os_string(), NAME.into()], state);
+    config.hidden.extend(crate::roots::config_path());
     config.allow_unsandboxed = crate::roots::runtime_config()?.allow_unsandboxed
         || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
     Ok(config)
