@@ -63,6 +63,7 @@ fn config(state: &Path) -> SandboxConfig {
         file_size: 1 << 20,
         open_files: 128,
         cpu_seconds: 10,
+        ..Limits::default()
     };
     config.stdout_limit = 64 * 1024;
     config

@@ -238,7 +238,11 @@ fn limit(controller: Controller, place: &Place, limits: &Limits) -> Result<(), C
             write(dir, "memory.limit_in_bytes", &limits.memory.to_string())?;
             // No swap beyond the limit, where swap accounting is on.
             if dir.join("memory.memsw.limit_in_bytes").exists() {
-                write(dir, "memory.memsw.limit_in_bytes", &limits.memory.to_string())?;
+                write(
+                    dir,
+                    "memory.memsw.limit_in_bytes",
+                    &limits.memory.to_string(),
+                )?;
             }
         }
         (Controller::Memory, Place::V2(_)) => {

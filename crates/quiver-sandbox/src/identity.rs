@@ -21,9 +21,9 @@ pub const UID_COUNT: u32 = 1 << 30;
 pub fn package_uid(package: &str) -> u32 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0100_0000_01b3;
-    let hash = package
-        .bytes()
-        .fold(OFFSET, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(PRIME));
+    let hash = package.bytes().fold(OFFSET, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    });
     FIRST_UID + (hash % u64::from(UID_COUNT)) as u32
 }
 
@@ -58,7 +58,10 @@ mod tests {
         let uids: Vec<u32> = cases.iter().map(|p| package_uid(p)).collect();
         for (case, uid) in cases.iter().zip(&uids) {
             assert_eq!(package_uid(case), *uid, "stable for {case}");
-            assert!((FIRST_UID..FIRST_UID + UID_COUNT).contains(uid), "{case}: {uid}");
+            assert!(
+                (FIRST_UID..FIRST_UID + UID_COUNT).contains(uid),
+                "{case}: {uid}"
+            );
         }
         let mut sorted = uids.clone();
         sorted.sort_unstable();

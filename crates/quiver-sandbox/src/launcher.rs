@@ -27,8 +27,8 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -102,8 +102,7 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 fn parse(args: &[OsString]) -> Result<Vec<OsString>, LaunchError> {
-    let usage =
-        || LaunchError::Usage("usage: quiver sandbox-exec --policy-stdin -- CMD...".into());
+    let usage = || LaunchError::Usage("usage: quiver sandbox-exec --policy-stdin -- CMD...".into());
     match args {
         [flag, dash, command @ ..]
             if flag == "--policy-stdin" && dash == "--" && !command.is_empty() =>
@@ -159,7 +158,13 @@ fn launch(args: &[OsString]) -> Result<i32, LaunchError> {
     unshare_namespaces(libc::CLONE_NEWPID)?;
     let filters = seccomp::filters(policy.network == Network::None)
         .map_err(|e| LaunchError::Usage(format!("building the seccomp filter: {e}")))?;
-    let result = run_confined(&policy, relay_port.map(|(port, _)| port), &filters, &command, runtime.as_ref());
+    let result = run_confined(
+        &policy,
+        relay_port.map(|(port, _)| port),
+        &filters,
+        &command,
+        runtime.as_ref(),
+    );
     if let Some((_, relay_pid)) = relay_port {
         crate::sys::kill_and_reap(relay_pid);
     }
@@ -196,8 +201,9 @@ fn run_confined(
     let out_of_memory = cgroup.out_of_memory();
     cgroup.remove();
     match code {
-        Ok(code) if code == 128 + libc::SIGKILL && out_of_memory => Err(LaunchError::Limit(format!(
-            "the call went over its memory limit of {} MiB and was killed",
+        // Whether the kernel killed the first process or another of the call's.
+        Ok(_) if out_of_memory => Err(LaunchError::Limit(format!(
+            "the call went over its memory limit of {} MiB; the kernel killed its largest process",
             limits.memory >> 20
         ))),
         other => other,
@@ -303,12 +309,21 @@ fn landlock_ruleset(policy: &Policy, port: Option<u16>) -> Result<RulesetCreated
         ))
         .map_err(err)?
         .add_rules(path_beneath_rules(
-            &policy.read,
+            // `/proc` is the tool's own PID namespace's (see `crate::view`).
+            policy
+                .read
+                .iter()
+                .map(PathBuf::as_path)
+                .chain([Path::new("/proc")]),
             AccessFs::ReadFile | AccessFs::ReadDir,
         ))
         .map_err(err)?
         .add_rules(path_beneath_rules(
-            policy.read_write.iter().map(PathBuf::as_path).chain([Path::new("/tmp")]),
+            policy
+                .read_write
+                .iter()
+                .map(PathBuf::as_path)
+                .chain([Path::new("/tmp")]),
             AccessFs::from_all(abi) & !AccessFs::Execute,
         ))
         .map_err(err)?;
@@ -379,8 +394,9 @@ fn confine(
         .map_err(|e| sys("setrlimit")(e.into()))?;
     }
     std::env::set_current_dir(&policy.cwd).map_err(sys("entering the data folder"))?;
-    crate::sys::drop_privileges(policy.run_as)
-        .map_err(sys("dropping capabilities and changing to the package's user"))?;
+    crate::sys::drop_privileges(policy.run_as).map_err(sys(
+        "dropping capabilities and changing to the package's user",
+    ))?;
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| sys("setting the parent-death signal")(e.into()))?;
     rustix::thread::set_no_new_privs(true).map_err(|e| sys("no_new_privs")(e.into()))?;

@@ -155,7 +155,10 @@ mod tests {
         assert_eq!(rest, "tool input");
         let cases: [&[u8]; 3] = [b"", b"\x05\0\0\0\0\0\0\0{}", &[0xff; 8]];
         for case in cases {
-            assert!(Policy::read_frame(&mut io::Cursor::new(case)).is_err(), "{case:?}");
+            assert!(
+                Policy::read_frame(&mut io::Cursor::new(case)).is_err(),
+                "{case:?}"
+            );
         }
     }
 }

@@ -278,7 +278,9 @@ impl Sandbox {
         let support = support();
         if support.is_ok() {
             for limit in crate::cgroup::prepare() {
-                tracing::warn!("this machine has no cgroup controller for {limit}; package tools run without it");
+                tracing::warn!(
+                    "this machine has no cgroup controller for {limit}; package tools run without it"
+                );
             }
         }
         Ok(Sandbox {
@@ -359,7 +361,10 @@ impl Sandbox {
             let run_as = rustix::process::geteuid().is_root().then_some((uid, uid));
             if run_as.is_some() {
                 crate::identity::own(&data, uid).map_err(|e| {
-                    SandboxError::Setup(format!("giving `{}` to the package's user: {e}", data.display()))
+                    SandboxError::Setup(format!(
+                        "giving `{}` to the package's user: {e}",
+                        data.display()
+                    ))
                 })?;
             }
             let policy = build_policy(

@@ -161,10 +161,7 @@ pub fn filters(no_network: bool) -> Result<Vec<BpfProgram>, FilterError> {
         .map(|&flag| arg0_has(flag as u64))
         .collect::<Result<Vec<_>, _>>()?;
     refused.insert(libc::SYS_clone, clone_rules);
-    refused.insert(
-        libc::SYS_socket,
-        arg0_none_of(socket_families(no_network))?,
-    );
+    refused.insert(libc::SYS_socket, arg0_none_of(socket_families(no_network))?);
     let eperm = SeccompFilter::new(
         refused,
         SeccompAction::Allow,
@@ -195,7 +192,10 @@ mod tests {
     fn filters_build_for_both_modes() {
         for no_network in [true, false] {
             let filters = super::filters(no_network).unwrap();
-            assert_eq!(filters.len(), if cfg!(target_arch = "x86_64") { 3 } else { 2 });
+            assert_eq!(
+                filters.len(),
+                if cfg!(target_arch = "x86_64") { 3 } else { 2 }
+            );
             assert!(filters.iter().all(|f| !f.is_empty()));
         }
     }

@@ -66,7 +66,10 @@ fn io_at(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ViewError
 /// `path` below `root` (`/usr` under `/newroot` is `/newroot/usr`).
 fn under(root: &str, path: &Path) -> PathBuf {
     let mut out = PathBuf::from(root);
-    out.extend(path.components().filter(|c| matches!(c, Component::Normal(_))));
+    out.extend(
+        path.components()
+            .filter(|c| matches!(c, Component::Normal(_))),
+    );
     out
 }
 
@@ -80,9 +83,16 @@ fn depth(path: &Path) -> usize {
 pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
     let root = Path::new("/");
-    mount_change(root, MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
-        .map_err(at("making mounts private", root))?;
-    tmpfs(Path::new(BASE), "size=1m,mode=0755", MountFlags::NOSUID | MountFlags::NODEV)?;
+    mount_change(
+        root,
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(at("making mounts private", root))?;
+    tmpfs(
+        Path::new(BASE),
+        "size=1m,mode=0755",
+        MountFlags::NOSUID | MountFlags::NODEV,
+    )?;
     for dir in [OLD, NEW] {
         let inside = Path::new(BASE).join(dir.trim_start_matches('/'));
         std::fs::create_dir(&inside).map_err(io_at("creating", &inside))?;
@@ -90,7 +100,11 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
     let old = Path::new(BASE).join(OLD.trim_start_matches('/'));
     rustix::process::pivot_root(BASE, &old).map_err(at("pivoting into", Path::new(BASE)))?;
     std::env::set_current_dir("/").map_err(io_at("entering", root))?;
-    tmpfs(Path::new(NEW), "size=4m,mode=0755", MountFlags::NOSUID | MountFlags::NODEV)?;
+    tmpfs(
+        Path::new(NEW),
+        "size=4m,mode=0755",
+        MountFlags::NOSUID | MountFlags::NODEV,
+    )?;
 
     let entries = entries(policy);
     let (inside_hidden, outside): (Vec<&(PathBuf, bool)>, Vec<&(PathBuf, bool)>) = entries
@@ -270,7 +284,11 @@ fn cover(path: &Path) -> Result<bool, ViewError> {
         return Ok(false);
     };
     if meta.is_dir() {
-        tmpfs(&target, "size=1m,mode=0755", MountFlags::NOSUID | MountFlags::NODEV)?;
+        tmpfs(
+            &target,
+            "size=1m,mode=0755",
+            MountFlags::NOSUID | MountFlags::NODEV,
+        )?;
         Ok(true)
     } else {
         let empty = Path::new("/empty");
@@ -310,7 +328,11 @@ mod tests {
             ("/", "/newroot"),
         ];
         for (path, expected) in cases {
-            assert_eq!(under(NEW, Path::new(path)), PathBuf::from(expected), "{path}");
+            assert_eq!(
+                under(NEW, Path::new(path)),
+                PathBuf::from(expected),
+                "{path}"
+            );
         }
     }
 }
