@@ -33,6 +33,9 @@ use rustix::mount::{
 
 use crate::policy::Policy;
 
+/// A granted path and whether it is writable.
+type Entry = (PathBuf, bool);
+
 /// Where the skeleton is built (inside the launcher's own mount namespace).
 const BASE: &str = "/tmp";
 /// The host's root, seen from the skeleton.
@@ -107,11 +110,11 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
     )?;
 
     let entries = entries(policy);
-    let (inside_hidden, outside): (Vec<&(PathBuf, bool)>, Vec<&(PathBuf, bool)>) = entries
+    let (inside_hidden, outside): (Vec<&Entry>, Vec<&Entry>) = entries
         .iter()
         .partition(|(path, _)| policy.hidden.iter().any(|h| path.starts_with(h)));
     let tmp = Path::new("/tmp");
-    let (roots, rest): (Vec<&(PathBuf, bool)>, Vec<&(PathBuf, bool)>) = outside
+    let (roots, rest): (Vec<&Entry>, Vec<&Entry>) = outside
         .iter()
         .copied()
         .partition(|(path, _)| path == Path::new("/"));
@@ -170,7 +173,7 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
 
 /// Every granted path once: writable when any list grants writing. Paths equal to a hidden
 /// one are dropped (the runtime never grants them; this keeps it so).
-fn entries(policy: &Policy) -> Vec<(PathBuf, bool)> {
+fn entries(policy: &Policy) -> Vec<Entry> {
     let mut map: BTreeMap<PathBuf, bool> = BTreeMap::new();
     let read = policy.read_exec.iter().chain(&policy.read);
     for (path, writable) in read
@@ -189,7 +192,7 @@ fn entries(policy: &Policy) -> Vec<(PathBuf, bool)> {
 
 /// Whether a shallower entry with the same access already shows `path` (never `/`, whose
 /// `/tmp` the private tmpfs covers).
-fn covered(path: &Path, writable: bool, entries: &[&(PathBuf, bool)]) -> bool {
+fn covered(path: &Path, writable: bool, entries: &[&Entry]) -> bool {
     entries.iter().any(|(other, w)| {
         other != path && other != Path::new("/") && path.starts_with(other) && *w == writable
     })
@@ -239,7 +242,7 @@ fn resolve(path: &Path) -> Option<PathBuf> {
 }
 
 /// Mounts the host's `path` at the same place in the new root.
-fn place(path: &Path, writable: bool, entries: &[(PathBuf, bool)]) -> Result<(), ViewError> {
+fn place(path: &Path, writable: bool, entries: &[Entry]) -> Result<(), ViewError> {
     let Some(real) = resolve(path) else {
         return Ok(());
     };
