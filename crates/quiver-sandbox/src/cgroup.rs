@@ -182,10 +182,10 @@ impl Cgroup {
         Ok(Cgroup { places })
     }
 
-    /// Moves the calling process into the groups.
-    pub fn join(&self) -> Result<(), CgroupError> {
+    /// Moves the process `pid` into the groups.
+    pub fn add(&self, pid: u32) -> Result<(), CgroupError> {
         for (_, place) in &self.places {
-            write(place.dir(), "cgroup.procs", "0")?;
+            write(place.dir(), "cgroup.procs", &pid.to_string())?;
         }
         Ok(())
     }

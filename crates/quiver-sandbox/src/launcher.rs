@@ -12,11 +12,12 @@
 //!    `127.0.0.1:<port>` to the runtime's proxy socket;
 //! 5. builds the seccomp filters and the call's cgroups (memory, processes, CPU), and refuses
 //!    a call whose data folder is already over its disk budget;
-//! 6. forks the tool's first process, which joins the cgroups, enters a mount namespace whose
-//!    root holds only what the policy grants ([`crate::view`]), builds the Landlock ruleset,
-//!    sets rlimits, drops every capability and becomes its package's own user, sets
-//!    `no_new_privs`, restricts itself with Landlock and seccomp, closes every descriptor
-//!    above 2, and `execve`s the tool with exactly the policy's environment;
+//! 6. forks the tool's first process and moves it into the cgroups; the child enters a mount
+//!    namespace whose root holds only what the policy grants ([`crate::view`]), builds the
+//!    Landlock ruleset, sets rlimits, drops every capability and becomes its package's own
+//!    user, sets `no_new_privs`, restricts itself with Landlock and seccomp, waits until it is
+//!    in the cgroups, closes every descriptor above 2, and `execve`s the tool with exactly the
+//!    policy's environment;
 //! 7. waits for it (stopping it when its data folder goes over the budget) and exits with its
 //!    status; if the runtime that started the launcher dies first, kills it (and so its whole
 //!    namespace).
@@ -191,12 +192,32 @@ fn run_confined(
     }
     let cgroup = Cgroup::create(std::process::id(), &limits)
         .map_err(|e| LaunchError::Usage(e.to_string()))?;
+    // The launcher moves the child into the groups while the child builds its mount view
+    // (a move waits for an RCU grace period, milliseconds); the child waits for the word
+    // before it `execve`s.
+    let (mut joined_rx, mut joined_tx) = io::pipe().map_err(sys("pipe"))?;
     let child = fork().map_err(sys("fork"))?;
     if child == 0 {
-        let err = confine_and_exec(policy, port, &cgroup, filters, command);
+        drop(joined_tx);
+        let err = confine_and_exec(policy, port, &mut joined_rx, filters, command);
         let _ = writeln!(io::stderr(), "{ERROR_PREFIX}{err}");
         exit_now(SETUP_FAILED);
     }
+    drop(joined_rx);
+    let joined = u32::try_from(child)
+        .map_err(|_| LaunchError::Usage("fork returned a negative pid".into()))
+        .and_then(|pid| {
+            cgroup
+                .add(pid)
+                .map_err(|e| LaunchError::Usage(e.to_string()))
+        });
+    if let Err(err) = joined {
+        crate::sys::kill_and_reap(child);
+        cgroup.remove();
+        return Err(err);
+    }
+    let _ = joined_tx.write_all(b"1");
+    drop(joined_tx);
     let code = wait(child, runtime, policy);
     let out_of_memory = cgroup.out_of_memory();
     cgroup.remove();
@@ -335,16 +356,17 @@ fn landlock_ruleset(policy: &Policy, port: Option<u16>) -> Result<RulesetCreated
     Ok(created)
 }
 
-/// In the forked child: cgroups, mount view, Landlock, limits, privileges, `no_new_privs`,
-/// seccomp, descriptors, then `execve`. Returns only on failure.
+/// In the forked child: mount view, Landlock, limits, privileges, `no_new_privs`, seccomp,
+/// the word that it is in the call's cgroups, descriptors, then `execve`. Returns only on
+/// failure.
 fn confine_and_exec(
     policy: &Policy,
     port: Option<u16>,
-    cgroup: &Cgroup,
+    joined: &mut io::PipeReader,
     filters: &[BpfProgram],
     command: &[OsString],
 ) -> LaunchError {
-    match confine(policy, port, cgroup, filters) {
+    match confine(policy, port, joined, filters) {
         Ok(()) => {}
         Err(e) => return e,
     }
@@ -360,12 +382,9 @@ fn confine_and_exec(
 fn confine(
     policy: &Policy,
     port: Option<u16>,
-    cgroup: &Cgroup,
+    joined: &mut io::PipeReader,
     filters: &[BpfProgram],
 ) -> Result<(), LaunchError> {
-    cgroup
-        .join()
-        .map_err(|e| LaunchError::Usage(e.to_string()))?;
     if crate::sys::unshare(libc::CLONE_NEWNS).is_err() {
         let source = io::Error::last_os_error();
         return Err(LaunchError::Unavailable(format!(
@@ -412,6 +431,9 @@ fn confine(
         seccompiler::apply_filter(filter)
             .map_err(|e| LaunchError::Usage(format!("seccomp: {e}")))?;
     }
+    let mut word = [0u8; 1];
+    io::Read::read_exact(joined, &mut word)
+        .map_err(sys("waiting to be moved into the call's cgroups"))?;
     crate::sys::close_from_3().map_err(sys("closing inherited descriptors"))
 }
 
