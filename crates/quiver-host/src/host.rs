@@ -99,6 +99,8 @@ impl CatalogSource {
 /// the machine cannot enforce it.
 pub fn sandbox_config(config: &Config, launcher: Vec<OsString>, state_dir: &Path) -> SandboxConfig {
     let mut sandbox = SandboxConfig::new(launcher, state_dir.to_owned());
+    // The config file holds settings and tokens: no tool ever sees it, whatever it declares.
+    sandbox.hidden.extend(config.path.clone());
     sandbox.allow_unsandboxed = config.runtime.allow_unsandboxed
         || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
     sandbox

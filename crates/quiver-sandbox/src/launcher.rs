@@ -1,26 +1,35 @@
-//! The launcher: `quiver sandbox-exec --policy FILE -- CMD...`.
+//! The launcher: `quiver sandbox-exec --policy-stdin -- CMD...`.
 //!
 //! It runs in a fresh, single-threaded process (the runtime re-executes itself), so nothing is
 //! built inside `pre_exec` of the multi-threaded runtime. In order, it:
 //!
-//! 1. starts a new session and process group;
-//! 2. enters new PID, network and IPC namespaces (when the tool's first process ends, the
+//! 1. reads its [`Policy`] from the first frame of stdin (never a file: it holds the
+//!    package's secret settings); the rest of stdin is the tool's;
+//! 2. starts a new session and process group;
+//! 3. enters new PID, network and IPC namespaces (when the tool's first process ends, the
 //!    kernel kills every process left in its PID namespace, daemons included);
-//! 3. for a tool with network, brings up loopback in the new namespace and relays
+//! 4. for a tool with network, brings up loopback in the new namespace and relays
 //!    `127.0.0.1:<port>` to the runtime's proxy socket;
-//! 4. builds the Landlock ruleset and the seccomp filters;
-//! 5. forks the tool's first process, which sets rlimits, changes to the tool's user, sets
-//!    `no_new_privs`, restricts itself with Landlock and seccomp, and `execve`s the tool with
-//!    exactly the policy's environment;
-//! 6. waits for it and exits with its status; if the runtime that started the launcher dies
-//!    first, kills it (and so its whole namespace).
+//! 5. builds the seccomp filters and the call's cgroups (memory, processes, CPU), and refuses
+//!    a call whose data folder is already over its disk budget;
+//! 6. forks the tool's first process and moves it into the cgroups; the child enters a mount
+//!    namespace whose root holds only what the policy grants ([`crate::view`]), builds the
+//!    Landlock ruleset, sets rlimits, drops every capability and becomes its package's own
+//!    user, sets `no_new_privs`, restricts itself with Landlock and seccomp, waits until it is
+//!    in the cgroups, closes every descriptor above 2, and `execve`s the tool with exactly the
+//!    policy's environment;
+//! 7. waits for it (stopping it when its data folder goes over the budget) and exits with its
+//!    status; if the runtime that started the launcher dies first, kills it (and so its whole
+//!    namespace).
 //!
 //! A setup failure exits with [`SETUP_FAILED`] and one line on stderr starting with
-//! [`ERROR_PREFIX`]; a machine that cannot enforce the sandbox says `unavailable:` after it.
+//! [`ERROR_PREFIX`]; a machine that cannot enforce the sandbox says [`UNAVAILABLE`] after it,
+//! a call stopped by a limit [`LIMIT`].
 
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -35,6 +44,7 @@ use rustix::event::{PollFd, PollFlags, poll};
 use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, getppid, pidfd_open};
 use seccompiler::BpfProgram;
 
+use crate::cgroup::Cgroup;
 use crate::policy::{Network, Policy};
 use crate::seccomp;
 
@@ -44,6 +54,11 @@ pub const SETUP_FAILED: i32 = 125;
 pub const ERROR_PREFIX: &str = "quiver-sandbox: ";
 /// What follows [`ERROR_PREFIX`] when the machine cannot enforce the sandbox.
 pub const UNAVAILABLE: &str = "unavailable: ";
+/// What follows [`ERROR_PREFIX`] when a limit of the call stopped (or refused) it.
+pub const LIMIT: &str = "limit: ";
+
+/// How often the data folder's disk use is measured while the tool runs.
+const DISK_CHECK: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The Landlock ABI whose rights the sandbox asks for (7 on the development machine; its
 /// access rights are those of 6).
@@ -58,6 +73,9 @@ pub enum LaunchError {
     /// The kernel lacks a feature the sandbox needs.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// A limit of the call refused or stopped it.
+    #[error("limit: {0}")]
+    Limit(String),
     /// A system call failed while setting up.
     #[error("{what}: {source}")]
     System {
@@ -84,33 +102,34 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 }
 
-fn parse(args: &[OsString]) -> Result<(PathBuf, Vec<OsString>), LaunchError> {
-    let usage = || LaunchError::Usage("usage: quiver sandbox-exec --policy FILE -- CMD...".into());
-    let mut iter = args.iter();
-    let mut policy = None;
-    while let Some(arg) = iter.next() {
-        if arg == "--policy" {
-            policy = iter.next().map(PathBuf::from);
-        } else if arg == "--" {
-            break;
-        } else {
-            return Err(usage());
+fn parse(args: &[OsString]) -> Result<Vec<OsString>, LaunchError> {
+    let usage = || LaunchError::Usage("usage: quiver sandbox-exec --policy-stdin -- CMD...".into());
+    match args {
+        [flag, dash, command @ ..]
+            if flag == "--policy-stdin" && dash == "--" && !command.is_empty() =>
+        {
+            Ok(command.to_vec())
         }
-    }
-    let command: Vec<OsString> = iter.cloned().collect();
-    match policy {
-        Some(policy) if !command.is_empty() => Ok((policy, command)),
         _ => Err(usage()),
     }
+}
+
+/// Reads the policy frame from stdin without reading past it (unbuffered, on a duplicate of
+/// the descriptor): what follows is the tool's input.
+fn read_policy() -> Result<Policy, LaunchError> {
+    let fd = io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(sys("reading the policy"))?;
+    Policy::read_frame(&mut std::fs::File::from(fd))
+        .map_err(|e| LaunchError::Usage(format!("the policy is not valid: {e}")))
 }
 
 fn launch(args: &[OsString]) -> Result<i32, LaunchError> {
     // Watched from the start, before the runtime can die unseen.
     let runtime = watch_parent();
-    let (policy_path, command) = parse(args)?;
-    let text = std::fs::read_to_string(&policy_path).map_err(sys("reading the policy file"))?;
-    let mut policy: Policy = serde_json::from_str(&text)
-        .map_err(|e| LaunchError::Usage(format!("the policy file is not valid: {e}")))?;
+    let command = parse(args)?;
+    let mut policy = read_policy()?;
 
     rustix::process::setsid().map_err(|e| sys("setsid")(e.into()))?;
     unshare_namespaces(libc::CLONE_NEWNET | libc::CLONE_NEWIPC)?;
@@ -138,23 +157,78 @@ fn launch(args: &[OsString]) -> Result<i32, LaunchError> {
     };
     // Only children forked from here on enter the new PID namespace.
     unshare_namespaces(libc::CLONE_NEWPID)?;
-    let ruleset = landlock_ruleset(&policy, relay_port.map(|(port, _)| port))?;
     let filters = seccomp::filters(policy.network == Network::None)
         .map_err(|e| LaunchError::Usage(format!("building the seccomp filter: {e}")))?;
-
-    // The tool's first process: PID 1 of the new PID namespace.
-    let child = fork().map_err(sys("fork"))?;
-    if child == 0 {
-        let err = confine_and_exec(&policy, ruleset, &filters, &command);
-        let _ = writeln!(io::stderr(), "{ERROR_PREFIX}{err}");
-        exit_now(SETUP_FAILED);
-    }
-    drop(ruleset);
-    let code = wait(child, runtime.as_ref());
+    let result = run_confined(
+        &policy,
+        relay_port.map(|(port, _)| port),
+        &filters,
+        &command,
+        runtime.as_ref(),
+    );
     if let Some((_, relay_pid)) = relay_port {
         crate::sys::kill_and_reap(relay_pid);
     }
-    code
+    result
+}
+
+/// Forks the tool's first process (PID 1 of the new PID namespace) in the call's cgroups and
+/// waits for it.
+fn run_confined(
+    policy: &Policy,
+    port: Option<u16>,
+    filters: &[BpfProgram],
+    command: &[OsString],
+    runtime: Option<&OwnedFd>,
+) -> Result<i32, LaunchError> {
+    let limits = policy.limits;
+    let used = crate::disk::usage(&policy.data_dir);
+    if used > limits.data_bytes {
+        return Err(LaunchError::Limit(format!(
+            "the package's data folder holds {} MiB, over its disk budget of {} MiB; the call was refused (free space in it first)",
+            used >> 20,
+            limits.data_bytes >> 20
+        )));
+    }
+    let cgroup = Cgroup::create(std::process::id(), &limits)
+        .map_err(|e| LaunchError::Usage(e.to_string()))?;
+    // The launcher moves the child into the groups while the child builds its mount view
+    // (a move waits for an RCU grace period, milliseconds); the child waits for the word
+    // before it `execve`s.
+    let (mut joined_rx, mut joined_tx) = io::pipe().map_err(sys("pipe"))?;
+    let child = fork().map_err(sys("fork"))?;
+    if child == 0 {
+        drop(joined_tx);
+        let err = confine_and_exec(policy, port, &mut joined_rx, filters, command);
+        let _ = writeln!(io::stderr(), "{ERROR_PREFIX}{err}");
+        exit_now(SETUP_FAILED);
+    }
+    drop(joined_rx);
+    let joined = u32::try_from(child)
+        .map_err(|_| LaunchError::Usage("fork returned a negative pid".into()))
+        .and_then(|pid| {
+            cgroup
+                .add(pid)
+                .map_err(|e| LaunchError::Usage(e.to_string()))
+        });
+    if let Err(err) = joined {
+        crate::sys::kill_and_reap(child);
+        cgroup.remove();
+        return Err(err);
+    }
+    let _ = joined_tx.write_all(b"1");
+    drop(joined_tx);
+    let code = wait(child, runtime, policy);
+    let out_of_memory = cgroup.out_of_memory();
+    cgroup.remove();
+    match code {
+        // Whether the kernel killed the first process or another of the call's.
+        Ok(_) if out_of_memory => Err(LaunchError::Limit(format!(
+            "the call went over its memory limit of {} MiB; the kernel killed its largest process",
+            limits.memory >> 20
+        ))),
+        other => other,
+    }
 }
 
 /// The relay process: dies with the launcher, holds none of the tool's stdio, and relays
@@ -203,20 +277,30 @@ fn watch_parent() -> Option<OwnedFd> {
 
 /// Waits for the tool and returns its status. When `runtime` ends first (killed, crashed), the
 /// tool is killed: it is PID 1 of its namespace, so every process it started goes with it, and
-/// no tool or server outlives the Quiver that ran it.
-fn wait(child: i32, runtime: Option<&OwnedFd>) -> Result<i32, LaunchError> {
+/// no tool or server outlives the Quiver that ran it. Every [`DISK_CHECK`] the data folder's
+/// disk use is measured; past its budget the tool is stopped.
+fn wait(child: i32, runtime: Option<&OwnedFd>, policy: &Policy) -> Result<i32, LaunchError> {
     let tool = Pid::from_raw(child).and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
-    if let (Some(runtime), Some(tool)) = (runtime, tool) {
+    let budget = policy.limits.data_bytes;
+    if let Some(tool) = tool {
+        let timeout = rustix::event::Timespec::try_from(DISK_CHECK).ok();
         loop {
-            let mut fds = [
-                PollFd::new(runtime, PollFlags::IN),
-                PollFd::new(&tool, PollFlags::IN),
-            ];
-            match poll(&mut fds, None) {
-                Ok(_) if !fds[1].revents().is_empty() => break,
-                Ok(_) if !fds[0].revents().is_empty() => {
+            let mut fds = vec![PollFd::new(&tool, PollFlags::IN)];
+            if let Some(runtime) = runtime {
+                fds.push(PollFd::new(runtime, PollFlags::IN));
+            }
+            match poll(&mut fds, timeout.as_ref()) {
+                Ok(_) if !fds[0].revents().is_empty() => break,
+                Ok(_) if fds.get(1).is_some_and(|f| !f.revents().is_empty()) => {
                     crate::sys::kill_and_reap(child);
                     return Ok(128 + libc::SIGKILL);
+                }
+                Ok(0) if crate::disk::usage(&policy.data_dir) > budget => {
+                    crate::sys::kill_and_reap(child);
+                    return Err(LaunchError::Limit(format!(
+                        "the tool wrote past its data folder's disk budget of {} MiB and was stopped",
+                        budget >> 20
+                    )));
                 }
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(_) => break,
@@ -246,12 +330,21 @@ fn landlock_ruleset(policy: &Policy, port: Option<u16>) -> Result<RulesetCreated
         ))
         .map_err(err)?
         .add_rules(path_beneath_rules(
-            &policy.read,
+            // `/proc` is the tool's own PID namespace's (see `crate::view`).
+            policy
+                .read
+                .iter()
+                .map(PathBuf::as_path)
+                .chain([Path::new("/proc")]),
             AccessFs::ReadFile | AccessFs::ReadDir,
         ))
         .map_err(err)?
         .add_rules(path_beneath_rules(
-            &policy.read_write,
+            policy
+                .read_write
+                .iter()
+                .map(PathBuf::as_path)
+                .chain([Path::new("/tmp")]),
             AccessFs::from_all(abi) & !AccessFs::Execute,
         ))
         .map_err(err)?;
@@ -263,15 +356,17 @@ fn landlock_ruleset(policy: &Policy, port: Option<u16>) -> Result<RulesetCreated
     Ok(created)
 }
 
-/// In the forked child: limits, identity, `no_new_privs`, Landlock, seccomp, then `execve`.
-/// Returns only on failure.
+/// In the forked child: mount view, Landlock, limits, privileges, `no_new_privs`, seccomp,
+/// the word that it is in the call's cgroups, descriptors, then `execve`. Returns only on
+/// failure.
 fn confine_and_exec(
     policy: &Policy,
-    ruleset: RulesetCreated,
+    port: Option<u16>,
+    joined: &mut io::PipeReader,
     filters: &[BpfProgram],
     command: &[OsString],
 ) -> LaunchError {
-    match confine(policy, ruleset, filters) {
+    match confine(policy, port, joined, filters) {
         Ok(()) => {}
         Err(e) => return e,
     }
@@ -286,9 +381,19 @@ fn confine_and_exec(
 
 fn confine(
     policy: &Policy,
-    ruleset: RulesetCreated,
+    port: Option<u16>,
+    joined: &mut io::PipeReader,
     filters: &[BpfProgram],
 ) -> Result<(), LaunchError> {
+    if crate::sys::unshare(libc::CLONE_NEWNS).is_err() {
+        let source = io::Error::last_os_error();
+        return Err(LaunchError::Unavailable(format!(
+            "cannot create a mount namespace ({source}), so the tool's view of the file system cannot be limited"
+        )));
+    }
+    crate::view::enter(policy, policy.limits.tmp_bytes)
+        .map_err(|e| LaunchError::Usage(e.to_string()))?;
+    let ruleset = landlock_ruleset(policy, port)?;
     let limits = policy.limits;
     for (resource, value) in [
         (Resource::As, limits.address_space),
@@ -308,11 +413,9 @@ fn confine(
         .map_err(|e| sys("setrlimit")(e.into()))?;
     }
     std::env::set_current_dir(&policy.cwd).map_err(sys("entering the data folder"))?;
-    if let Some((uid, gid)) = policy.run_as
-        && rustix::process::geteuid().is_root()
-    {
-        crate::sys::become_user(uid, gid).map_err(sys("changing to the tool's user"))?;
-    }
+    crate::sys::drop_privileges(policy.run_as).map_err(sys(
+        "dropping capabilities and changing to the package's user",
+    ))?;
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| sys("setting the parent-death signal")(e.into()))?;
     rustix::thread::set_no_new_privs(true).map_err(|e| sys("no_new_privs")(e.into()))?;
@@ -328,7 +431,10 @@ fn confine(
         seccompiler::apply_filter(filter)
             .map_err(|e| LaunchError::Usage(format!("seccomp: {e}")))?;
     }
-    Ok(())
+    let mut word = [0u8; 1];
+    io::Read::read_exact(joined, &mut word)
+        .map_err(sys("waiting to be moved into the call's cgroups"))?;
+    crate::sys::close_from_3().map_err(sys("closing inherited descriptors"))
 }
 
 /// Relays each connection to `127.0.0.1:<port>` inside the namespace to the proxy socket.
@@ -365,17 +471,16 @@ mod tests {
     fn parses_arguments() {
         let args = |s: &[&str]| s.iter().map(OsString::from).collect::<Vec<_>>();
         let cases: [(&[&str], bool); 5] = [
-            (&["--policy", "p.json", "--", "python3", "main.py"], true),
-            (&["--policy", "p.json", "--"], false),
+            (&["--policy-stdin", "--", "python3", "main.py"], true),
+            (&["--policy-stdin", "--"], false),
             (&["--", "python3"], false),
-            (&["--policy"], false),
+            (&["--policy", "p.json", "--", "x"], false),
             (&["--bogus", "--", "x"], false),
         ];
         for (input, ok) in cases {
             assert_eq!(parse(&args(input)).is_ok(), ok, "{input:?}");
         }
-        let (policy, command) = parse(&args(&["--policy", "p.json", "--", "a", "b"])).unwrap();
-        assert_eq!(policy, PathBuf::from("p.json"));
+        let command = parse(&args(&["--policy-stdin", "--", "a", "b"])).unwrap();
         assert_eq!(command, args(&["a", "b"]));
     }
 }

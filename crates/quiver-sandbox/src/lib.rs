@@ -5,9 +5,10 @@
 //! and a launcher process, with a timeout, an output limit and the network [`proxy::Proxy`]),
 //! [`worker::Worker`] (a long-lived JSON-lines process per package), [`Spawned`] (a confined
 //! process the caller speaks to over stdio, as `quiver-mcp-client` does), and the launcher
-//! [`launcher::main`] behind `quiver sandbox-exec --policy FILE -- CMD...`, which enforces a
-//! [`Policy`]: new session, PID/network/IPC namespaces, rlimits, an unprivileged user,
-//! `no_new_privs`, Landlock and seccomp.
+//! [`launcher::main`] behind `quiver sandbox-exec --policy-stdin -- CMD...`, which enforces a
+//! [`Policy`]: new session, PID/network/IPC/mount namespaces (a root holding only what the
+//! policy grants), cgroups, rlimits, a user of the package's own ([`identity`]), no
+//! capabilities, `no_new_privs`, Landlock and seccomp.
 //!
 //! A front that listens (`quiver serve --http`) registers its addresses with
 //! [`proxy::register_own_listener`], so no tool is ever proxied to the runtime itself.
@@ -35,6 +36,9 @@
 //! # Ok::<(), quiver_sandbox::SandboxError>(())
 //! ```
 
+mod cgroup;
+mod disk;
+pub mod identity;
 pub mod launcher;
 pub mod output;
 pub mod policy;
@@ -42,6 +46,7 @@ pub mod proxy;
 mod sandbox;
 mod seccomp;
 mod sys;
+mod view;
 pub mod worker;
 
 pub use policy::{Limits, Network, Policy};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::SandboxError;
-use crate::launcher::{ERROR_PREFIX, SETUP_FAILED, UNAVAILABLE};
+use crate::launcher::{ERROR_PREFIX, LIMIT, SETUP_FAILED, UNAVAILABLE};
 use crate::policy::{Limits, Network, Policy};
 use crate::proxy::Proxy;
 
@@ -107,8 +107,9 @@ pub struct SandboxConfig {
     pub state_dir: PathBuf,
     /// Resource limits (the CPU limit is raised to cover each call's timeout).
     pub limits: Limits,
-    /// The user and group tools run as when Quiver runs as root.
-    pub run_as: Option<(u32, u32)>,
+    /// Paths no tool may see, even inside a folder it was granted (the config file); the
+    /// state folder always is.
+    pub hidden: Vec<PathBuf>,
     /// Bytes of stdout a call may write before it is stopped.
     pub stdout_limit: usize,
     /// Run package tools without isolation where this machine cannot isolate them (an
@@ -117,14 +118,15 @@ pub struct SandboxConfig {
 }
 
 impl SandboxConfig {
-    /// The defaults for `launcher` and `state_dir`: limits of [`Limits::default`], tools as
-    /// `nobody` (65534), 1 MiB of stdout, no unsandboxed execution.
+    /// The defaults for `launcher` and `state_dir`: limits of [`Limits::default`], nothing
+    /// hidden beyond the state folder, 1 MiB of stdout, no unsandboxed execution. Tools run as
+    /// their package's own user ([`crate::identity::package_uid`]) when Quiver runs as root.
     pub fn new(launcher: Vec<OsString>, state_dir: PathBuf) -> Self {
         Self {
             launcher,
             state_dir,
             limits: Limits::default(),
-            run_as: Some((65534, 65534)),
+            hidden: Vec::new(),
             stdout_limit: 1 << 20,
             allow_unsandboxed: false,
         }
@@ -180,7 +182,6 @@ pub struct Spawned {
     /// Whether it runs without the sandbox.
     pub unsandboxed: bool,
     stderr_done: Option<mpsc::Receiver<()>>,
-    _policy: Option<tempfile::TempPath>,
 }
 
 impl Spawned {
@@ -192,6 +193,9 @@ impl Spawned {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if !self.unsandboxed {
+            crate::cgroup::remove_for(self.child.id());
+        }
         // SIGKILL is delivered at once but a process takes a moment to exit: return only when
         // the whole group is gone (bounded, so a stuck kernel cannot hang the call).
         if let Some(pid) = pid {
@@ -229,9 +233,12 @@ impl Spawned {
             .lines()
             .rev()
             .find_map(|l| l.strip_prefix(ERROR_PREFIX))?;
-        Some(match line.strip_prefix(UNAVAILABLE) {
-            Some(why) => SandboxError::Unavailable(unavailable_message(why)),
-            None => SandboxError::Setup(line.to_owned()),
+        Some(if let Some(why) = line.strip_prefix(UNAVAILABLE) {
+            SandboxError::Unavailable(unavailable_message(why))
+        } else if let Some(limit) = line.strip_prefix(LIMIT) {
+            SandboxError::Failed(limit.to_owned())
+        } else {
+            SandboxError::Setup(line.to_owned())
         })
     }
 
@@ -266,11 +273,20 @@ impl Sandbox {
             std::process::id(),
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
+        remove_leftovers(&config.state_dir.join("run"));
         create_private_dir(&run_dir)?;
+        let support = support();
+        if support.is_ok() {
+            for limit in crate::cgroup::prepare() {
+                tracing::warn!(
+                    "this machine has no cgroup controller for {limit}; package tools run without it"
+                );
+            }
+        }
         Ok(Sandbox {
             config,
             run_dir,
-            support: support(),
+            support,
         })
     }
 
@@ -316,15 +332,19 @@ impl Sandbox {
             ..job.clone()
         };
         let data = self.data_dir(&job.package);
-        let tmp = self.config.state_dir.join("tmp").join(&job.package);
-        for dir in [&data, &tmp] {
-            create_private_dir(dir)?;
-        }
+        create_private_dir(&data)?;
+        let tmp = if sandboxed {
+            PathBuf::from("/tmp")
+        } else {
+            let tmp = self.config.state_dir.join("tmp").join(&job.package);
+            create_private_dir(&tmp)?;
+            tmp
+        };
         let (program, exec_files, argv) = resolve_command(job)?;
         let env = environment(job, &data, &tmp);
         let mut command;
         let mut proxy = None;
-        let mut policy_file = None;
+        let mut policy_frame = None;
         if sandboxed {
             let network = if job.access.network.is_empty() {
                 Network::None
@@ -337,24 +357,26 @@ impl Sandbox {
             };
             let mut limits = self.config.limits;
             limits.cpu_seconds = limits.cpu_seconds.max(job.timeout.as_secs() + 1);
+            let uid = crate::identity::package_uid(&job.package);
+            let run_as = rustix::process::geteuid().is_root().then_some((uid, uid));
+            if run_as.is_some() {
+                crate::identity::own(&data, uid).map_err(|e| {
+                    SandboxError::Setup(format!(
+                        "giving `{}` to the package's user: {e}",
+                        data.display()
+                    ))
+                })?;
+            }
             let policy = build_policy(
                 job,
                 &data,
-                &tmp,
                 exec_files,
                 network,
                 limits,
-                self.config.run_as,
+                run_as,
+                self.hidden(),
                 env,
             );
-            let mut file = tempfile::Builder::new()
-                .prefix("policy-")
-                .suffix(".json")
-                .tempfile_in(&self.run_dir)
-                .map_err(|e| SandboxError::Setup(format!("writing the policy: {e}")))?;
-            serde_json::to_writer(&mut file, &policy)
-                .map_err(|e| SandboxError::Setup(format!("writing the policy: {e}")))?;
-            let path = file.into_temp_path();
             let (launcher, leading) = self
                 .config
                 .launcher
@@ -363,12 +385,11 @@ impl Sandbox {
             command = Command::new(launcher);
             command
                 .args(leading)
-                .arg("--policy")
-                .arg(&*path)
+                .arg("--policy-stdin")
                 .arg("--")
                 .arg(&program)
                 .args(&argv[1..]);
-            policy_file = Some(path);
+            policy_frame = Some(policy.frame());
         } else {
             tracing::warn!(package = %job.package, "running a package tool WITHOUT the sandbox (the operator allowed unsandboxed execution)");
             command = Command::new(&program);
@@ -386,6 +407,11 @@ impl Sandbox {
         let mut child = command.spawn().map_err(|e| {
             SandboxError::Setup(format!("cannot start `{}`: {e}", program.display()))
         })?;
+        // The policy (secret settings included) goes through the pipe, never to a file; a
+        // launcher that failed before reading it reports why on stderr.
+        if let (Some(frame), Some(stdin)) = (policy_frame, child.stdin.as_mut()) {
+            let _ = stdin.write_all(&frame);
+        }
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_done = child
             .stderr
@@ -399,7 +425,6 @@ impl Sandbox {
             proxy,
             unsandboxed: !sandboxed,
             stderr_done,
-            _policy: policy_file,
         })
     }
 
@@ -457,6 +482,38 @@ impl Sandbox {
             stderr_tail: spawned.stderr(),
             unsandboxed: spawned.unsandboxed,
         })
+    }
+}
+
+impl Sandbox {
+    /// What no tool may see: the state folder and the configured paths, canonical.
+    fn hidden(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.config.state_dir)
+            .chain(&self.config.hidden)
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect()
+    }
+}
+
+/// Removes what runtimes that died left in `run/` (a `sandbox-<pid>-<n>` folder whose process
+/// is gone: proxy sockets, and policy files of older versions).
+fn remove_leftovers(run: &Path) {
+    let Ok(entries) = std::fs::read_dir(run) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("sandbox-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|n| n.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && pid != std::process::id()
+            && !Path::new("/proc").join(pid.to_string()).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -600,17 +657,32 @@ fn environment(job: &Job, data: &Path, tmp: &Path) -> BTreeMap<String, String> {
     env
 }
 
+/// The policy of `job`. Declared paths inside a hidden path (Quiver's state folder, the
+/// config file) are dropped: only the package's own folders are granted there.
 #[allow(clippy::too_many_arguments)]
 fn build_policy(
     job: &Job,
     data: &Path,
-    tmp: &Path,
     exec_files: Vec<PathBuf>,
     network: Network,
     limits: Limits,
     run_as: Option<(u32, u32)>,
+    hidden: Vec<PathBuf>,
     env: BTreeMap<String, String>,
 ) -> Policy {
+    let declared = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        paths
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .filter(|p| {
+                let inside = hidden.iter().any(|h| p.starts_with(h));
+                if inside {
+                    tracing::warn!(package = %job.package, path = %p.display(), "a declared path inside Quiver's state folder or config file is not granted");
+                }
+                !inside
+            })
+            .collect()
+    };
     let system: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
     let mut read_exec = exec_files;
     let mut read: Vec<PathBuf> = SYSTEM_FILES.iter().map(PathBuf::from).collect();
@@ -621,15 +693,17 @@ fn build_policy(
         read.extend(system);
         read.push(job.package_dir.clone());
     }
-    read.extend(job.access.read.iter().cloned());
-    let mut read_write = vec![data.to_owned(), tmp.to_owned(), PathBuf::from("/dev/null")];
-    read_write.extend(job.access.write.iter().cloned());
+    read.extend(declared(&job.access.read));
+    let mut read_write = vec![data.to_owned(), PathBuf::from("/dev/null")];
+    read_write.extend(declared(&job.access.write));
     Policy {
         env,
         cwd: data.to_owned(),
         read_exec,
         read,
         read_write,
+        hidden,
+        data_dir: data.to_owned(),
         network,
         limits,
         run_as,

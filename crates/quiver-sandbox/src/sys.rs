@@ -1,5 +1,6 @@
-//! The few system calls no safe crate wraps: `fork`, `unshare`, `waitpid`, `_exit`, the
-//! loopback interface's flags, and the Landlock ABI probe. Each `unsafe` block is one call
+//! The few system calls no safe crate wraps: `fork`, `unshare`, `waitpid`, `_exit`,
+//! `close_range`, the loopback interface's flags, and the Landlock ABI probe; and dropping
+//! capabilities and identity. Each `unsafe` block is one call
 //! with plain-value arguments.
 #![allow(unsafe_code)]
 
@@ -110,29 +111,61 @@ pub fn landlock_abi() -> Option<i64> {
     (version > 0).then_some(version)
 }
 
-/// Changes the (single-threaded) child to `uid`/`gid` with no supplementary groups, keeping
-/// only `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH` as ambient capabilities: Landlock, not
-/// Unix permissions, decides what the tool may read and write, while `RLIMIT_NPROC` (which
-/// never applies to uid 0) counts the tool's processes.
-pub(crate) fn become_user(uid: u32, gid: u32) -> io::Result<()> {
-    rustix::thread::set_keep_capabilities(true)?;
-    rustix::thread::set_thread_groups(&[])?;
-    let gid = rustix::process::Gid::from_raw(gid);
-    let uid = rustix::process::Uid::from_raw(uid);
-    rustix::thread::set_thread_gid(gid)?;
-    rustix::thread::set_thread_uid(uid)?;
-    let kept = CapabilitySet::DAC_OVERRIDE | CapabilitySet::DAC_READ_SEARCH;
+/// Drops every capability of the (single-threaded) child for good: the bounding set first
+/// (while it may still), then the ambient set, then, as root, changes to `uid`/`gid` with no
+/// supplementary groups (which empties the permitted and effective sets), and finally empties
+/// every set explicitly. With `no_new_privs` after it, no `execve` gives any back. Without
+/// `run_as` (a launcher not running as root) the identity is kept and the sets are emptied.
+pub(crate) fn drop_privileges(run_as: Option<(u32, u32)>) -> io::Result<()> {
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        for bit in 0..64 {
+            let cap = CapabilitySet::from_bits_retain(1 << bit);
+            match rustix::thread::remove_capability_from_bounding_set(cap) {
+                Ok(()) => {}
+                // Past the kernel's last capability.
+                Err(rustix::io::Errno::INVAL) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    rustix::thread::clear_ambient_capability_set()?;
+    if let Some((uid, gid)) = run_as
+        && root
+    {
+        rustix::thread::set_keep_capabilities(false)?;
+        rustix::thread::set_thread_groups(&[])?;
+        rustix::thread::set_thread_res_gid(
+            rustix::process::Gid::from_raw(gid),
+            rustix::process::Gid::from_raw(gid),
+            rustix::process::Gid::from_raw(gid),
+        )?;
+        rustix::thread::set_thread_res_uid(
+            rustix::process::Uid::from_raw(uid),
+            rustix::process::Uid::from_raw(uid),
+            rustix::process::Uid::from_raw(uid),
+        )?;
+    }
     rustix::thread::set_capabilities(
         None,
         CapabilitySets {
-            effective: kept,
-            permitted: kept,
-            inheritable: kept,
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
         },
     )?;
-    for cap in [CapabilitySet::DAC_OVERRIDE, CapabilitySet::DAC_READ_SEARCH] {
-        rustix::thread::configure_capability_in_ambient_set(cap, true)?;
-    }
-    rustix::thread::set_keep_capabilities(false)?;
     Ok(())
+}
+
+/// Closes every descriptor above 2 (`close_range(3, ~0, 0)`), so nothing the runtime or its
+/// caller left open (`quiver call ... 9</etc/shadow`) reaches the tool.
+pub(crate) fn close_from_3() -> io::Result<()> {
+    // SAFETY: close_range takes plain integers; the child holds no Rust owner of a descriptor
+    // above 2 that is used after this point (the Landlock ruleset was consumed before).
+    let result = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

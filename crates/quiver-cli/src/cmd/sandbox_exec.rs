@@ -1,4 +1,4 @@
-//! `quiver sandbox-exec --policy FILE -- CMD...`: the sandbox launcher. The runtime starts it
+//! `quiver sandbox-exec --policy-stdin -- CMD...`: the sandbox launcher. The runtime starts it
 //! for every package tool; it is dispatched from `main` before clap, tokio or any thread
 //! starts, and hands off to [`quiver_sandbox::launcher::main`].
 

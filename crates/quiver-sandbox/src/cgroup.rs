@@ -1,0 +1,262 @@
+//! Aggregate limits of one call or worker (the tool's first process and every process it
+//! starts): memory, processes and CPU through cgroups.
+//!
+//! Each controller is used where this machine has it: cgroup v2 where it is delegated to the
+//! runtime's own group (the controller listed in that group's `cgroup.subtree_control`),
+//! else a v1 hierarchy (`/sys/fs/cgroup/memory`, `pids`, `cpu`). The runtime prepares a
+//! `quiver` group under its own group (so the tools stay inside any limit the runtime itself
+//! has) when the sandbox starts, and removes what a killed launcher left; each launcher makes
+//! `quiver/<its pid>` with the call's limits, its tool joins it before `execve`, and it is
+//! removed when the tool ends. A controller this machine lacks is named in a warning when the
+//! sandbox starts ([`prepare`]); the call then runs without that limit.
+
+use std::path::{Path, PathBuf};
+
+use crate::policy::Limits;
+
+/// A cgroup controller the sandbox uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Controller {
+    Memory,
+    Pids,
+    Cpu,
+}
+
+const CONTROLLERS: [Controller; 3] = [Controller::Memory, Controller::Pids, Controller::Cpu];
+
+impl Controller {
+    fn name(self) -> &'static str {
+        match self {
+            Controller::Memory => "memory",
+            Controller::Pids => "pids",
+            Controller::Cpu => "cpu",
+        }
+    }
+
+    /// The limit it enforces, for a warning.
+    fn limit(self) -> &'static str {
+        match self {
+            Controller::Memory => "the memory limit of a call",
+            Controller::Pids => "the process limit of a call",
+            Controller::Cpu => "the CPU limit of a call",
+        }
+    }
+}
+
+/// Where a controller lives: a v1 hierarchy, or the v2 one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    V1(PathBuf),
+    V2(PathBuf),
+}
+
+impl Place {
+    fn dir(&self) -> &Path {
+        match self {
+            Place::V1(dir) | Place::V2(dir) => dir,
+        }
+    }
+}
+
+/// The v2 hierarchy's mount point, if there is one.
+fn v2_root() -> Option<PathBuf> {
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("cgroup.controllers").is_file())
+}
+
+/// The runtime's own group for `controller` (from `/proc/self/cgroup`).
+fn own_group(controller: Controller) -> Option<Place> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let relative = |path: &str| PathBuf::from(path.trim_start_matches('/'));
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if !list.is_empty() && list.split(',').any(|c| c == controller.name()) {
+            let root = Path::new("/sys/fs/cgroup").join(controller.name());
+            return root
+                .join("cgroup.procs")
+                .is_file()
+                .then(|| Place::V1(root.join(relative(path))));
+        }
+    }
+    let v2 = v2_root()?;
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Place::V2(v2.join(relative(path))))
+}
+
+/// The `quiver` group for `controller`, when it exists and can limit.
+fn base(controller: Controller) -> Option<Place> {
+    match own_group(controller)? {
+        Place::V1(dir) => {
+            let base = dir.join("quiver");
+            base.is_dir().then_some(Place::V1(base))
+        }
+        Place::V2(dir) => {
+            let base = dir.join("quiver");
+            let enabled = std::fs::read_to_string(base.join("cgroup.subtree_control")).ok()?;
+            enabled
+                .split_whitespace()
+                .any(|c| c == controller.name())
+                .then_some(Place::V2(base))
+        }
+    }
+}
+
+/// Makes the `quiver` groups, removes empty groups killed launchers left, and returns the
+/// limits this machine cannot enforce (each named for a warning).
+pub fn prepare() -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    for controller in CONTROLLERS {
+        if let Some(own) = own_group(controller) {
+            let base = own.dir().join("quiver");
+            let _ = std::fs::create_dir(&base);
+            if let Place::V2(dir) = &own {
+                let enable = format!("+{}", controller.name());
+                let _ = std::fs::write(dir.join("cgroup.subtree_control"), &enable);
+                let _ = std::fs::write(base.join("cgroup.subtree_control"), &enable);
+            }
+        }
+        match base(controller) {
+            Some(place) => sweep(place.dir()),
+            None => missing.push(controller.limit()),
+        }
+    }
+    missing
+}
+
+fn sweep(base: &Path) {
+    if let Ok(entries) = std::fs::read_dir(base) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
+    }
+}
+
+/// The groups of one launcher, with the call's limits written in.
+#[derive(Debug)]
+pub struct Cgroup {
+    places: Vec<(Controller, Place)>,
+}
+
+/// Why a group could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cgroup `{}`: {source}", path.display())]
+pub struct CgroupError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), CgroupError> {
+    let path = dir.join(file);
+    std::fs::write(&path, value).map_err(|source| CgroupError { path, source })
+}
+
+impl Cgroup {
+    /// Makes `quiver/<launcher>` in every controller this machine has, with `limits`.
+    pub fn create(launcher: u32, limits: &Limits) -> Result<Cgroup, CgroupError> {
+        let mut places: Vec<(Controller, Place)> = Vec::new();
+        for controller in CONTROLLERS {
+            let Some(base) = base(controller) else {
+                continue;
+            };
+            let place = match base {
+                Place::V1(dir) => Place::V1(dir.join(launcher.to_string())),
+                Place::V2(dir) => Place::V2(dir.join(launcher.to_string())),
+            };
+            let dir = place.dir().to_owned();
+            if !places.iter().any(|(_, p)| p.dir() == dir) {
+                // A group of the same name is a leftover of a dead launcher with this pid.
+                let _ = std::fs::remove_dir(&dir);
+                std::fs::create_dir(&dir).map_err(|source| CgroupError {
+                    path: dir.clone(),
+                    source,
+                })?;
+            }
+            limit(controller, &place, limits)?;
+            places.push((controller, place));
+        }
+        Ok(Cgroup { places })
+    }
+
+    /// Moves the process `pid` into the groups.
+    pub fn add(&self, pid: u32) -> Result<(), CgroupError> {
+        for (_, place) in &self.places {
+            write(place.dir(), "cgroup.procs", &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Whether the kernel killed a process of the group for going over its memory limit.
+    pub fn out_of_memory(&self) -> bool {
+        self.places.iter().any(|(controller, place)| {
+            let file = match place {
+                Place::V1(_) => "memory.oom_control",
+                Place::V2(_) => "memory.events",
+            };
+            *controller == Controller::Memory
+                && std::fs::read_to_string(place.dir().join(file)).is_ok_and(|text| {
+                    text.lines().any(|line| {
+                        line.strip_prefix("oom_kill ")
+                            .is_some_and(|n| n.trim() != "0")
+                    })
+                })
+        })
+    }
+
+    /// Removes the groups, waiting briefly for the last processes to be gone.
+    pub fn remove(&self) {
+        for (_, place) in &self.places {
+            for _ in 0..100 {
+                if std::fs::remove_dir(place.dir()).is_ok() || !place.dir().exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+/// Removes the groups of the launcher `pid` (the runtime calls it after killing one).
+pub fn remove_for(pid: u32) {
+    for controller in CONTROLLERS {
+        if let Some(base) = base(controller) {
+            let _ = std::fs::remove_dir(base.dir().join(pid.to_string()));
+        }
+    }
+}
+
+fn limit(controller: Controller, place: &Place, limits: &Limits) -> Result<(), CgroupError> {
+    const PERIOD: u64 = 100_000;
+    let quota = (limits.cpu_millicores * PERIOD / 1000).max(1000);
+    let dir = place.dir();
+    match (controller, place) {
+        (Controller::Memory, Place::V1(_)) => {
+            write(dir, "memory.limit_in_bytes", &limits.memory.to_string())?;
+            // No swap beyond the limit, where swap accounting is on.
+            if dir.join("memory.memsw.limit_in_bytes").exists() {
+                write(
+                    dir,
+                    "memory.memsw.limit_in_bytes",
+                    &limits.memory.to_string(),
+                )?;
+            }
+        }
+        (Controller::Memory, Place::V2(_)) => {
+            write(dir, "memory.max", &limits.memory.to_string())?;
+            if dir.join("memory.swap.max").exists() {
+                write(dir, "memory.swap.max", "0")?;
+            }
+        }
+        (Controller::Pids, _) => write(dir, "pids.max", &limits.tasks.to_string())?,
+        (Controller::Cpu, Place::V1(_)) => {
+            write(dir, "cpu.cfs_period_us", &PERIOD.to_string())?;
+            write(dir, "cpu.cfs_quota_us", &quota.to_string())?;
+        }
+        (Controller::Cpu, Place::V2(_)) => write(dir, "cpu.max", &format!("{quota} {PERIOD}"))?,
+    }
+    Ok(())
+}
