@@ -274,7 +274,7 @@ fn roots_and_precedence_come_from_the_config_file() {
     let run = |precedence: &str| {
         fs::write(
             &config,
-            format!("roots:\n  - path: {}\n    scope: user\n  - path: {}\n    scope: installed\nprecedence: [{precedence}]\n", tmp.path().join("mine").display(), tmp.path().join("shared").display()),
+            format!("roots:\n  - path: {}\n    scope: user\n  - path: {}\n    scope: installed\nprecedence: [{precedence}]\nallow_shadow: [weather]\n", tmp.path().join("mine").display(), tmp.path().join("shared").display()),
         )
         .unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_quiver"))

@@ -19,6 +19,8 @@ struct ConfigFile {
     roots: Vec<ConfigRoot>,
     precedence: Option<Vec<String>>,
     #[serde(default)]
+    allow_shadow: Vec<String>,
+    #[serde(default)]
     runtime: quiver_runtime::config::RuntimeSection,
     search: Option<SearchSection>,
     /// The MCP front's section, read by [`Config::mcp`] (`quiver_mcp::McpConfig`).
@@ -68,6 +70,9 @@ pub struct Config {
     pub roots: Vec<ConfigRoot>,
     /// `precedence:`, as written.
     pub precedence: Option<Vec<String>>,
+    /// `allow_shadow:`: package ids a higher-precedence root may take over from a lower one
+    /// (without it, a package claiming another scope's id is refused).
+    pub allow_shadow: Vec<String>,
     /// `runtime:` over the defaults.
     pub runtime: RuntimeConfig,
     /// `search:`.
@@ -132,6 +137,7 @@ impl Config {
             text,
             roots: file.roots,
             precedence: file.precedence,
+            allow_shadow: file.allow_shadow,
             runtime,
             search,
             mcp_servers,

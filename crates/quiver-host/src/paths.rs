@@ -106,6 +106,15 @@ pub fn resolve_roots(
             .map(|s| parse_scope(s))
             .collect::<Result<_, _>>()?;
     }
+    options.allow_shadow = config
+        .allow_shadow
+        .iter()
+        .map(|id| {
+            id.parse().map_err(|e| {
+                HostError::Config(format!("`allow_shadow`: `{id}` is no package id: {e}"))
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let cwd = std::env::current_dir().unwrap_or_default();
     for dir in [
         ".agents/skills",

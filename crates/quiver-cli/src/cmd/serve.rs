@@ -147,6 +147,8 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 .await
                 .map_err(|e| miette::miette!("cannot listen on {addr}: {e}"))?;
             let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
+            // No sandboxed tool is ever proxied to this front, whatever it declares.
+            quiver_sandbox::proxy::register_own_listener(local);
             if !local.ip().is_loopback() && front.config().allow_anonymous {
                 crate::err(&format!(
                     "warning: serving on {local}, reachable from other machines, to anonymous callers (--allow-anonymous)"
