@@ -126,10 +126,18 @@ pub fn prepare() -> Vec<&'static str> {
     missing
 }
 
+/// Removes the empty groups of launchers that are gone. A group is named by its launcher's
+/// pid; the group of a live launcher (of this or another Quiver process) may be empty for a
+/// moment between its creation and the move of the tool into it, so it is left alone.
 fn sweep(base: &Path) {
     if let Ok(entries) = std::fs::read_dir(base) {
         for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let alive = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<u32>().ok())
+                .is_some_and(|pid| Path::new("/proc").join(pid.to_string()).exists());
+            if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 let _ = std::fs::remove_dir(entry.path());
             }
         }

@@ -307,7 +307,16 @@ fn wait(child: i32, runtime: Option<&OwnedFd>, policy: &Policy) -> Result<i32, L
             }
         }
     }
-    crate::sys::wait_for(child).map_err(sys("waiting for the tool"))
+    let status = crate::sys::wait_for(child).map_err(sys("waiting for the tool"))?;
+    // A write that finished between two measurements still fails its call: the folder is
+    // measured once more after the tool ended.
+    if crate::disk::usage(&policy.data_dir) > budget {
+        return Err(LaunchError::Limit(format!(
+            "the tool wrote past its data folder's disk budget of {} MiB",
+            budget >> 20
+        )));
+    }
+    Ok(status)
 }
 
 fn landlock_ruleset(policy: &Policy, port: Option<u16>) -> Result<RulesetCreated, LaunchError> {
