@@ -113,6 +113,8 @@ pub struct CallRecord {
     pub status: CallStatus,
     /// What the model read back.
     pub result: Value,
+    /// The pipeline's decisions about it, in order (as its audit record holds them).
+    pub decisions: Vec<quiver_store::AuditDecision>,
 }
 
 /// What a turn did.
@@ -486,6 +488,7 @@ impl<'r> ChatSession<'r> {
             arguments: call.arguments.clone(),
             status: outcome.status,
             result: outcome.content,
+            decisions: outcome.decisions,
         };
         observer.call_finished(&record);
         Ok(record)

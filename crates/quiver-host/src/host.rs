@@ -84,6 +84,10 @@ impl CatalogSource {
                 errors += 1;
             }
         }
+        notices.extend(quiver_runtime::presence::operator_always_loaded_problems(
+            &catalog,
+            &self.config.runtime.always_loaded,
+        ));
         if errors > 0 {
             notices.push(format!(
                 "warning: {errors} problem(s) kept some packages or items from loading; run `quiver lint` for details"
@@ -220,6 +224,14 @@ impl Host {
             options.approvers,
             runtime_config,
         ));
+        // A call a killed or crashed process left running is closed as `interrupted`.
+        match runtime.close_interrupted_calls() {
+            Ok(closed) if !closed.is_empty() => {
+                tracing::warn!(calls = ?closed, "calls left running by a process that ended were recorded as interrupted");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not close the calls of ended processes"),
+        }
         let reload = match signal {
             Some(signal) => Some(
                 Reload::start(signal, source, runtime.clone(), executor.clone())

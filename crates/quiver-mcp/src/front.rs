@@ -2,16 +2,18 @@
 //! fixed tool list, running calls through the runtime (off the async threads), and the state
 //! machine of consent and approval questions asked through elicitation.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use quiver_catalog::Catalog;
 use quiver_package::tool::{Category, Tool};
-use quiver_policy::{Origin, Principal, Restrictions, TurnState, admit, classify};
+use quiver_policy::{Origin, Principal, TurnState, classify};
 use quiver_runtime::approver::{Answer, Approver, Card, Question, QueueApprover};
-use quiver_runtime::presence::{OperatorAlwaysLoaded, always_loaded};
-use quiver_runtime::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, SessionRequest};
+use quiver_runtime::runtime::META_TOOLS;
+use quiver_runtime::{
+    CallOutcome, CallStatus, Offer, Profile, Runtime, RuntimeError, SessionRequest,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -259,8 +261,6 @@ pub struct Front {
     sealer: Sealer,
     skills: Mutex<Option<(u64, Arc<SkillIndex>)>>,
     used_states: Mutex<HashMap<String, u64>>,
-    always: OperatorAlwaysLoaded,
-    always_cache: Mutex<Option<(u64, Arc<Vec<usize>>)>>,
     turns: Mutex<HashMap<String, HeldTurn>>,
 }
 
@@ -380,17 +380,8 @@ impl Front {
             sealer: Sealer::new(secret),
             skills: Mutex::new(None),
             used_states: Mutex::new(HashMap::new()),
-            always: OperatorAlwaysLoaded::default(),
-            always_cache: Mutex::new(None),
             turns: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// Uses the operator's `always_loaded` list (the runtime configuration's), so the fixed
-    /// tool list offers the same resident tools as the runtime.
-    pub fn with_operator_always_loaded(mut self, always: OperatorAlwaysLoaded) -> Front {
-        self.always = always;
-        self
     }
 
     /// The configuration.
@@ -417,52 +408,35 @@ impl Front {
         index
     }
 
-    /// The packages switched off now, as the runtime's pipeline sees them; `None` when the
-    /// store cannot say, and then nothing of any package is shown (fail safe).
-    fn switched_off(&self) -> Option<BTreeSet<String>> {
+    /// What `caller` is offered now, as the runtime's pipeline decides it (packages switched
+    /// off are absent); `None` when the store cannot say, and then nothing of any package is
+    /// shown (fail safe).
+    fn offer(&self, caller: &Caller) -> Option<Offer> {
         self.runtime
-            .disabled_packages()
-            .inspect_err(|error| tracing::warn!(%error, "cannot read which packages are off"))
+            .offer_outside_session(caller.principal.clone(), caller.origin.clone(), MCP_AGENT)
+            .inspect_err(
+                |error| tracing::warn!(%error, "cannot compute what the caller is offered"),
+            )
             .ok()
     }
 
-    /// Whether `caller` may see the skill with Quiver id `id`: its package is on, and the
-    /// skill admits the caller.
+    /// Whether `caller` may see the skill with Quiver id `id` (the runtime offers it).
     pub fn skill_visible(&self, caller: &Caller, id: &str) -> bool {
-        self.switched_off()
-            .is_some_and(|off| self.skill_visible_with(caller, id, &off))
+        self.offer(caller)
+            .is_some_and(|offer| offer.skills.iter().any(|s| s == id))
     }
 
-    /// The skills `caller` may see now (packages switched off are absent).
+    /// The skills `caller` may see now, as the runtime offers them.
     pub fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
-        let Some(off) = self.switched_off() else {
+        let Some(offer) = self.offer(caller) else {
             return Vec::new();
         };
         self.skill_index()
             .skills
             .iter()
-            .filter(|s| self.skill_visible_with(caller, &s.id, &off))
+            .filter(|s| offer.skills.contains(&s.id))
             .cloned()
             .collect()
-    }
-
-    fn skill_visible_with(&self, caller: &Caller, id: &str, off: &BTreeSet<String>) -> bool {
-        let catalog = self.runtime.catalog();
-        let package_id = id.split('/').next().unwrap_or(id);
-        if off.contains(package_id) {
-            return false;
-        }
-        catalog
-            .package(package_id)
-            .and_then(|cp| cp.package.all_skills().find(|s| s.id == id))
-            .is_some_and(|skill| {
-                admit(
-                    &Restrictions::of_skill(&skill.meta),
-                    &caller.origin,
-                    &caller.principal,
-                )
-                .admitted
-            })
     }
 
     /// The fixed tool list: `read_skill`, `tool_search`, `call_tool`, then the
@@ -508,52 +482,26 @@ impl Front {
                 destructive: true,
             },
         ];
-        let catalog = self.runtime.catalog();
-        let Some(off) = self.switched_off() else {
+        // The package tools the runtime offers a caller outside any conversation (the
+        // `always_loaded` ones it is admitted to), translated; the runtime's own meta-tools
+        // are replaced by the three above.
+        let Some(offer) = self.offer(caller) else {
             return out;
         };
-        for index in self.always_loaded(&catalog).iter().copied() {
-            let Some(item) = catalog.items().get(index) else {
-                continue;
-            };
-            let switched_off = catalog
-                .packages()
-                .get(item.package)
-                .is_none_or(|p| off.contains(p.package.id.as_str()));
-            if switched_off {
+        let catalog = self.runtime.catalog();
+        for definition in offer.tools {
+            if META_TOOLS.contains(&definition.name.as_str()) {
                 continue;
             }
-            let (Some(wire), Some(tool)) = (item.wire.clone(), catalog.tool(item)) else {
+            let Some(tool) = catalog
+                .item_by_wire(&definition.name)
+                .and_then(|item| catalog.tool(item))
+            else {
                 continue;
             };
-            if !admit(
-                &Restrictions::of_tool(tool),
-                &caller.origin,
-                &caller.principal,
-            )
-            .admitted
-            {
-                continue;
-            }
-            out.push(tool_spec(wire, tool));
+            out.push(tool_spec(definition.name, tool));
         }
         out
-    }
-
-    /// The `always_loaded` tools of `catalog`, computed once per catalog version.
-    fn always_loaded(&self, catalog: &Catalog) -> Arc<Vec<usize>> {
-        let mut cached = self
-            .always_cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((version, resident)) = cached.as_ref()
-            && *version == catalog.version()
-        {
-            return resident.clone();
-        }
-        let resident = Arc::new(always_loaded(catalog, &self.always).0);
-        *cached = Some((catalog.version(), resident.clone()));
-        resident
     }
 
     fn handle_for(&self, session: &str, caller: &Caller) -> String {

@@ -669,10 +669,11 @@ fn load_agent(
                     &Listing::unknown(),
                 );
                 let before = tools.len();
+                // Its tools are offered to its agent once the agent has read it.
                 load_tools(
                     files,
                     &sub.join("tools"),
-                    ToolScope::Agent(name.to_string()),
+                    ToolScope::Skill(skill.id.clone()),
                     tools,
                     diags,
                 );

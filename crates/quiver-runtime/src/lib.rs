@@ -12,6 +12,7 @@ pub mod dates;
 pub mod executor;
 pub mod hooks;
 mod ids;
+mod liveness;
 pub mod mcp_servers;
 pub mod operator;
 pub mod output;
@@ -21,6 +22,6 @@ pub mod runtime;
 pub mod sandboxed;
 
 pub use runtime::{
-    ApproverSet, CallOutcome, CallStatus, NotConfigured, Offer, Profile, Runtime, RuntimeConfig,
-    RuntimeError, SessionRequest, ToolDefinition, Turn,
+    ApproverSet, CallKind, CallOutcome, CallStatus, NotConfigured, Offer, Profile, Runtime,
+    RuntimeConfig, RuntimeError, SessionRequest, ToolDefinition, Trimmed, Turn,
 };

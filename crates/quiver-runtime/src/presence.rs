@@ -23,6 +23,10 @@ pub struct SessionView {
     pub loaded: Vec<String>,
     /// Active skill ids.
     pub active_skills: BTreeSet<String>,
+    /// What the active skills unlock (their `tools:`, or all of their own tools without one),
+    /// as qualified names: their own tools become callable and offered, and the package's
+    /// exposed items they name are offered.
+    pub unlocked: BTreeSet<String>,
     /// The agent this session runs, as `(package, agent)`, when it is a package's own agent.
     pub agent: Option<(String, String)>,
 }
@@ -80,7 +84,7 @@ pub fn always_loaded(
     let mut out: Vec<usize> = declared.into_iter().take(MAX_ALWAYS_LOADED).collect();
     if let OperatorAlwaysLoaded::Extend(names) | OperatorAlwaysLoaded::Replace(names) = operator {
         for name in names {
-            if let Some(index) = catalog.item_index(name)
+            if let Ok(index) = operator_entry(catalog, name)
                 && !out.contains(&index)
             {
                 out.push(index);
@@ -88,6 +92,46 @@ pub fn always_loaded(
         }
     }
     (out, overflow)
+}
+
+/// The operator's `always_loaded` entries that are left out, each with why: a name no tool
+/// has, or a tool no caller may be offered unasked (private, hidden, or scoped to a skill or
+/// an agent). Shown to the operator at start.
+pub fn operator_always_loaded_problems(
+    catalog: &Catalog,
+    operator: &OperatorAlwaysLoaded,
+) -> Vec<String> {
+    let (OperatorAlwaysLoaded::Extend(names) | OperatorAlwaysLoaded::Replace(names)) = operator
+    else {
+        return Vec::new();
+    };
+    names
+        .iter()
+        .filter_map(|name| {
+            operator_entry(catalog, name)
+                .err()
+                .map(|why| format!("warning: `always_loaded` entry `{name}` {why}; it is left out"))
+        })
+        .collect()
+}
+
+/// The item an operator's `always_loaded` entry names, or why it cannot be offered unasked.
+fn operator_entry(catalog: &Catalog, name: &str) -> Result<usize, &'static str> {
+    let index = catalog.item_index(name).ok_or("names no item")?;
+    let item = &catalog.items()[index];
+    let tool = catalog.tool(item).ok_or("is not a tool")?;
+    if item.hidden {
+        return Err("is a hidden tool (callable by its exact name only)");
+    }
+    if tool.scope != ToolScope::Package {
+        return Err(
+            "is a skill's or an agent's own tool (offered once that skill is read or to that agent)",
+        );
+    }
+    if !item.exposed {
+        return Err("is a private tool (it answers only its package's own agents and workflows)");
+    }
+    Ok(index)
 }
 
 /// Whether `item` belongs to the agent this session runs (its own package).
@@ -105,7 +149,9 @@ fn scope_open(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
     };
     match &tool.scope {
         ToolScope::Package => true,
-        ToolScope::Skill(skill) => view.active_skills.contains(skill),
+        ToolScope::Skill(skill) => {
+            view.active_skills.contains(skill) && view.unlocked.contains(&item.qualified)
+        }
         ToolScope::Agent(agent) => view.agent.as_ref().is_some_and(|(package, a)| {
             a == agent && catalog.packages()[item.package].package.id.as_str() == package
         }),
@@ -149,10 +195,12 @@ fn resident(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
         && view
             .opened
             .contains(catalog.packages()[item.package].package.id.as_str());
-    let unlocked = catalog
+    let own_agent_tool = catalog
         .tool(item)
-        .is_some_and(|t| !matches!(t.scope, ToolScope::Package));
-    platform_tool || pinned || unlocked
+        .is_some_and(|t| matches!(t.scope, ToolScope::Agent(_)));
+    let unlocked =
+        view.unlocked.contains(&item.qualified) && (public || item.kind == ItemKind::Tool);
+    platform_tool || pinned || own_agent_tool || unlocked
 }
 
 /// The items offered this turn (besides the meta-tools), in a stable order without duplicates.
@@ -297,8 +345,13 @@ mod tests {
             name(reach(&catalog, &view, "p__private", &all)),
             "p.private"
         );
-        // An active skill unlocks its tools.
+        // An active skill unlocks the tools it names (all of its own without `tools:`).
         view.active_skills.insert("p/deep".into());
+        assert_eq!(
+            name(reach(&catalog, &view, "p__deep_tool", &all)),
+            "unknown"
+        );
+        view.unlocked.insert("p.deep_tool".into());
         assert_eq!(
             name(reach(&catalog, &view, "p__deep_tool", &all)),
             "p.deep_tool"
@@ -347,6 +400,38 @@ mod tests {
     }
 
     #[test]
+    fn the_operators_always_loaded_refuses_what_no_caller_may_be_offered() {
+        let (_tmp, catalog) = catalog();
+        let cases = [
+            ("p.open", None),
+            ("p.private", Some("private")),
+            ("p.secret", Some("hidden")),
+            ("p.deep_tool", Some("skill's or an agent's own")),
+            ("p.agent_tool", Some("skill's or an agent's own")),
+            ("p.nothing", Some("names no item")),
+        ];
+        for (name, problem) in cases {
+            let operator = OperatorAlwaysLoaded::Replace(vec![name.into()]);
+            let (always, _) = always_loaded(&catalog, &operator);
+            let problems = operator_always_loaded_problems(&catalog, &operator);
+            match problem {
+                None => {
+                    assert_eq!(always.len(), 1, "{name}");
+                    assert!(problems.is_empty(), "{name}: {problems:?}");
+                }
+                Some(why) => {
+                    assert!(always.is_empty(), "{name}");
+                    assert_eq!(problems.len(), 1, "{name}");
+                    assert!(
+                        problems[0].contains(name) && problems[0].contains(why),
+                        "{problems:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn offered_tools() {
         let (_tmp, catalog) = catalog();
         let mut view = SessionView::default();
@@ -363,6 +448,8 @@ mod tests {
         view.loaded.push("a3.t".into());
         assert_eq!(names(&view, &all), ["p.open", "p.qq_only", "a3.t"]);
         view.active_skills.insert("p/deep".into());
+        assert!(!names(&view, &all).contains(&"p.deep_tool".to_owned()));
+        view.unlocked.insert("p.deep_tool".into());
         assert!(names(&view, &all).contains(&"p.deep_tool".to_owned()));
         // `is_offered` agrees with `offered` on every item.
         let (always, _) = always_loaded(&catalog, &OperatorAlwaysLoaded::None);

@@ -167,6 +167,18 @@ pub trait Store: Send + Sync {
     /// The session's `once` approval for a tool, if any.
     fn once_approval(&self, session: &str, tool: &str) -> Result<Option<OnceApproval>>;
 
+    /// Every `once` approval of the session.
+    fn once_approvals(&self, session: &str) -> Result<Vec<OnceApproval>>;
+
+    // --- trimmed results ---
+
+    /// Keeps the whole text of call `call_id`'s trimmed result in the session, for
+    /// `tool_output`; the session keeps its [`KEPT_OUTPUTS`] latest.
+    fn keep_output(&self, session: &str, call_id: &str, text: &str) -> Result<()>;
+
+    /// The kept text of call `call_id` in the session, if any.
+    fn kept_output(&self, session: &str, call_id: &str) -> Result<Option<String>>;
+
     // --- the pending approval queue ---
 
     /// Puts a card in the queue as pending. [`StoreError::AlreadyExists`] if the id is taken,
@@ -205,4 +217,11 @@ pub trait Store: Send + Sync {
 
     /// Audit records matching the query, newest first.
     fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>>;
+
+    /// The [`AuditKind::CallStarted`] records of calls that have no `call` record (still
+    /// running, or interrupted), oldest first.
+    fn unfinished_calls(&self) -> Result<Vec<AuditRecord>>;
 }
+
+/// Trimmed results a session keeps for `tool_output` (the oldest is dropped first).
+pub const KEPT_OUTPUTS: usize = 32;

@@ -292,6 +292,9 @@ open_enum! {
         SkillActivated => "skill_activated",
         /// A skill ended (`/reset`, compaction, end of session).
         SkillEnded => "skill_ended",
+        /// A call is about to run its tool, script or agent (the `call` record follows when it
+        /// ends; a call left without one was interrupted).
+        CallStarted => "call_started",
     }
 }
 
@@ -310,6 +313,10 @@ open_enum! {
         Invalid => "invalid",
         /// Nothing ran yet: it waits for a person's answer that a later request brings.
         Pending => "pending",
+        /// It is running (the record of a [`AuditKind::CallStarted`]).
+        Started => "started",
+        /// The process running it ended before the call did (killed, crashed).
+        Interrupted => "interrupted",
     }
 }
 
@@ -399,7 +406,7 @@ pub struct AuditQuery {
     pub session: Option<String>,
     /// Only calls of this tool.
     pub tool: Option<String>,
-    /// Only records of this kind.
+    /// Only records of this kind; without one, every kind but [`AuditKind::CallStarted`].
     pub kind: Option<AuditKind>,
     /// Only records at or after this time (Unix ms).
     pub since: Option<i64>,

@@ -44,6 +44,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "approvals",
             "audit",
             "consents",
+            "kept_outputs",
             "loaded_tools",
             "once_approvals",
             "opened_packages",

@@ -443,6 +443,84 @@ fn once_approvals_are_keyed_on_session_and_tool() {
     }
 }
 
+#[test]
+fn once_approvals_of_a_session_are_listed_together() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    store.grant_once("s1", "b.t", "alice").unwrap();
+    store.grant_once("s1", "a.t", "alice").unwrap();
+    store.grant_once("s2", "c.t", "bob").unwrap();
+    let tools: Vec<String> = store
+        .once_approvals("s1")
+        .unwrap()
+        .into_iter()
+        .map(|a| a.tool)
+        .collect();
+    assert_eq!(tools, ["a.t", "b.t"]);
+    assert!(store.once_approvals("nope").unwrap().is_empty());
+}
+
+#[test]
+fn kept_outputs_are_per_session_and_bounded() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    let total = quiver_store::KEPT_OUTPUTS + 3;
+    for i in 0..total {
+        store
+            .keep_output("s1", &format!("c{i}"), &format!("text {i}"))
+            .unwrap();
+    }
+    // The oldest are dropped first; the latest stay.
+    assert_eq!(store.kept_output("s1", "c0").unwrap(), None);
+    assert_eq!(store.kept_output("s1", "c2").unwrap(), None);
+    assert_eq!(
+        store.kept_output("s1", "c3").unwrap().as_deref(),
+        Some("text 3")
+    );
+    let last = format!("c{}", total - 1);
+    assert_eq!(
+        store.kept_output("s1", &last).unwrap(),
+        Some(format!("text {}", total - 1))
+    );
+    // Another session never reads them; keeping again replaces the text.
+    assert_eq!(store.kept_output("s2", &last).unwrap(), None);
+    store.keep_output("s1", &last, "again").unwrap();
+    assert_eq!(
+        store.kept_output("s1", &last).unwrap().as_deref(),
+        Some("again")
+    );
+    assert!(matches!(
+        store.keep_output("missing", "c1", "x"),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn unfinished_calls_are_started_records_without_an_end() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    let record = |kind: AuditKind, call: &str| {
+        let mut entry = AuditEntry::new(kind, "s1");
+        entry.call_id = Some(call.to_owned());
+        store.append_audit(&entry).unwrap();
+    };
+    record(AuditKind::CallStarted, "done");
+    record(AuditKind::Call, "done");
+    record(AuditKind::CallStarted, "open");
+    record(AuditKind::Call, "never-started");
+    let open: Vec<String> = store
+        .unfinished_calls()
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.entry.call_id)
+        .collect();
+    assert_eq!(open, ["open"]);
+    record(AuditKind::Call, "open");
+    assert!(store.unfinished_calls().unwrap().is_empty());
+}
+
 fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
     ApprovalCard {
         id: id.into(),

@@ -1,7 +1,6 @@
 //! `quiver chat` (a terminal chat, or one turn with `-m`) and `quiver eval` (tool-choice
 //! figures against the eager baseline): the agent loop of `quiver-agent` over the runtime.
 
-use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -256,25 +255,7 @@ fn choose_agent(runtime: &Runtime, args: &ChatArgs) -> miette::Result<Option<Str
     }
 }
 
-fn decisions_by_call(store: &dyn Store, session: &str) -> HashMap<String, Value> {
-    let query = AuditQuery {
-        session: Some(session.to_owned()),
-        limit: Some(10_000),
-        ..AuditQuery::default()
-    };
-    store
-        .query_audit(&query)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|r| {
-            let decisions = serde_json::to_value(&r.entry.decisions).ok()?;
-            Some((r.entry.call_id?, decisions))
-        })
-        .collect()
-}
-
-fn report_json(store: &dyn Store, session: &str, agent: &str, report: &TurnReport) -> Value {
-    let decisions = decisions_by_call(store, session);
+fn report_json(session: &str, agent: &str, report: &TurnReport) -> Value {
     let calls: Vec<Value> = report
         .calls
         .iter()
@@ -284,7 +265,7 @@ fn report_json(store: &dyn Store, session: &str, agent: &str, report: &TurnRepor
                 "name": c.name,
                 "arguments": c.arguments,
                 "status": c.status,
-                "decisions": c.call_id.as_ref().and_then(|id| decisions.get(id)).cloned().unwrap_or(json!([])),
+                "decisions": c.decisions,
                 "result": c.result,
             })
         })
@@ -403,7 +384,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
         }
         .map_err(fail)?;
         if args.json {
-            let value = report_json(runtime.store().as_ref(), &session, &agent_name, &report);
+            let value = report_json(&session, &agent_name, &report);
             crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
         } else {
             crate::out(&report.reply);

@@ -85,7 +85,6 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let mut mcp = config
         .mcp(&|name| std::env::var(name).ok())
         .map_err(crate::roots::fail)?;
-    let always = config.runtime.always_loaded.clone();
     let search = crate::roots::search_models(&config);
     let state = args.state.state()?;
     let db = state.path.clone();
@@ -120,9 +119,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
     let secret = host.mcp_secret().map_err(crate::roots::fail)?;
-    let front = Arc::new(
-        Front::new(host.runtime().clone(), mcp, secret).with_operator_always_loaded(always),
-    );
+    let front = Arc::new(Front::new(host.runtime().clone(), mcp, secret));
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -43,6 +43,16 @@ pub fn front_with(dir: &Path, config: McpConfig) -> Arc<Front> {
 
 /// A front over the packages of `roots`, its state in `dir`.
 pub fn front_over(roots: &[PathBuf], dir: &Path, config: McpConfig) -> Arc<Front> {
+    front_with_runtime(roots, dir, config, RuntimeConfig::default())
+}
+
+/// A front over the packages of `roots` and a runtime configured with `runtime_config`.
+pub fn front_with_runtime(
+    roots: &[PathBuf],
+    dir: &Path,
+    config: McpConfig,
+    runtime_config: RuntimeConfig,
+) -> Arc<Front> {
     let roots: Vec<Root> = roots
         .iter()
         .map(|path| Root {
@@ -57,7 +67,7 @@ pub fn front_over(roots: &[PathBuf], dir: &Path, config: McpConfig) -> Arc<Front
         Arc::new(store),
         Arc::new(executor()),
         ApproverSet::default(),
-        RuntimeConfig::default(),
+        runtime_config,
     );
     Arc::new(Front::new(Arc::new(runtime), config, vec![0x42; 32]))
 }

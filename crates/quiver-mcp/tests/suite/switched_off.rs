@@ -5,7 +5,10 @@
 use quiver_runtime::presence::OperatorAlwaysLoaded;
 use rmcp::model::{GetSkillRequestParams, ReadResourceRequestParams};
 
-use super::harness::{Scripted, connect, front};
+use quiver_mcp::McpConfig;
+use quiver_runtime::RuntimeConfig;
+
+use super::harness::{Scripted, connect, examples, front_with_runtime};
 
 /// What the client sees of the `weather` package.
 async fn seen(client: &super::harness::Client) -> [bool; 5] {
@@ -37,14 +40,15 @@ async fn seen(client: &super::harness::Client) -> [bool; 5] {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_switched_off_package_is_absent() {
     let dir = tempfile::tempdir().unwrap();
-    let front = front(dir.path());
-    let front = std::sync::Arc::new(
-        std::sync::Arc::try_unwrap(front)
-            .ok()
-            .unwrap()
-            .with_operator_always_loaded(OperatorAlwaysLoaded::Replace(vec![
-                "weather.forecast".into(),
-            ])),
+    let runtime_config = RuntimeConfig {
+        always_loaded: OperatorAlwaysLoaded::Replace(vec!["weather.forecast".into()]),
+        ..RuntimeConfig::default()
+    };
+    let front = front_with_runtime(
+        &[examples()],
+        dir.path(),
+        McpConfig::default(),
+        runtime_config,
     );
     let runtime = front.runtime().clone();
     let client = connect(front, Scripted::default()).await;

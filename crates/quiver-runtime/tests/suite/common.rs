@@ -73,6 +73,7 @@ pub fn fixture(root: &Path) {
         "---\nname: weather\ndescription: How to answer weather questions 天气.\nallowed-tools: weather.forecast\ndisallowed-tools: notes.add_note\n---\nUse weather__forecast for forecasts.\n",
     );
     write(root, "weather/references/cities.md", "Beijing, Shanghai\n");
+    write(root, "weather/scripts/now.sh", "echo now\n");
     write(
         root,
         "weather/tools/forecast/tool.yaml",
@@ -214,6 +215,18 @@ pub fn build(
         calls,
         db,
     }
+}
+
+/// A second runtime over `h`'s packages and database, as another process of the same state
+/// folder would open it (nothing shared in memory).
+pub fn reopen(h: &Harness) -> Harness {
+    build(
+        tempfile::tempdir().unwrap(),
+        &h._dir.path().join("packages"),
+        h.db.clone(),
+        RuntimeConfig::default(),
+        None,
+    )
 }
 
 /// A harness whose reviewing model answers from its own script.

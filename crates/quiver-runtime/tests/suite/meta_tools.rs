@@ -22,7 +22,7 @@ fn read_skill_activates_opens_and_never_shows_host_paths() {
     );
     assert_eq!(
         out.content["files"],
-        json!(["weather/references/cities.md"])
+        json!(["weather/references/cities.md", "weather/scripts/now.sh"])
     );
     assert!(
         out.content["tools"]
@@ -53,6 +53,41 @@ fn read_skill_activates_opens_and_never_shows_host_paths() {
         .call("read_skill", json!({"id": "weather/references/cities.md"}))
         .unwrap();
     assert_eq!(file.content["text"], "Beijing, Shanghai\n");
+}
+
+#[test]
+fn issue_12_files_under_a_skill_read_in_the_seed_form_and_open_the_package() {
+    let h = harness();
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let before: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(
+        !before.contains(&"weather__forecast".to_owned()),
+        "{before:?}"
+    );
+    let cases = [
+        ("weather/skill/references/cities.md", "Beijing, Shanghai\n"),
+        ("weather/references/cities.md", "Beijing, Shanghai\n"),
+        ("weather/skill/scripts/now.sh", "echo now\n"),
+        ("weather/scripts/now.sh", "echo now\n"),
+    ];
+    for (id, want) in cases {
+        let out = turn.call("read_skill", json!({ "id": id })).unwrap();
+        assert_eq!(out.content["text"], want, "{id}: {out:?}");
+    }
+    // Reading under the skill opened its package: its exposed tools are offered now.
+    let after: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert!(after.contains(&"weather__forecast".to_owned()), "{after:?}");
+    let unlisted = turn
+        .call(
+            "read_skill",
+            json!({"id": "weather/skill/references/nope.md"}),
+        )
+        .unwrap();
+    assert_eq!(
+        error_text(&unlisted.content),
+        "no such skill: weather/skill/references/nope.md"
+    );
 }
 
 #[test]

@@ -4,5 +4,7 @@ mod hooks;
 mod meta_tools;
 mod pipeline;
 mod sandbox_refusal;
+mod session_state;
 mod sessions;
+mod skill_effects;
 mod skill_invokers;

@@ -34,6 +34,10 @@ fn a_restart_keeps_every_sessions_state() {
             && names.contains(&"notes__add_note".to_owned()),
         "{names:?}"
     );
+    // Consent survived too: only the approval is asked.
+    h2.person.answer(&[Answer::Allow]);
+    turn.call("notes__add_note", json!({"text": "y"})).unwrap();
+    assert_eq!(h2.person.cards().len(), 1);
     assert!(
         turn.call("read_skill", json!({"id": "weather"}))
             .unwrap()
@@ -42,10 +46,6 @@ fn a_restart_keeps_every_sessions_state() {
             .unwrap()
             .starts_with("already active")
     );
-    // Consent survived too: only the approval is asked.
-    h2.person.answer(&[Answer::Allow]);
-    turn.call("notes__add_note", json!({"text": "y"})).unwrap();
-    assert_eq!(h2.person.cards().len(), 1);
 }
 
 #[test]

@@ -341,6 +341,19 @@ impl Store for SqliteStore {
         self.read(|c| ops::once_approval(c, session, tool))
     }
 
+    fn once_approvals(&self, session: &str) -> Result<Vec<OnceApproval>> {
+        self.read(|c| ops::once_approvals(c, session))
+    }
+
+    fn keep_output(&self, session: &str, call_id: &str, text: &str) -> Result<()> {
+        let (session, call_id, text) = (session.to_owned(), call_id.to_owned(), text.to_owned());
+        self.write(move |c| ops::keep_output(c, &session, &call_id, &text))
+    }
+
+    fn kept_output(&self, session: &str, call_id: &str) -> Result<Option<String>> {
+        self.read(|c| ops::kept_output(c, session, call_id))
+    }
+
     fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
         let card = card.clone();
         self.write(move |c| ops::enqueue_approval(c, &card))
@@ -405,5 +418,9 @@ impl Store for SqliteStore {
 
     fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
         self.read(|c| ops::query_audit(c, query))
+    }
+
+    fn unfinished_calls(&self) -> Result<Vec<AuditRecord>> {
+        self.read(ops::unfinished_calls)
     }
 }

@@ -498,6 +498,55 @@ pub(crate) fn once_approval(
         .next())
 }
 
+pub(crate) fn once_approvals(conn: &Connection, session: &str) -> Result<Vec<OnceApproval>> {
+    let sql = "SELECT session_id, tool, approved_by, approved_at FROM once_approvals \
+         WHERE session_id = ?1";
+    let mut approvals = collect(conn, sql, [session], once_row)?;
+    approvals.sort_by(|a, b| a.tool.cmp(&b.tool));
+    Ok(approvals)
+}
+
+// --- trimmed results ---
+
+pub(crate) fn keep_output(
+    conn: &Connection,
+    session: &str,
+    call_id: &str,
+    text: &str,
+) -> Result<()> {
+    require(call_id, "call id")?;
+    ensure_session(conn, session)?;
+    conn.prepare_cached(
+        "INSERT INTO kept_outputs (session_id, call_id, seq, text) \
+         VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM kept_outputs WHERE session_id = ?1), ?3) \
+         ON CONFLICT (session_id, call_id) DO UPDATE SET text = excluded.text, seq = excluded.seq",
+    )?
+    .execute(params![session, call_id, text])?;
+    conn.prepare_cached(
+        "DELETE FROM kept_outputs WHERE session_id = ?1 AND seq <= \
+         (SELECT MAX(seq) FROM kept_outputs WHERE session_id = ?1) - ?2",
+    )?
+    .execute(params![
+        session,
+        i64::try_from(crate::KEPT_OUTPUTS).unwrap_or(i64::MAX)
+    ])?;
+    Ok(())
+}
+
+pub(crate) fn kept_output(
+    conn: &Connection,
+    session: &str,
+    call_id: &str,
+) -> Result<Option<String>> {
+    let mut statement = conn
+        .prepare_cached("SELECT text FROM kept_outputs WHERE session_id = ?1 AND call_id = ?2")?;
+    let mut rows = statement.query(params![session, call_id])?;
+    Ok(match rows.next()? {
+        Some(row) => Some(row.get(0)?),
+        None => None,
+    })
+}
+
 // --- approval queue ---
 
 const APPROVAL_COLUMNS: &str = "id, session_id, package, tool, arguments, reason, risk_category, \
@@ -746,8 +795,10 @@ pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<A
     if let Some(tool) = &query.tool {
         filter(" AND tool = ?", SqlValue::Text(tool.clone()));
     }
-    if let Some(kind) = &query.kind {
-        filter(" AND kind = ?", SqlValue::Text(kind.as_str().to_owned()));
+    match &query.kind {
+        Some(kind) => filter(" AND kind = ?", SqlValue::Text(kind.as_str().to_owned())),
+        // A call's started record is bookkeeping for interrupted calls: listed when asked for.
+        None => filter(" AND kind != ?", SqlValue::Text("call_started".to_owned())),
     }
     if let Some(since) = query.since {
         filter(" AND time >= ?", SqlValue::Integer(since));
@@ -763,4 +814,13 @@ pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<A
         SqlValue::Integer(limit_of(query.limit)),
     );
     collect(conn, &sql, params_from_iter(args), audit_row)
+}
+
+pub(crate) fn unfinished_calls(conn: &Connection) -> Result<Vec<AuditRecord>> {
+    let sql = format!(
+        "SELECT {AUDIT_COLUMNS} FROM audit AS a WHERE kind = 'call_started' AND NOT EXISTS \
+         (SELECT 1 FROM audit AS b WHERE b.call_id = a.call_id AND b.kind = 'call') \
+         ORDER BY time, id"
+    );
+    collect(conn, &sql, [], audit_row)
 }

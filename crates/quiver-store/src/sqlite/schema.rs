@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -161,6 +161,19 @@ CREATE TABLE operator_state (
     set_by  TEXT NOT NULL,
     set_at  INTEGER NOT NULL
 ) STRICT;
+"#;
+
+/// Version 4: trimmed results kept for `tool_output` (in the session, so every process of it
+/// reads them), and the index that finds calls recorded as started and never ended.
+const V4: &str = r#"
+CREATE TABLE kept_outputs (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    call_id    TEXT NOT NULL,
+    seq        INTEGER NOT NULL,        -- larger = kept later
+    text       TEXT NOT NULL,
+    PRIMARY KEY (session_id, call_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX audit_by_call ON audit (call_id, kind) WHERE call_id IS NOT NULL;
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes

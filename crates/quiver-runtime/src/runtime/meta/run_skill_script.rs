@@ -4,28 +4,22 @@
 //! run scripts work. The interpreter comes from the extension, else from the `#!` line.
 
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
 
-use quiver_package::tool::Run;
+use quiver_policy::ToolFacts;
 use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
-use quiver_policy::{Presence, ToolFacts};
-
-use super::authorize::Authorize;
-use super::{CallOutcome, CallStatus, RuntimeError, Turn, argument_digest, decision, trace};
-use crate::executor::{ExecError, Execution};
+use crate::runtime::call::{CallKind, Runs, Target};
+use crate::runtime::turn::find_skill;
+use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
 
 /// The name a skill script's calls have in the policy, the audit and hooks
 /// (`<package>.run_skill_script`).
 const SCRIPT_TOOL: &str = "run_skill_script";
 
-/// How long a skill script may run.
-const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// The command that runs `script`: an interpreter chosen by extension, or the file itself
 /// when it starts with `#!`.
-pub(crate) fn script_command(script: &Path) -> Result<Vec<String>, String> {
+fn script_command(script: &Path) -> Result<Vec<String>, String> {
     let path = script.to_string_lossy().into_owned();
     let interpreter = match script.extension().and_then(|e| e.to_str()) {
         Some("py") => Some("python3"),
@@ -62,7 +56,7 @@ fn script_path(script: &str) -> Option<PathBuf> {
 
 impl Turn<'_> {
     /// Runs the `run_skill_script` meta-tool.
-    pub(super) fn run_skill_script(
+    pub(in crate::runtime) fn run_skill_script(
         &mut self,
         call_id: &str,
         arguments: &Value,
@@ -105,14 +99,8 @@ impl Turn<'_> {
         // The skill as this turn may see it, looked up in the turn's own snapshot.
         let catalog = self.catalog.clone();
         let visible = self.skill_visible(skill_id).is_some();
-        let Some((package, skill)) = catalog
-            .package(skill_id.split('/').next().unwrap_or(skill_id))
-            .and_then(|cp| {
-                let skill = cp.package.all_skills().find(|s| s.id == skill_id)?;
-                Some((&cp.package, skill))
-            })
-            .filter(|_| visible)
-        else {
+        let found = find_skill(&catalog, self.own_agent.as_ref(), skill_id);
+        let Some((package, skill)) = found.filter(|_| visible) else {
             return Ok(fail(
                 CallStatus::Error,
                 format!("no such skill: {skill_id}"),
@@ -144,86 +132,26 @@ impl Turn<'_> {
         command.extend(args);
         // A script is an `action` call of its package, with the package's permissions: the
         // control plane, the turn's lockouts, consent, approval and hooks apply as to any tool.
-        let qualified = format!("{}.{SCRIPT_TOOL}", package.id);
         let mut facts = ToolFacts::new(package.id.as_str(), SCRIPT_TOOL);
         facts.permission = &package.manifest.permissions;
-        let evaluation = self.evaluate(facts, Presence::Offered, Some(script));
-        audit.decisions.extend(trace(&evaluation));
-        if let Some(stop) = self.authorize(
-            &Authorize {
-                call_id,
-                qualified: &qualified,
-                package: package.id.as_str(),
-                category: "action",
-                arguments,
-                evaluation: &evaluation,
+        let target = Target {
+            kind: CallKind::SkillScript,
+            asked_as: SCRIPT_TOOL.to_owned(),
+            qualified: format!("{}.{SCRIPT_TOOL}", package.id),
+            package,
+            facts,
+            item: None,
+            offered: true,
+            touch: false,
+            input: None,
+            first_string: Some(script.to_owned()),
+            runs: Runs::Script {
+                skill,
+                command,
+                script: script.trim_start_matches("scripts/").to_owned(),
             },
-            audit,
-        )? {
-            return Ok(stop);
-        }
-        audit.decisions.push(decision(
-            "script",
-            "run",
-            &format!(
-                "{skill_id}: scripts/{}",
-                script.trim_start_matches("scripts/")
-            ),
-        ));
-        let run = Run::Command(command);
-        let context = self.call_context(
-            call_id,
-            Value::Null,
-            format!("{skill_id}:{}", argument_digest(arguments, &[])),
-        );
-        let execution = Execution {
-            package: package.id.as_str(),
-            tool: SCRIPT_TOOL,
-            run: &run,
-            package_dir: &package.root,
-            arguments,
-            context: &context,
-            timeout: SCRIPT_TIMEOUT,
-            tool_dir: &skill.dir,
-            permissions: &package.manifest.permissions,
-            settings: self.runtime.config.settings.get(package.id.as_str()),
-            ask: None,
-            script: true,
-            mcp_command: None,
         };
-        if let Some(note) = self.runtime.executor.isolation_note() {
-            audit.decisions.push(decision("sandbox", "off", &note));
-        }
-        Ok(match self.runtime.executor.execute(&execution) {
-            Ok(value) => CallOutcome::new(call_id, CallStatus::Ok, value),
-            Err(ExecError::TimedOut(d)) => {
-                audit
-                    .decisions
-                    .push(decision("execute", "timed_out", &format!("{d:?}")));
-                fail(
-                    CallStatus::TimedOut,
-                    format!(
-                        "the script timed out after {} s and was stopped",
-                        d.as_secs_f64()
-                    ),
-                )
-            }
-            Err(ExecError::Denied(reason)) => {
-                audit
-                    .decisions
-                    .push(decision("sandbox", "refused", &reason));
-                fail(
-                    CallStatus::Refused,
-                    format!("refused: {reason}; do not retry"),
-                )
-            }
-            Err(err) => {
-                audit
-                    .decisions
-                    .push(decision("execute", "error", &err.to_string()));
-                fail(CallStatus::Error, err.to_string())
-            }
-        })
+        self.run_target(call_id, &target, arguments.clone(), audit)
     }
 }
 

@@ -1,0 +1,147 @@
+//! Step 8: audit. Every call writes one record: who, where, the name, a digest of the
+//! arguments without their secret fields (never the arguments), each decision of the
+//! pipeline, how it ended and how long it took. A call that runs something is first recorded
+//! as started, before its tool, script or agent runs, so a process killed mid-call leaves a
+//! record that the next start closes as `interrupted`.
+
+use std::time::Instant;
+
+use quiver_policy::Evaluation;
+use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus, argument_digest};
+use serde_json::{Value, json};
+
+use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
+
+impl Turn<'_> {
+    /// The audit record of a call of `name` as it starts: who, where, and a digest of the
+    /// arguments without their secret fields.
+    pub(in crate::runtime) fn call_audit(
+        &self,
+        call_id: &str,
+        name: &str,
+        arguments: &Value,
+    ) -> AuditEntry {
+        let mut audit = AuditEntry::new(AuditKind::Call, self.session.clone());
+        audit.call_id = Some(call_id.to_owned());
+        audit.principal = serde_json::to_value(&self.sender).unwrap_or_default();
+        audit.origin = serde_json::to_value(&self.origin).unwrap_or_default();
+        audit.tool = Some(name.to_owned());
+        let secrets = self
+            .catalog
+            .item_by_wire(name)
+            .and_then(|item| self.catalog.tool(item))
+            .map(|tool| secret_fields(&tool.input))
+            .unwrap_or_default();
+        let secret_refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        audit.argument_digest = Some(argument_digest(arguments, &secret_refs));
+        audit
+    }
+
+    /// Records how a call ended and writes its audit record.
+    pub(in crate::runtime) fn finish_audit(
+        &self,
+        mut audit: AuditEntry,
+        outcome: &mut CallOutcome,
+        started: Instant,
+    ) -> Result<(), RuntimeError> {
+        audit.status = match outcome.status {
+            CallStatus::Ok => AuditStatus::Ok,
+            CallStatus::Error => AuditStatus::Error,
+            CallStatus::Refused | CallStatus::Unknown => AuditStatus::Refused,
+            CallStatus::Invalid => AuditStatus::Invalid,
+            CallStatus::TimedOut => AuditStatus::TimedOut,
+            CallStatus::Pending => AuditStatus::Pending,
+        };
+        audit.cached = outcome.cached;
+        audit.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.runtime.store.append_audit(&audit)?;
+        outcome.decisions = audit.decisions;
+        Ok(())
+    }
+
+    /// Records that call `audit` is about to run something, before it runs.
+    pub(in crate::runtime) fn record_started(
+        &self,
+        audit: &AuditEntry,
+    ) -> Result<(), RuntimeError> {
+        let mut started = audit.clone();
+        started.kind = AuditKind::CallStarted;
+        started.status = AuditStatus::Started;
+        started.detail = Some(json!({"process": crate::liveness::this_process()}));
+        self.runtime.store.append_audit(&started)?;
+        Ok(())
+    }
+}
+
+/// One decision of the pipeline, for the audit record.
+pub(in crate::runtime) fn decision(step: &str, decision: &str, reason: &str) -> AuditDecision {
+    AuditDecision {
+        step: step.to_owned(),
+        decision: decision.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The policy's trace as decisions of the audit record.
+pub(in crate::runtime) fn trace(evaluation: &Evaluation) -> Vec<AuditDecision> {
+    evaluation
+        .trace
+        .iter()
+        .map(|s| {
+            decision(
+                &format!("{:?}", s.check).to_lowercase(),
+                &format!("{:?}", s.effect).to_lowercase(),
+                &s.why,
+            )
+        })
+        .collect()
+}
+
+/// Property names, at any depth, that the schema marks secret (`secret: true`,
+/// `writeOnly: true` or `format: password`): never stored in the audit, hidden on cards.
+pub(in crate::runtime) fn secret_fields(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_secrets(schema, &mut out, 0);
+    out
+}
+
+fn collect_secrets(schema: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    if let Some(items) = schema.get("items") {
+        collect_secrets(items, out, depth + 1);
+    }
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, prop) in props {
+        let secret = prop.get("secret").and_then(Value::as_bool) == Some(true)
+            || prop.get("writeOnly").and_then(Value::as_bool) == Some(true)
+            || prop.get("format").and_then(Value::as_str) == Some("password");
+        if secret && !out.contains(name) {
+            out.push(name.clone());
+        }
+        collect_secrets(prop, out, depth + 1);
+    }
+}
+
+/// `arguments` with the values of `secrets` (at any depth) replaced by `"[secret]"`.
+pub(in crate::runtime) fn redact(arguments: &Value, secrets: &[String]) -> Value {
+    match arguments {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if secrets.contains(k) {
+                        json!("[secret]")
+                    } else {
+                        redact(v, secrets)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| redact(v, secrets)).collect()),
+        other => other.clone(),
+    }
+}

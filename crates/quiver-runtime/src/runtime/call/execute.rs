@@ -1,0 +1,345 @@
+//! Step 6: execute. A perception tool with `cache` may answer from the perception cache
+//! (keyed by tool, arguments, sender and origin). Otherwise the call is recorded as started and
+//! run: a tool or a skill script by the executor in its package's sandbox, with the call's
+//! context; an agent or a forked skill by the agent loop in a child session. What the sandbox
+//! refuses is final for the turn.
+
+use std::time::Duration;
+
+use quiver_package::tool::{Category, Run};
+use quiver_policy::{Evaluation, Lockout, Refusal, RefusalReason};
+use quiver_store::{AuditEntry, argument_digest};
+use serde_json::{Value, json};
+
+use super::audit::decision;
+use super::{Runs, Target};
+use crate::executor::{Ask, ExecError, Execution};
+use crate::runtime::agent_calls::AgentTask;
+use crate::runtime::cache::CacheKey;
+use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
+
+/// How long a skill script may run.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a call that ran returned.
+pub(in crate::runtime) struct Ran {
+    /// Its result.
+    pub value: Value,
+    /// Whether it came from the perception cache.
+    pub cached: bool,
+    /// The perception cache's key for it, when the result may be cached.
+    pub cache_key: Option<CacheKey>,
+}
+
+impl Ran {
+    fn fresh(value: Value) -> Ran {
+        Ran {
+            value,
+            cached: false,
+            cache_key: None,
+        }
+    }
+}
+
+impl Turn<'_> {
+    /// Runs `target` with `arguments`: its result, or what the model reads instead.
+    pub(in crate::runtime) fn execute(
+        &mut self,
+        call_id: &str,
+        target: &Target<'_>,
+        arguments: &Value,
+        evaluation: &Evaluation,
+        audit: &mut AuditEntry,
+    ) -> Result<Result<Ran, CallOutcome>, RuntimeError> {
+        match &target.runs {
+            Runs::Tool(tool) => {
+                let cache_key = (tool.category == Category::Perception && tool.cache.is_some())
+                    .then(|| self.cache_key(target, arguments));
+                if let (Some(key), Some(seconds)) = (&cache_key, tool.cache)
+                    && let Some(value) = self.runtime.cache.get(key, Duration::from_secs(seconds))
+                {
+                    audit.decisions.push(decision(
+                        "cache",
+                        "hit",
+                        &format!("identical call within {seconds} s"),
+                    ));
+                    return Ok(Ok(Ran {
+                        value,
+                        cached: true,
+                        cache_key: None,
+                    }));
+                }
+                let mcp_command = match &tool.run {
+                    Run::Mcp { server, .. } => target
+                        .package
+                        .manifest
+                        .mcp_servers
+                        .get(server)
+                        .map(|s| s.command.as_slice()),
+                    _ => None,
+                };
+                let sandboxed = Sandboxed {
+                    run: &tool.run,
+                    name: tool.name.as_str(),
+                    timeout: tool.timeout,
+                    dir: tool.file.parent().unwrap_or(&target.package.root),
+                    permissions: &tool.permission,
+                    script: false,
+                    mcp_command,
+                };
+                let ran =
+                    self.run_sandboxed(call_id, target, arguments, evaluation, &sandboxed, audit)?;
+                Ok(ran.map(|value| Ran {
+                    value,
+                    cached: false,
+                    cache_key,
+                }))
+            }
+            Runs::Script {
+                skill,
+                command,
+                script,
+            } => {
+                audit.decisions.push(decision(
+                    "script",
+                    "run",
+                    &format!("{}: scripts/{script}", skill.id),
+                ));
+                let run = Run::Command(command.clone());
+                let sandboxed = Sandboxed {
+                    run: &run,
+                    name: target.facts.name,
+                    timeout: SCRIPT_TIMEOUT,
+                    dir: &skill.dir,
+                    permissions: &target.package.manifest.permissions,
+                    script: true,
+                    mcp_command: None,
+                };
+                let ran =
+                    self.run_sandboxed(call_id, target, arguments, evaluation, &sandboxed, audit)?;
+                Ok(ran.map(Ran::fresh))
+            }
+            Runs::Agent => {
+                let task = arguments
+                    .get("task")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let task = self.agent_task(call_id, Some(target.qualified.clone()), None, task);
+                self.record_started(audit)?;
+                Ok(self
+                    .hand_over(call_id, task, audit)
+                    .map(Ran::fresh)
+                    .map_err(|e| *e))
+            }
+            Runs::ForkedSkill(skill) => {
+                let package = target.package.id.as_str();
+                let agent = skill.meta.agent.as_ref().map(|name| {
+                    if name.contains('.') {
+                        name.clone()
+                    } else {
+                        format!("{package}.{name}")
+                    }
+                });
+                audit.decisions.push(decision("skill", "fork", &skill.id));
+                let request = if self.message.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("\n\nThe request: {}", self.message.trim())
+                };
+                let text = format!("{}{request}", skill.body.trim());
+                let task = self.agent_task(call_id, agent, Some(skill.id.clone()), text);
+                self.record_started(audit)?;
+                Ok(self
+                    .hand_over(call_id, task, audit)
+                    .map(|mut value| {
+                        if let Value::Object(map) = &mut value {
+                            map.insert("skill".into(), json!(skill.id));
+                        }
+                        Ran::fresh(value)
+                    })
+                    .map_err(|e| *e))
+            }
+            Runs::Workflow => {
+                audit.decisions.push(decision(
+                    "execute",
+                    "error",
+                    "workflows run with the workflow engine",
+                ));
+                Ok(Err(CallOutcome::new(
+                    call_id,
+                    CallStatus::Error,
+                    json!({"error": format!("`{}` is a workflow; calling it needs the workflow engine, which this runtime does not run yet", target.asked_as)}),
+                )))
+            }
+        }
+    }
+
+    /// The perception cache's key for a call: the same result never answers another sender or
+    /// origin.
+    fn cache_key(&self, target: &Target<'_>, arguments: &Value) -> CacheKey {
+        let canonical = |v: &Value| quiver_store::canonical_json(v);
+        CacheKey {
+            tool: target.qualified.clone(),
+            arguments: canonical(arguments),
+            principal: canonical(&serde_json::to_value(&self.sender).unwrap_or_default()),
+            origin: canonical(&serde_json::to_value(&self.origin).unwrap_or_default()),
+        }
+    }
+
+    /// Runs a tool or a script in its package's sandbox, recorded as started first.
+    fn run_sandboxed(
+        &mut self,
+        call_id: &str,
+        target: &Target<'_>,
+        arguments: &Value,
+        evaluation: &Evaluation,
+        sandboxed: &Sandboxed<'_>,
+        audit: &mut AuditEntry,
+    ) -> Result<Result<Value, CallOutcome>, RuntimeError> {
+        let context = self.call_context(
+            call_id,
+            serde_json::to_value(&evaluation.trace).unwrap_or_default(),
+            format!("{}:{}", target.qualified, argument_digest(arguments, &[])),
+        );
+        let answer = |q: &str| self.person().and_then(|p| p.answer_question(q));
+        let execution = Execution {
+            package: target.package.id.as_str(),
+            tool: sandboxed.name,
+            run: sandboxed.run,
+            package_dir: &target.package.root,
+            arguments,
+            context: &context,
+            timeout: sandboxed.timeout,
+            tool_dir: sandboxed.dir,
+            permissions: sandboxed.permissions,
+            settings: self.runtime.config.settings.get(target.package.id.as_str()),
+            ask: (!self.unattended && !sandboxed.script).then_some(Ask(&answer)),
+            script: sandboxed.script,
+            mcp_command: sandboxed.mcp_command,
+        };
+        if let Some(note) = self.runtime.executor.isolation_note() {
+            audit.decisions.push(decision("sandbox", "off", &note));
+        }
+        self.record_started(audit)?;
+        let error = match self.runtime.executor.execute(&execution) {
+            Ok(value) => return Ok(Ok(value)),
+            Err(error) => error,
+        };
+        let name = &target.asked_as;
+        Ok(Err(match error {
+            ExecError::Denied(reason) => {
+                audit
+                    .decisions
+                    .push(decision("sandbox", "refused", &reason));
+                // Final for the turn (DESIGN.md §3): later calls of it are refused at once.
+                let refusal = Refusal::new(
+                    RefusalReason::SandboxDenied { why: reason },
+                    Lockout {
+                        tool: target.qualified.clone(),
+                        categories: Vec::new(),
+                    },
+                );
+                self.state.record_refusal(&refusal);
+                CallOutcome::refused(call_id, &refusal)
+            }
+            ExecError::TimedOut(d) => {
+                audit
+                    .decisions
+                    .push(decision("execute", "timed_out", &format!("{d:?}")));
+                CallOutcome::new(
+                    call_id,
+                    CallStatus::TimedOut,
+                    json!({"error": format!("`{name}` timed out after {} s and was stopped", d.as_secs_f64())}),
+                )
+            }
+            err => {
+                audit
+                    .decisions
+                    .push(decision("execute", "error", &err.to_string()));
+                audit.detail = Some(json!({"error": err.to_string()}));
+                CallOutcome::new(
+                    call_id,
+                    CallStatus::Error,
+                    json!({"error": err.to_string()}),
+                )
+            }
+        }))
+    }
+
+    /// What the agent loop runs for a call: `task` for `agent` (or the forked `skill`), in a
+    /// child session of this one, asking this turn's person.
+    fn agent_task(
+        &self,
+        call_id: &str,
+        agent: Option<String>,
+        skill: Option<String>,
+        task: String,
+    ) -> AgentTask {
+        AgentTask {
+            call_id: call_id.to_owned(),
+            parent_session: self.session.clone(),
+            agent,
+            skill,
+            task,
+            sender: self.sender.clone(),
+            person: if self.unattended {
+                None
+            } else {
+                self.person().cloned()
+            },
+        }
+    }
+
+    /// Hands `task` to the agent loop: its reply, or what the model reads instead.
+    fn hand_over(
+        &self,
+        call_id: &str,
+        task: AgentTask,
+        audit: &mut AuditEntry,
+    ) -> Result<Value, Box<CallOutcome>> {
+        let error = |message: &str| {
+            Box::new(CallOutcome::new(
+                call_id,
+                CallStatus::Error,
+                json!({"error": message}),
+            ))
+        };
+        let Some(runner) = self.runtime.agent_runner.get() else {
+            audit.decisions.push(decision(
+                "execute",
+                "error",
+                "no agent loop is running in this front",
+            ));
+            return Err(error(
+                "running an agent needs Quiver's agent loop (`quiver chat`); this front has none",
+            ));
+        };
+        match runner.run(self.runtime, task) {
+            Ok(reply) => {
+                audit.decisions.push(decision(
+                    "execute",
+                    "agent",
+                    &format!("ran in child session {}", reply.session),
+                ));
+                audit.detail = Some(json!({"child_session": reply.session}));
+                Ok(json!({"result": reply.reply, "session": reply.session}))
+            }
+            Err(message) => {
+                audit.decisions.push(decision("execute", "error", &message));
+                Err(error(&message))
+            }
+        }
+    }
+}
+
+/// How a tool or a script runs in the sandbox.
+struct Sandboxed<'a> {
+    run: &'a Run,
+    name: &'a str,
+    timeout: Duration,
+    dir: &'a std::path::Path,
+    permissions: &'a quiver_package::common::Permissions,
+    script: bool,
+    mcp_command: Option<&'a [String]>,
+}

@@ -1,0 +1,78 @@
+//! Step 2: visibility. The policy decides on the call as a whole (steps 2, 3 and 5 at once,
+//! each check in its trace); this step asks it, with the call's presence (in the caller's
+//! tool list, or only loadable) and its caller (the model, or the package's own agent, which
+//! may call the package's private items without a consent question). A direct call of a
+//! loadable item loads it into the session, least recently used evicted first.
+
+use quiver_policy::{Approvers, CallRequest, Caller, Evaluation, Presence, evaluate_call};
+
+use super::{CallKind, Target};
+use crate::runtime::{RuntimeError, Turn};
+
+impl Turn<'_> {
+    /// The policy's evaluation of `target` for this turn.
+    pub(in crate::runtime) fn evaluate(&self, target: &Target<'_>) -> Evaluation {
+        let control = self
+            .runtime
+            .control
+            .read()
+            .map_or_else(|e| *e.into_inner(), |c| *c);
+        let person = !self.unattended && self.person().is_some();
+        let caller = match &self.own_agent {
+            // The policy knows an agent by its package: its own package's private items are
+            // its own, without a consent question.
+            Some((package, _)) if package == target.facts.package => Caller::Agent(package),
+            // A forked skill runs as an agent of its own package: like reading the skill, it
+            // asks no consent (each tool its run calls is governed on its own), while the
+            // control plane, hooks and lockouts apply.
+            _ if target.kind == CallKind::ForkedSkill => Caller::Agent(target.facts.package),
+            _ => Caller::Model,
+        };
+        let mut request = CallRequest::new(
+            target.facts,
+            &self.origin,
+            &self.sender,
+            &self.grants,
+            &self.state,
+        );
+        request.presence = if target.offered {
+            Presence::Offered
+        } else {
+            Presence::Loadable
+        };
+        request.caller = caller;
+        request.first_string_argument = target.first_string.as_deref();
+        request.control = control;
+        request.operator = &self.runtime.config.operator;
+        request.unattended = self.unattended;
+        request.approvers = Approvers {
+            person,
+            console: self.runtime.approvers.console.is_some(),
+            model_reviewer: self.runtime.approvers.reviewer.is_some(),
+        };
+        evaluate_call(&request)
+    }
+
+    /// Loads a directly called item into the session, or keeps the loaded tools' order.
+    pub(in crate::runtime) fn load_into_session(
+        &self,
+        target: &Target<'_>,
+    ) -> Result<(), RuntimeError> {
+        if target.item.is_none() {
+            return Ok(());
+        }
+        if !target.offered {
+            self.runtime.store.load_tool(
+                &self.session,
+                &target.qualified,
+                self.runtime.config.max_loaded,
+            )?;
+        } else if target.touch {
+            // A write only when the least-recently-used order changes.
+            self.runtime
+                .store
+                .touch_tool(&self.session, &target.qualified)?;
+        }
+        Ok(())
+    }
+}

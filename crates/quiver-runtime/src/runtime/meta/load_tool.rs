@@ -1,0 +1,34 @@
+//! `load_tool(name)`: loads a tool the caller may reach into the session's tool list, so it
+//! can be called (least recently used evicted first). What it may not reach is unknown.
+
+use serde_json::{Value, json};
+
+use super::text_arg;
+use crate::presence::reach;
+use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
+
+impl Turn<'_> {
+    /// Runs `load_tool`.
+    pub(in crate::runtime) fn load_tool(
+        &mut self,
+        call_id: &str,
+        arguments: &Value,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let name = text_arg(arguments, "name").unwrap_or_default();
+        let view = self.view()?;
+        let Some(index) = reach(&self.catalog, &view, &name, &|i| self.admitted(i)) else {
+            return Ok(self.unknown(call_id, &name));
+        };
+        let item = &self.catalog.items()[index];
+        self.runtime.store.load_tool(
+            &self.session,
+            &item.qualified,
+            self.runtime.config.max_loaded,
+        )?;
+        Ok(CallOutcome::new(
+            call_id,
+            CallStatus::Ok,
+            json!({"loaded": item.wire}),
+        ))
+    }
+}

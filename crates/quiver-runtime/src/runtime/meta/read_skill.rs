@@ -1,0 +1,266 @@
+//! `read_skill(id)`: opens a skill (its instructions become active for the conversation and
+//! its tools are offered), opens a package without a skill (its exposed items are offered), or
+//! reads a file listed under a skill (`<skill>/references/x.md`, seed 000's
+//! `<package>/skill/references/x.md`). What the caller may not see is "no such skill". A skill
+//! with `context: fork` runs in a child session instead, as a `decision` call of its package
+//! through the whole pipeline.
+
+use quiver_package::tool::{Approval, Category};
+use quiver_policy::{SkillTurnRules, ToolFacts, Visibility};
+use quiver_store::{AuditEntry, AuditKind};
+use serde_json::{Value, json};
+
+use crate::runtime::call::audit::decision;
+use crate::runtime::call::{CallKind, Runs, Target};
+use crate::runtime::{CallOutcome, CallStatus, MAX_SKILL_FILE_BYTES, RuntimeError, Turn};
+
+/// Who starts a skill: the model (`read_skill`) or a person by hand (`/<skill>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::runtime) enum Invoker {
+    /// The model, with `read_skill`.
+    Model,
+    /// A person, with `/<skill>`.
+    User,
+}
+
+/// The folders under a skill whose listed files `read_skill` reads.
+const SKILL_FOLDERS: [&str; 3] = ["references", "assets", "scripts"];
+
+/// `id` as a file under a skill: the skill id and the file relative to the skill's folder.
+/// Accepts `<skill id>/references/x.md` (also `assets/`, `scripts/`) and seed 000's form
+/// `<package>/skill/references/x.md`, whose `skill/` names the package's root skill.
+fn skill_file(id: &str) -> Option<(&str, &str)> {
+    let seed = SKILL_FOLDERS.iter().find_map(|folder| {
+        let pos = id.find(&format!("/skill/{folder}/"))?;
+        Some((&id[..pos], &id[pos + "/skill/".len()..]))
+    });
+    seed.or_else(|| {
+        SKILL_FOLDERS
+            .iter()
+            .filter_map(|folder| id.find(&format!("/{folder}/")))
+            .min()
+            .map(|pos| (&id[..pos], &id[pos + 1..]))
+    })
+    .filter(|(skill, rel)| !skill.is_empty() && !rel.ends_with('/'))
+}
+
+impl Turn<'_> {
+    /// Runs `read_skill` for `id`, started by `invoker`.
+    pub(in crate::runtime) fn read_skill(
+        &mut self,
+        call_id: &str,
+        id: &str,
+        invoker: Invoker,
+        audit: &mut AuditEntry,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let ok = |content: Value| CallOutcome::new(call_id, CallStatus::Ok, content);
+        let no_such = || {
+            CallOutcome::new(
+                call_id,
+                CallStatus::Error,
+                json!({"error": format!("no such skill: {id}")}),
+            )
+        };
+        let id = id.trim().trim_end_matches('/');
+        if let Some((skill_id, rel)) = skill_file(id) {
+            let Some((package, skill)) = self.skill_visible(skill_id) else {
+                return Ok(no_such());
+            };
+            if !skill.files.iter().any(|f| f == rel) {
+                return Ok(no_such());
+            }
+            let package_id = package.id.as_str().to_owned();
+            let read = skill.read_file(rel, MAX_SKILL_FILE_BYTES);
+            return Ok(match read {
+                Ok(text) => {
+                    // Reading under a skill opens its package, as opening the skill does.
+                    self.runtime
+                        .store
+                        .open_package(&self.session, &package_id)?;
+                    audit
+                        .decisions
+                        .push(decision("package", "open", &package_id));
+                    ok(json!({"file": format!("{skill_id}/{rel}"), "text": text}))
+                }
+                Err(d) => CallOutcome::new(
+                    call_id,
+                    CallStatus::Error,
+                    json!({"error": format!("cannot read {skill_id}/{rel}: {}", d.message)}),
+                ),
+            });
+        }
+        let package_id = id.split('/').next().unwrap_or(id);
+        let catalog = self.catalog.clone();
+        let Some(cp) = catalog.package(package_id) else {
+            return Ok(no_such());
+        };
+        if !self.enabled(package_id) {
+            return Ok(no_such());
+        }
+        let package = &cp.package;
+        let exposed = self.exposed_items(package_id);
+        match self.skill_admitted(id, invoker).map(|(_, s)| s.clone()) {
+            Some(skill) => {
+                if skill.meta.fork {
+                    return self.run_forked(call_id, package, &skill, audit);
+                }
+                let rules = SkillTurnRules::new(
+                    &skill.id,
+                    package_id,
+                    &skill.meta.allowed_tools,
+                    &skill.meta.disallowed_tools,
+                );
+                if !self
+                    .runtime
+                    .store
+                    .activate_skill(&self.session, &skill.id)?
+                {
+                    // Reading it again applies its lists to this turn too.
+                    self.state.activate_skill(rules);
+                    return Ok(ok(
+                        json!({"skill": skill.id, "status": "already active; its instructions are above"}),
+                    ));
+                }
+                let body = skill.body.clone();
+                self.runtime.store.open_package(&self.session, package_id)?;
+                self.state.activate_skill(rules);
+                self.runtime.audit_skill(
+                    &self.session,
+                    &skill.id,
+                    AuditKind::SkillActivated,
+                    match invoker {
+                        Invoker::Model => "read_skill",
+                        Invoker::User => "started by the user",
+                    },
+                )?;
+                audit
+                    .decisions
+                    .push(decision("skill", "activate", &skill.id));
+                let files: Vec<String> = skill
+                    .files
+                    .iter()
+                    .map(|f| format!("{}/{f}", skill.id))
+                    .collect();
+                // What its `tools:` unlocks (all of its own tools without one).
+                let unlocked: Vec<String> = skill
+                    .unlocks
+                    .iter()
+                    .filter_map(|name| catalog.item(&format!("{package_id}.{name}")))
+                    .filter(|item| self.admitted(item))
+                    .filter_map(|item| item.wire.clone())
+                    .collect();
+                Ok(ok(json!({
+                    "skill": skill.id,
+                    "status": "activated",
+                    "instructions": body,
+                    "files": files,
+                    "tools": exposed,
+                    "unlocked_tools": unlocked,
+                })))
+            }
+            None if invoker == Invoker::Model && id == package_id && package.skill.is_none() => {
+                self.runtime.store.open_package(&self.session, package_id)?;
+                audit
+                    .decisions
+                    .push(decision("package", "open", package_id));
+                Ok(ok(
+                    json!({"package": package_id, "status": "opened", "description": package.description, "tools": exposed}),
+                ))
+            }
+            None => Ok(no_such()),
+        }
+    }
+
+    /// The exposed items of `package_id` this caller is admitted to, as `read_skill` lists them.
+    fn exposed_items(&self, package_id: &str) -> Vec<Value> {
+        self.catalog
+            .items()
+            .iter()
+            .filter(|i| {
+                i.exposed
+                    && !i.hidden
+                    && self.package_of(i).id.as_str() == package_id
+                    && self.admitted(i)
+            })
+            .filter_map(|i| {
+                i.wire
+                    .as_ref()
+                    .map(|w| json!({"name": w, "kind": i.kind, "summary": i.summary}))
+            })
+            .collect()
+    }
+
+    /// A skill with `context: fork` runs in a child session with its `agent`, as a `decision`
+    /// call of its package through the whole pipeline, instead of becoming active here.
+    fn run_forked(
+        &mut self,
+        call_id: &str,
+        package: &quiver_package::Package,
+        skill: &quiver_package::skill::Skill,
+        audit: &mut AuditEntry,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let local = skill.id.split_once('/').map_or("skill", |(_, s)| s);
+        let mut facts = ToolFacts::new(package.id.as_str(), local);
+        facts.category = Category::Decision;
+        facts.approval = Approval::Never;
+        facts.visibility = Visibility::Exposed;
+        let target = Target {
+            kind: CallKind::ForkedSkill,
+            asked_as: skill.id.clone(),
+            qualified: format!("{}.{local}", package.id),
+            package,
+            facts,
+            item: None,
+            offered: true,
+            touch: false,
+            input: None,
+            first_string: None,
+            runs: Runs::ForkedSkill(skill),
+        };
+        let mut out = self.run_target(call_id, &target, Value::Null, audit)?;
+        audit.skill = Some(skill.id.clone());
+        out.kind = Some(CallKind::ForkedSkill);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skill_file;
+
+    #[test]
+    fn files_under_a_skill_in_every_accepted_form() {
+        let cases = [
+            (
+                "weather/references/cities.md",
+                Some(("weather", "references/cities.md")),
+            ),
+            (
+                "weather/skill/references/cities.md",
+                Some(("weather", "references/cities.md")),
+            ),
+            (
+                "weather/skill/assets/a.png",
+                Some(("weather", "assets/a.png")),
+            ),
+            (
+                "weather/skill/scripts/run.py",
+                Some(("weather", "scripts/run.py")),
+            ),
+            (
+                "reports/weekly/scripts/run.sh",
+                Some(("reports/weekly", "scripts/run.sh")),
+            ),
+            (
+                "reports/weekly/assets/x/references/y",
+                Some(("reports/weekly", "assets/x/references/y")),
+            ),
+            ("weather", None),
+            ("weather/weekly", None),
+            ("/references/x.md", None),
+        ];
+        for (id, want) in cases {
+            assert_eq!(skill_file(id), want, "{id}");
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! A [`Turn`]: what its caller is admitted to and offered (tools, skills, the system prompt),
+//! and its entry points into the call pipeline.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use quiver_catalog::{Catalog, Entry, EntryKind, Item, ItemKind};
+use quiver_policy::{Restrictions, TurnState, admit};
+use serde_json::{Value, json};
+
+use super::call::audit::decision;
+use super::call::resolve::agent_input;
+use super::meta::read_skill::Invoker;
+use super::meta::{META_TOOLS, meta_definition};
+use super::{CallKind, CallOutcome, NotConfigured, Offer, RuntimeError, ToolDefinition, Turn};
+use crate::approver::Approver;
+use crate::executor::CallContext;
+use crate::ids::new_id;
+use crate::presence::{SessionView, offered};
+use crate::prompt::{NamedSection, PromptReport, assemble_sections};
+
+impl Turn<'_> {
+    /// Makes `person` the one who answers this turn's questions (the front's own channel to the
+    /// user: an MCP client's elicitation, a chat terminal), instead of the runtime's default.
+    pub fn set_person(&mut self, person: Arc<dyn Approver>) {
+        self.person = Some(person);
+    }
+
+    /// This turn's restrictions and lockouts (active skills' lists, refusals), for a front
+    /// whose turn spans several requests (an MCP conversation) to carry to the next.
+    pub fn turn_state(&self) -> &TurnState {
+        &self.state
+    }
+
+    /// Continues an earlier request's restrictions and lockouts in this turn (see
+    /// [`Turn::turn_state`]).
+    pub fn continue_turn(&mut self, state: TurnState) {
+        self.state = state;
+    }
+
+    /// Tells the runtime which model this turn talks to: skills bound to a `model` are shown
+    /// only to that model (until this is called, to none).
+    pub fn set_model(&mut self, model: &str) {
+        self.model = Some(model.to_owned());
+    }
+
+    /// Whether `package` is on: neither the operator nor this conversation's user switched
+    /// it off.
+    pub(in crate::runtime) fn enabled(&self, package: &str) -> bool {
+        self.runtime.is_enabled(package) && !self.session_disabled.contains(package)
+    }
+
+    /// The context a tool or script of this turn gets with its arguments (DESIGN.md §3 step 6).
+    pub(in crate::runtime) fn call_context(
+        &self,
+        call_id: &str,
+        policy: Value,
+        idempotency_key: String,
+    ) -> CallContext {
+        CallContext {
+            call_id: call_id.to_owned(),
+            session_id: self.session.clone(),
+            origin: serde_json::to_value(&self.origin).unwrap_or_default(),
+            principal: serde_json::to_value(&self.sender).unwrap_or_default(),
+            unattended: self.unattended,
+            policy,
+            idempotency_key,
+        }
+    }
+
+    pub(in crate::runtime) fn person(&self) -> Option<&Arc<dyn Approver>> {
+        self.person
+            .as_ref()
+            .or(self.runtime.approvers.person.as_ref())
+    }
+
+    /// The session's id.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The snapshot this turn pinned.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The session's presence state as this turn sees it: an active skill counts (its tools
+    /// unlocked, its lists applied) only while it admits this turn's sender and origin. A
+    /// turn outside any session ([`Runtime::offer_outside_session`]) has nothing open.
+    pub(in crate::runtime) fn view(&self) -> Result<SessionView, RuntimeError> {
+        if self.session.is_empty() {
+            return Ok(SessionView {
+                agent: self.own_agent.clone(),
+                ..SessionView::default()
+            });
+        }
+        let presence = self.runtime.store.presence(&self.session)?;
+        let active_skills: std::collections::BTreeSet<String> = presence
+            .active_skills
+            .into_iter()
+            .filter(|id| self.skill_holds(id))
+            .collect();
+        let unlocked = active_skills
+            .iter()
+            .filter_map(|id| {
+                let package = id.split('/').next().unwrap_or(id);
+                let (_, skill) = self.find_skill(id)?;
+                Some(
+                    skill
+                        .unlocks
+                        .iter()
+                        .map(move |name| format!("{package}.{name}")),
+                )
+            })
+            .flatten()
+            .collect();
+        Ok(SessionView {
+            opened: presence.opened.into_iter().collect(),
+            loaded: presence.loaded,
+            active_skills,
+            unlocked,
+            agent: self.own_agent.clone(),
+        })
+    }
+
+    /// Whether the active skill `id` still has effect in this turn: its package is on and it
+    /// admits this turn's sender and origin (a skill a trusted sender opened does nothing for
+    /// a plain user of the same session).
+    pub(in crate::runtime) fn skill_holds(&self, id: &str) -> bool {
+        let package_id = id.split('/').next().unwrap_or(id);
+        self.enabled(package_id)
+            && self.find_skill(id).is_some_and(|(_, skill)| {
+                admit(
+                    &Restrictions::of_skill(&skill.meta),
+                    &self.origin,
+                    &self.sender,
+                )
+                .admitted
+            })
+    }
+
+    pub(in crate::runtime) fn package_of(&self, item: &Item) -> &quiver_package::Package {
+        &self.catalog.packages()[item.package].package
+    }
+
+    /// This turn's admission of an item: its package is on, its settings are set, and the
+    /// origin and this turn's sender meet its restrictions.
+    pub(in crate::runtime) fn admitted(&self, item: &Item) -> bool {
+        self.admitted_unconfigured(item)
+            && self
+                .catalog
+                .tool(item)
+                .is_none_or(|_| self.missing_setting(self.package_of(item)).is_none())
+    }
+
+    /// This turn's admission of an item, whether or not its package's settings are set: a
+    /// call of such a tool is told which setting is missing instead of "unknown tool".
+    pub(in crate::runtime) fn admitted_unconfigured(&self, item: &Item) -> bool {
+        let package = self.package_of(item);
+        if !self.enabled(package.id.as_str()) {
+            return false;
+        }
+        self.catalog.tool(item).is_none_or(|tool| {
+            admit(&Restrictions::of_tool(tool), &self.origin, &self.sender).admitted
+        })
+    }
+
+    /// A required package setting that is unset, if any.
+    pub(in crate::runtime) fn missing_setting(
+        &self,
+        package: &quiver_package::Package,
+    ) -> Option<String> {
+        let required = package
+            .manifest
+            .config
+            .as_ref()?
+            .get("required")?
+            .as_array()?;
+        let set = self.runtime.config.settings.get(package.id.as_str());
+        required
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|key| set.is_none_or(|s| !s.contains_key(*key)))
+            .map(str::to_owned)
+    }
+
+    pub(in crate::runtime) fn entry_admitted(&self, entry: &Entry) -> bool {
+        if let Some(p) = entry.package
+            && !self.enabled(self.catalog.packages()[p].package.id.as_str())
+        {
+            return false;
+        }
+        match entry.kind {
+            EntryKind::Builtin => self.meta_tools().iter().any(|m| *m == entry.id),
+            EntryKind::Skill => self.skill_visible(&entry.id).is_some(),
+            EntryKind::Package => true,
+            _ => entry
+                .item
+                .is_some_and(|i| self.admitted(&self.catalog.items()[i])),
+        }
+    }
+
+    /// The meta-tools this turn offers: the agent profile's, without `ask_user` when unattended.
+    pub(in crate::runtime) fn meta_tools(&self) -> Vec<&str> {
+        let listed = self.runtime.config.agent_meta_tools.get(&self.agent);
+        META_TOOLS
+            .iter()
+            .copied()
+            .filter(|m| listed.is_some_and(|l| l.iter().any(|x| x == m)))
+            .filter(|m| !(self.unattended && *m == "ask_user"))
+            .collect()
+    }
+
+    /// The skill with `id` if the model may see it this turn.
+    pub(in crate::runtime) fn skill_visible(
+        &self,
+        id: &str,
+    ) -> Option<(&quiver_package::Package, &quiver_package::skill::Skill)> {
+        self.skill_admitted(id, Invoker::Model)
+    }
+
+    /// The skill with `id` in this turn's snapshot (see [`find_skill`]).
+    pub(in crate::runtime) fn find_skill(
+        &self,
+        id: &str,
+    ) -> Option<(&quiver_package::Package, &quiver_package::skill::Skill)> {
+        find_skill(&self.catalog, self.own_agent.as_ref(), id)
+    }
+
+    /// The skills a person may start by hand this turn ([`Turn::start_skill_by_user`]), in
+    /// catalog order.
+    pub fn skills_for_user(&self) -> Vec<&quiver_package::skill::Skill> {
+        self.catalog
+            .packages()
+            .iter()
+            .filter(|cp| !cp.shadowed)
+            .flat_map(|cp| cp.package.all_skills())
+            .filter(|s| self.skill_admitted(&s.id, Invoker::User).is_some())
+            .collect()
+    }
+
+    /// The skill with `id` if `invoker` may start it this turn: its package is on, the origin
+    /// and sender meet its restrictions, and this turn's model is the one it is bound to (if
+    /// any). `disable-model-invocation` hides it from the model only; `user-invocable: false`
+    /// from the user only.
+    pub(in crate::runtime) fn skill_admitted(
+        &self,
+        id: &str,
+        invoker: Invoker,
+    ) -> Option<(&quiver_package::Package, &quiver_package::skill::Skill)> {
+        let package_id = id.split('/').next()?;
+        if !self.enabled(package_id) {
+            return None;
+        }
+        let (package, skill) = self.find_skill(id)?;
+        // `model` hides a skill from other models; until the front names the turn's model
+        // (`set_model`), a skill bound to a model stays hidden.
+        let hidden_by_model = skill
+            .meta
+            .model
+            .as_deref()
+            .is_some_and(|m| self.model.as_deref() != Some(m));
+        let hidden_from_invoker = match invoker {
+            Invoker::Model => skill.meta.disable_model_invocation,
+            Invoker::User => !skill.meta.user_invocable,
+        };
+        if hidden_from_invoker
+            || hidden_by_model
+            || !admit(
+                &Restrictions::of_skill(&skill.meta),
+                &self.origin,
+                &self.sender,
+            )
+            .admitted
+        {
+            return None;
+        }
+        Some((package, skill))
+    }
+
+    /// The tools offered this turn: meta-tools, then resident, pinned, always-loaded and loaded
+    /// items, each admitted afresh for this turn's sender.
+    pub fn tools(&self) -> Result<Vec<ToolDefinition>, RuntimeError> {
+        let mut out: Vec<ToolDefinition> =
+            self.meta_tools().into_iter().map(meta_definition).collect();
+        let view = self.view()?;
+        let always = self.runtime.always_loaded(&self.catalog);
+        for index in offered(&self.catalog, &view, &always.resident, &|i| {
+            self.admitted(i)
+        }) {
+            let item = &self.catalog.items()[index];
+            // An active skill's `disallowed-tools` takes it out of the list for the turn.
+            let (package, local) = item
+                .qualified
+                .split_once('.')
+                .unwrap_or((item.qualified.as_str(), ""));
+            if self.state.removes(package, local) {
+                continue;
+            }
+            if let Some(def) = self.definition(item) {
+                out.push(def);
+            }
+        }
+        Ok(out)
+    }
+
+    /// What this caller is offered now: the tools of [`Turn::tools`], the skills the model may
+    /// open, and the tools that would be offered but for an unset package setting (marked
+    /// "not configured", with the setting's name, never its value). Computed by the same
+    /// admission the pipeline uses, so fronts (MCP `tools/list`, `skills/list`, the agent
+    /// loop, the CLI) translate it instead of admitting items themselves: every tool offered
+    /// is one [`Turn::call`] accepts, and nothing else is.
+    pub fn offer(&self) -> Result<Offer, RuntimeError> {
+        let tools = self.tools()?;
+        let view = self.view()?;
+        let always = self.runtime.always_loaded(&self.catalog);
+        let not_configured = offered(&self.catalog, &view, &always.resident, &|i| {
+            self.admitted_unconfigured(i)
+        })
+        .into_iter()
+        .filter_map(|index| {
+            let item = &self.catalog.items()[index];
+            self.catalog.tool(item)?;
+            let setting = self.missing_setting(self.package_of(item))?;
+            Some(NotConfigured {
+                name: item.wire.clone()?,
+                package: self.package_of(item).id.as_str().to_owned(),
+                setting,
+            })
+        })
+        .collect();
+        let skills = self
+            .catalog
+            .packages()
+            .iter()
+            .filter(|cp| !cp.shadowed)
+            .flat_map(|cp| cp.package.all_skills())
+            .filter(|s| self.skill_visible(&s.id).is_some())
+            .map(|s| s.id.clone())
+            .collect();
+        Ok(Offer {
+            tools,
+            skills,
+            not_configured,
+        })
+    }
+
+    pub(in crate::runtime) fn definition(&self, item: &Item) -> Option<ToolDefinition> {
+        let wire = item.wire.clone()?;
+        let package = self.package_of(item);
+        let (description, input_schema) = match item.kind {
+            ItemKind::Tool => {
+                let tool = self.catalog.tool(item)?;
+                (tool.description.full(), tool.input.clone())
+            }
+            ItemKind::Agent => {
+                let agent = package.agents.get(item.index)?;
+                (
+                    agent.description.clone(),
+                    json!({"type": "object", "properties": {"task": {"type": "string"}}, "required": ["task"]}),
+                )
+            }
+            ItemKind::Workflow => {
+                let workflow = package.workflows.get(item.index)?;
+                (workflow.description.clone(), workflow.input.clone())
+            }
+        };
+        Some(ToolDefinition {
+            name: wire,
+            description,
+            input_schema,
+        })
+    }
+
+    /// The system prompt: admitted prompt sections under their budget, today's date, and the
+    /// package catalog for agents that have `read_skill`.
+    pub fn system_prompt(&self) -> Result<(String, PromptReport), RuntimeError> {
+        let mut report = PromptReport::default();
+        let mut sections = Vec::new();
+        let mut names = Vec::new();
+        for cp in self
+            .catalog
+            .packages()
+            .iter()
+            .filter(|p| !p.shadowed && self.enabled(p.package.id.as_str()))
+        {
+            for s in &cp.package.prompts {
+                let name = format!("{}.{}", cp.package.id, s.name);
+                let profile_ok = s.profiles.is_empty()
+                    || s.profiles.contains(&if self.unattended {
+                        quiver_package::prompt::Profile::Schedule
+                    } else {
+                        quiver_package::prompt::Profile::Interactive
+                    });
+                if profile_ok
+                    && admit(&Restrictions::of_section(s), &self.origin, &self.sender).admitted
+                {
+                    // A running session keeps the text it started with.
+                    let mut section = s.clone();
+                    if let Some(kept) = self.prompt_sections.get(&name).and_then(Value::as_str) {
+                        kept.clone_into(&mut section.content);
+                    }
+                    sections.push(section);
+                    names.push(name);
+                }
+            }
+        }
+        let named: Vec<NamedSection<'_>> = names
+            .iter()
+            .zip(&sections)
+            .map(|(name, section)| NamedSection { name, section })
+            .collect();
+        let mut text = assemble_sections(&named, self.runtime.config.budget.sections, &mut report)?;
+        let today = (self.runtime.clock)();
+        text.push_str(&format!(
+            "\n\nToday's date is {}.",
+            today.format("%Y-%m-%d")
+        ));
+        if self.meta_tools().contains(&"read_skill") && self.own_agent.is_none() {
+            let rendered = quiver_catalog::render::package_list(
+                &self.catalog,
+                &|e| self.entry_admitted(e),
+                self.runtime.config.budget.catalog,
+            );
+            report.catalog_dropped = rendered.dropped.clone();
+            text.push_str("\n\nPackages you can use (open one with `read_skill`, or find a tool with `tool_search`):\n");
+            text.push_str(&rendered.text);
+        }
+        Ok((text.trim_start().to_owned(), report))
+    }
+    /// Runs one call of `name` (a wire name, a qualified name or a meta-tool) with
+    /// `arguments` through the pipeline, and writes its audit record.
+    pub fn call(&mut self, name: &str, arguments: Value) -> Result<CallOutcome, RuntimeError> {
+        let call_id = new_id("call");
+        let started = Instant::now();
+        let mut audit = self.call_audit(&call_id, name, &arguments);
+        let mut outcome = if self.meta_tools().contains(&name) {
+            audit
+                .decisions
+                .push(decision("visibility", "allow", "a meta-tool of this agent"));
+            let mut out = self.meta_call(&call_id, name, &arguments, &mut audit)?;
+            out.kind.get_or_insert(CallKind::Meta);
+            out
+        } else {
+            let catalog = self.catalog.clone();
+            let agent_input = agent_input();
+            match self.resolve(&catalog, name, &arguments, &agent_input)? {
+                Some(target) => {
+                    let mut out = self.run_target(&call_id, &target, arguments, &mut audit)?;
+                    out.kind = Some(target.kind);
+                    out
+                }
+                None => {
+                    audit.decisions.push(decision(
+                        "resolve",
+                        "unknown",
+                        "no such tool for this caller",
+                    ));
+                    self.unknown(&call_id, name)
+                }
+            }
+        };
+        self.finish_audit(audit, &mut outcome, started)?;
+        Ok(outcome)
+    }
+
+    /// Answers a call the front does not let this agent make (a tool outside a sub-agent's
+    /// declared set) as an unknown tool, exactly as for a name that does not exist, and writes
+    /// its audit record with `why`.
+    pub fn refuse_as_unknown(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        why: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let call_id = new_id("call");
+        let started = Instant::now();
+        let mut audit = self.call_audit(&call_id, name, arguments);
+        audit.decisions.push(decision("resolve", "unknown", why));
+        let mut outcome = self.unknown(&call_id, name);
+        self.finish_audit(audit, &mut outcome, started)?;
+        Ok(outcome)
+    }
+
+    /// A person starts the skill `id` by hand (`/<skill>` in a chat). The skill is admitted as
+    /// `read_skill` admits it (package on; platforms, scopes, permissions and `model` met),
+    /// except that `disable-model-invocation` does not hide it and `user-invocable: false`
+    /// does; anything else is "no such skill". It is activated (or, with `context: fork`, run
+    /// in a sub-agent with this turn's message as the request) and audited, and the outcome
+    /// carries what `read_skill` returns (`instructions` when newly activated).
+    pub fn start_skill_by_user(&mut self, id: &str) -> Result<CallOutcome, RuntimeError> {
+        let call_id = new_id("call");
+        let started = Instant::now();
+        let mut audit = self.call_audit(&call_id, "read_skill", &json!({"id": id}));
+        audit.skill = Some(id.to_owned());
+        audit
+            .decisions
+            .push(decision("invoker", "user", "started by the user"));
+        let mut outcome = self.read_skill(&call_id, id, Invoker::User, &mut audit)?;
+        self.finish_audit(audit, &mut outcome, started)?;
+        Ok(outcome)
+    }
+}
+
+/// The skill with `id` in `catalog`: a package's skill, or, for a session of a package's own
+/// agent (`own_agent`), one of that agent's own skills (`<package>/<agent>/<skill>`, which no
+/// other caller can name).
+pub(in crate::runtime) fn find_skill<'c>(
+    catalog: &'c Catalog,
+    own_agent: Option<&(String, String)>,
+    id: &str,
+) -> Option<(
+    &'c quiver_package::Package,
+    &'c quiver_package::skill::Skill,
+)> {
+    let package_id = id.split('/').next()?;
+    let package = &catalog.package(package_id)?.package;
+    if let Some(skill) = package.all_skills().find(|s| s.id == id) {
+        return Some((package, skill));
+    }
+    let (own_package, own_agent) = own_agent?;
+    if own_package != package_id {
+        return None;
+    }
+    package
+        .agents
+        .iter()
+        .filter(|a| a.name.as_str() == own_agent)
+        .flat_map(|a| &a.own_skills)
+        .find(|s| s.id == id)
+        .map(|skill| (package, skill))
+}

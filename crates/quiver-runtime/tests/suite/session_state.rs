@@ -1,0 +1,131 @@
+//! Issue 12 defect 8 and issue 13 item 14: what a session holds outlives the process that made
+//! it. Each test opens a second runtime over the same database file, as the next `quiver call
+//! --session S` would.
+
+use quiver_runtime::CallStatus;
+use quiver_runtime::approver::Answer;
+use quiver_store::{AuditEntry, AuditKind, AuditQuery, AuditStatus};
+use serde_json::json;
+
+use super::common::*;
+
+#[test]
+fn a_once_approval_holds_in_the_next_process_of_the_session() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person
+        .answer(&[Answer::AllowForSession, Answer::AllowForSession]);
+    let args = json!({"server": "notes.example.com", "token": "t"});
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    assert_eq!(
+        turn.call("notes__sync_notes", args.clone()).unwrap().status,
+        CallStatus::Ok
+    );
+    assert_eq!(h.person.cards().len(), 2, "consent, then the once approval");
+    let next = reopen(&h);
+    let mut turn = next.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn.call("notes__sync_notes", args).unwrap();
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert!(next.person.cards().is_empty(), "{:?}", next.person.cards());
+}
+
+#[test]
+fn a_trimmed_result_is_read_from_the_next_process_of_the_session_only() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn.call("notes__long_list", json!({})).unwrap();
+    assert_eq!(out.content["has_more"], true, "{out:?}");
+    let trimmed = out.trimmed.expect("the outcome says it was trimmed");
+    assert_eq!((trimmed.total_chars, trimmed.next_offset), (120, Some(50)));
+    let next = reopen(&h);
+    let mut turn = next.runtime.begin_turn(&s, owner(), "").unwrap();
+    let rest = turn
+        .call("tool_output", json!({"call": out.call_id, "offset": 50}))
+        .unwrap();
+    assert_eq!(rest.status, CallStatus::Ok, "{rest:?}");
+    assert_eq!(rest.content["text"].as_str().unwrap().len(), 70);
+    let other = cli_session(&next);
+    let mut other_turn = next.runtime.begin_turn(&other, owner(), "").unwrap();
+    let stolen = other_turn
+        .call("tool_output", json!({"call": out.call_id}))
+        .unwrap();
+    assert_eq!(stolen.status, CallStatus::Error);
+}
+
+#[test]
+fn a_call_is_recorded_as_started_before_it_runs() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let out = turn
+        .call("weather__forecast", json!({"city": "Paris"}))
+        .unwrap();
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    let query = |kind| AuditQuery {
+        session: Some(s.clone()),
+        kind,
+        ..Default::default()
+    };
+    let store = h.runtime.store();
+    let started = store
+        .query_audit(&query(Some(AuditKind::CallStarted)))
+        .unwrap();
+    let ended = store.query_audit(&query(None)).unwrap();
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert_eq!(started[0].entry.status, AuditStatus::Started);
+    assert!(started[0].id < ended[0].id, "started is written first");
+    // Listed without a kind, the log shows the call once.
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!(ended[0].entry.status, AuditStatus::Ok);
+    for record in started.iter().chain(&ended) {
+        assert_eq!(record.entry.call_id.as_deref(), Some(out.call_id.as_str()));
+    }
+    // A finished call is not closed again.
+    assert!(h.runtime.close_interrupted_calls().unwrap().is_empty());
+}
+
+#[test]
+fn a_call_left_running_by_an_ended_process_is_closed_as_interrupted_and_a_live_one_is_not() {
+    let h = harness();
+    let s = cli_session(&h);
+    let started = |call: &str, process: serde_json::Value| {
+        let mut entry = AuditEntry::new(AuditKind::CallStarted, s.clone());
+        entry.call_id = Some(call.to_owned());
+        entry.tool = Some("notes.add_note".into());
+        entry.status = AuditStatus::Started;
+        entry.detail = Some(json!({ "process": process }));
+        h.runtime.store().append_audit(&entry).unwrap();
+    };
+    // A pid no process has, and this very process (another live `quiver` on the same store).
+    started("call_dead", json!({"pid": u32::MAX - 7, "start": 1}));
+    let me = std::process::id();
+    let start = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
+    let start: u64 = start[start.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    started("call_live", json!({"pid": me, "start": start}));
+    assert_eq!(h.runtime.close_interrupted_calls().unwrap(), ["call_dead"]);
+    let records = h
+        .runtime
+        .store()
+        .query_audit(&AuditQuery {
+            session: Some(s),
+            ..Default::default()
+        })
+        .unwrap();
+    let closed = records
+        .iter()
+        .find(|r| r.entry.kind == AuditKind::Call)
+        .expect("the interrupted call has its record");
+    assert_eq!(closed.entry.call_id.as_deref(), Some("call_dead"));
+    assert_eq!(closed.entry.status, AuditStatus::Interrupted);
+    assert_eq!(closed.entry.tool.as_deref(), Some("notes.add_note"));
+    // Closing again finds nothing new.
+    assert!(h.runtime.close_interrupted_calls().unwrap().is_empty());
+}
