@@ -1151,6 +1151,7 @@ impl Turn<'_> {
             self.admitted_unconfigured(i)
         });
         let mut facts = ToolFacts::of_tool(package.id.as_str(), tool);
+        facts.package_permission = Some(&package.manifest.permissions);
         if tool.scope != ToolScope::Package {
             // A skill unlocks its tools for the model; an agent's tools are its own.
             facts.visibility = Visibility::Exposed;
@@ -1585,9 +1586,11 @@ impl Turn<'_> {
                 .collect(),
             // Consent and ordinary approvals may be answered by `--yes`-style approvers.
             needs_person: false,
+            permissions: ask.tool_permissions.clone(),
         };
         if let Some(who) = ask.consent {
             let mut card = base.clone();
+            card.permissions = ask.package_permissions.clone();
             card.reasons = vec![format!(
                 "the first use of package `{}` in this conversation",
                 ask.package
