@@ -1318,6 +1318,7 @@ impl Turn<'_> {
             context: &context,
             timeout: tool.timeout,
             tool_dir: tool.file.parent().unwrap_or(&package.root),
+            limits: tool.limits,
             permissions: &tool.permission,
             settings: self.runtime.config.settings.get(package.id.as_str()),
             ask: (!self.unattended).then_some(crate::executor::Ask(&answer)),

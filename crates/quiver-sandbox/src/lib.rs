@@ -30,6 +30,7 @@
 //!     access: Access::default(),
 //!     settings: Default::default(),
 //!     timeout: Duration::from_secs(5),
+//!     limits: Default::default(),
 //! };
 //! let output = sandbox.run(&job, br#"{"arguments": {"text": "hi"}, "context": {}}"#)?;
 //! assert_eq!(output.code, 0);
@@ -49,7 +50,7 @@ mod sys;
 mod view;
 pub mod worker;
 
-pub use policy::{Limits, Network, Policy};
+pub use policy::{LimitRequest, Limits, Network, Policy};
 pub use sandbox::{Access, Job, Output, SANDBOX_PATH, Sandbox, SandboxConfig, Spawned, support};
 pub use sys::landlock_abi;
 

@@ -190,6 +190,7 @@ impl Turn<'_> {
             ask: None,
             script: true,
             mcp_command: None,
+            limits: Default::default(),
         };
         if let Some(note) = self.runtime.executor.isolation_note() {
             audit.decisions.push(decision("sandbox", "off", &note));
