@@ -33,10 +33,9 @@ fn quiver(home: &Path, args: &[&str]) -> Output {
     quiver_command(home, args).output().unwrap()
 }
 
-/// Starts a call whose consent card waits in the console, and returns it with the card's id
-/// once the card is pending.
-fn waiting_call(home: &Path, skip: &[String]) -> (Child, String) {
-    let call = quiver_command(
+/// Starts a call whose consent card waits in the console.
+fn waiting_call(home: &Path) -> Child {
+    quiver_command(
         home,
         &[
             "call",
@@ -50,7 +49,11 @@ fn waiting_call(home: &Path, skip: &[String]) -> (Child, String) {
     .stdout(Stdio::null())
     .stderr(Stdio::null())
     .spawn()
-    .unwrap();
+    .unwrap()
+}
+
+/// The id of the first pending card not in `skip`, once there is one.
+fn pending_card(home: &Path, skip: &[String]) -> String {
     let started = Instant::now();
     loop {
         assert!(
@@ -65,14 +68,14 @@ fn waiting_call(home: &Path, skip: &[String]) -> (Child, String) {
             .filter_map(|a| a["id"].as_str())
             .find(|id| !skip.iter().any(|s| s == id));
         if let Some(id) = id {
-            return (call, id.to_owned());
+            return id.to_owned();
         }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 fn status(home: &Path, id: &str) -> (ApprovalStatus, Option<String>) {
-    let store = SqliteStore::open(&home.join("state.db")).unwrap();
+    let store = SqliteStore::open(home.join("state.db")).unwrap();
     let approval = store.approval(id).unwrap().unwrap();
     (approval.status, approval.answered_by)
 }
@@ -83,7 +86,8 @@ fn a_card_whose_caller_was_killed_is_withdrawn_and_approving_it_records_nothing(
     let home = home.path();
 
     // The card states what the package may do, in words.
-    let (mut first, first_id) = waiting_call(home, &[]);
+    let mut first = waiting_call(home);
+    let first_id = pending_card(home, &[]);
     let listed = quiver(home, &["approvals", "list"]);
     let text = String::from_utf8_lossy(&listed.stdout);
     assert!(text.contains(&first_id) && text.contains(" may:"), "{text}");
@@ -108,7 +112,8 @@ fn a_card_whose_caller_was_killed_is_withdrawn_and_approving_it_records_nothing(
     assert_eq!(status(home, &first_id), (ApprovalStatus::Withdrawn, None));
 
     // 2. Killed, then the queue is listed: withdrawn, and said so.
-    let (mut second, second_id) = waiting_call(home, std::slice::from_ref(&first_id));
+    let mut second = waiting_call(home);
+    let second_id = pending_card(home, std::slice::from_ref(&first_id));
     second.kill().unwrap();
     second.wait().unwrap();
     let listed = quiver(home, &["approvals", "list"]);

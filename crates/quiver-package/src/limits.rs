@@ -61,7 +61,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
         _ => return None,
     };
     let bytes = number * scale as f64;
-    (bytes >= 1.0 && bytes < 1e18).then_some(bytes as u64)
+    (1.0..1e18).contains(&bytes).then_some(bytes as u64)
 }
 
 #[derive(Deserialize)]
