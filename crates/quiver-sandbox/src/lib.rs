@@ -44,6 +44,7 @@ pub mod launcher;
 pub mod output;
 pub mod policy;
 pub mod proxy;
+mod relay;
 mod sandbox;
 mod seccomp;
 mod sys;
