@@ -100,7 +100,7 @@ fn describe(approval: &Approval) -> String {
         card.package,
         card.arguments,
         card.reason,
-        permission_lines_text("the tool", &card.permissions, "  ")
+        permission_lines_text("it", &card.permissions, "  ")
     )
 }
 
