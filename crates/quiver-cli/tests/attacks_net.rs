@@ -81,6 +81,7 @@ impl Lab {
             },
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(30),
+            limits: Default::default(),
         }
     }
 

@@ -128,6 +128,7 @@ impl Lab {
             access: Access::default(),
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(10),
+            limits: Default::default(),
         }
     }
 
@@ -776,6 +777,7 @@ fn execution<'a>(
         settings: None,
         ask,
         script: false,
+        limits: Default::default(),
         mcp_command: match run {
             Run::Mcp { .. } => Some(&job.command),
             _ => None,

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use quiver_mcp_client::config::{McpServers, McpServersSection};
+use quiver_package::limits::ResourceLimits;
 use quiver_runtime::RuntimeConfig;
 use serde::Deserialize;
 
@@ -29,6 +30,16 @@ struct ConfigFile {
     /// External MCP servers that become packages (`quiver_mcp_client::config`).
     #[serde(default)]
     mcp_servers: McpServersSection,
+    #[serde(default)]
+    limits: LimitsSection,
+}
+
+/// The config file's `limits` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsSection {
+    #[serde(default)]
+    ceiling: ResourceLimits,
 }
 
 /// The config file's `search` section.
@@ -79,6 +90,10 @@ pub struct Config {
     pub search: SearchWeights,
     /// `mcp_servers:`, checked.
     pub mcp_servers: McpServers,
+    /// `limits.ceiling:`: the most resources a tool may ask for in its `tool.yaml`'s
+    /// `limits:` (what is not set stays at the sandbox's default, which a tool may only
+    /// lower; a value below the default lowers the default too).
+    pub limits_ceiling: ResourceLimits,
     /// Values that were left at their default, each a whole message naming the file and line.
     pub warnings: Vec<String>,
 }
@@ -141,6 +156,7 @@ impl Config {
             runtime,
             search,
             mcp_servers,
+            limits_ceiling: file.limits.ceiling,
             warnings,
         })
     }
@@ -190,6 +206,11 @@ mod tests {
                 "/etc/q.yaml:1: `mcp_servers.Bad`",
             ),
             ("roots: []\nbogus: 1\n", "/etc/q.yaml:2"),
+            (
+                "roots: []\nlimits:\n  ceiling:\n    memory: lots\n",
+                "/etc/q.yaml:4",
+            ),
+            ("roots: []\nlimits:\n  roof: {}\n", "/etc/q.yaml:3"),
         ];
         for (text, want) in cases {
             let got = Config::parse(Path::new("/etc/q.yaml"), text.into());
@@ -221,12 +242,20 @@ mod tests {
 
     #[test]
     fn every_section_is_read_into_one_value() {
-        let text = "roots:\n  - path: /srv/p\n    scope: installed\nprecedence: [installed, user]\nruntime:\n  max_loaded: 3\nsearch:\n  dense_weight: 0.5\nmcp_servers:\n  crm:\n    url: https://crm.example.com/mcp\n";
+        let text = "roots:\n  - path: /srv/p\n    scope: installed\nprecedence: [installed, user]\nruntime:\n  max_loaded: 3\nsearch:\n  dense_weight: 0.5\nmcp_servers:\n  crm:\n    url: https://crm.example.com/mcp\nlimits:\n  ceiling: {memory: 4GiB, cpu: 2}\n";
         let config = Config::parse(Path::new("/etc/q.yaml"), text.into()).unwrap();
         assert_eq!(config.roots.len(), 1);
         assert_eq!(config.runtime.max_loaded, 3);
         assert_eq!(config.search.dense, Some(0.5));
         assert!(config.mcp_servers.get("crm").is_some());
+        assert_eq!(
+            config.limits_ceiling.memory,
+            Some(quiver_package::limits::Bytes(4 << 30))
+        );
+        assert_eq!(
+            config.limits_ceiling.cpu,
+            Some(quiver_package::limits::Cores(2000))
+        );
         assert_eq!(
             config.precedence.as_deref(),
             Some(&["installed".to_owned(), "user".to_owned()][..])

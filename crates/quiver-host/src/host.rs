@@ -100,13 +100,15 @@ impl CatalogSource {
 /// The sandbox configuration: `launcher` (this binary and its hidden launcher subcommand)
 /// and data folders under the state folder. `runtime.allow_unsandboxed: true` (or
 /// `QUIVER_ALLOW_UNSANDBOXED=1`) lets an operator run package tools without isolation where
-/// the machine cannot enforce it.
+/// the machine cannot enforce it. `limits.ceiling` is the most a tool may ask for.
 pub fn sandbox_config(config: &Config, launcher: Vec<OsString>, state_dir: &Path) -> SandboxConfig {
     let mut sandbox = SandboxConfig::new(launcher, state_dir.to_owned());
     // The config file holds settings and tokens: no tool ever sees it, whatever it declares.
     sandbox.hidden.extend(config.path.clone());
     sandbox.allow_unsandboxed = config.runtime.allow_unsandboxed
         || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
+    let ceiling = quiver_runtime::sandboxed::limit_request(&config.limits_ceiling);
+    (sandbox.limits, sandbox.ceiling) = sandbox.limits.with_ceiling(&ceiling);
     sandbox
 }
 

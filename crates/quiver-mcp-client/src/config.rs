@@ -406,6 +406,7 @@ impl McpServer {
                     },
                     settings: settings.cloned().unwrap_or_default(),
                     timeout: self.timeout,
+                    limits: Default::default(),
                 };
                 McpClient::start(sandbox, &job, changed)
             }

@@ -358,9 +358,10 @@ pub fn card_message(card: &Card) -> String {
         Question::Approval => format!("Run `{}`?", card.tool),
     };
     let mut text = format!(
-        "{what}\narguments: {}\nwhy: {}",
+        "{what}\narguments: {}\nwhy: {}\n{}",
         card.arguments,
-        card.reasons.join("; ")
+        card.reasons.join("; "),
+        quiver_runtime::approver::permissions_text(card, "")
     );
     if !card.risk_categories.is_empty() {
         text.push_str(&format!("\nrisk: {}", card.risk_categories.join(", ")));

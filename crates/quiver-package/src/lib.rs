@@ -9,6 +9,7 @@ pub mod agent;
 pub mod common;
 pub mod diagnostic;
 pub mod frontmatter;
+pub mod limits;
 pub mod manifest;
 pub mod names;
 pub mod package;

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::common::{Permissions, Seconds, WordList};
 use crate::diagnostic::Diagnostic;
+use crate::limits::ResourceLimits;
 use crate::names::{ItemName, check_name};
 use crate::yaml;
 
@@ -276,6 +277,9 @@ pub struct Tool {
     pub idempotent: bool,
     /// Characters of output before trimming.
     pub max_output: usize,
+    /// Resource limits it asks for instead of the sandbox's defaults (lower, or higher
+    /// within the operator's ceiling).
+    pub limits: ResourceLimits,
 }
 
 /// `tool.yaml` as written.
@@ -318,6 +322,8 @@ struct RawTool {
     #[serde(default)]
     idempotent: bool,
     max_output: Option<usize>,
+    #[serde(default)]
+    limits: ResourceLimits,
 }
 
 #[derive(Debug, Deserialize)]
@@ -632,6 +638,7 @@ pub fn parse_tool(
         hidden: raw.hidden,
         idempotent: raw.idempotent,
         max_output: raw.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
+        limits: raw.limits,
     };
     (Some(tool), diags)
 }
@@ -817,6 +824,18 @@ mod tests {
         assert_eq!(tool.max_output, DEFAULT_MAX_OUTPUT);
         assert!(!tool.expose && !tool.hidden && !tool.idempotent);
         assert_eq!(tool.name.as_str(), "t");
+        assert_eq!(tool.limits, ResourceLimits::default());
+        let (tool, _) = parse(&format!(
+            "description: x\ncategory: perception\nlimits: {{memory: 32MiB, cpu: 0.1}}\n{RUN}"
+        ));
+        let limits = tool.unwrap().limits;
+        assert_eq!(
+            (limits.memory, limits.cpu),
+            (
+                Some(crate::limits::Bytes(32 << 20)),
+                Some(crate::limits::Cores(100))
+            )
+        );
     }
 
     #[test]
@@ -869,6 +888,10 @@ mod tests {
             ),
             (
                 "description: x\ncategory: perception\nfoo: 1\n",
+                &["yaml-wrong-type"],
+            ),
+            (
+                "description: x\ncategory: perception\nlimits: {memory: lots}\n",
                 &["yaml-wrong-type"],
             ),
             (

@@ -16,7 +16,6 @@ use crate::decision::{
     Refusal, RefusalReason, Reuse, Step,
 };
 use crate::identity::{Origin, Principal};
-use crate::rules::quoted;
 use crate::session::SessionGrants;
 use crate::turn::{PreApproval, TurnState};
 
@@ -101,6 +100,9 @@ pub struct ToolFacts<'a> {
     pub risk_category: Option<RiskCategory>,
     /// Its sandbox permissions.
     pub permission: &'a Permissions,
+    /// Its package's ceiling (`permissions:` in `quiver.yaml`), what consent to the package
+    /// grants; `None` reads as [`ToolFacts::permission`].
+    pub package_permission: Option<&'a Permissions>,
     /// Exposed or private.
     pub visibility: Visibility,
     /// Never listed or found, callable by exact name.
@@ -121,6 +123,7 @@ impl<'a> ToolFacts<'a> {
             risk: None,
             risk_category: None,
             permission: &NO_PERMISSIONS,
+            package_permission: None,
             visibility: Visibility::Exposed,
             hidden: false,
             restrictions: Restrictions::NONE,
@@ -137,6 +140,7 @@ impl<'a> ToolFacts<'a> {
             risk: tool.risk,
             risk_category: tool.risk_category,
             permission: &tool.permission,
+            package_permission: None,
             visibility: if tool.expose {
                 Visibility::Exposed
             } else {
@@ -553,7 +557,7 @@ pub fn evaluate_call(req: &CallRequest<'_>) -> Evaluation {
                 reasons.push(AskReason::ActionTool);
                 parts.push("an `action` tool".to_owned());
             }
-            let open = open_ended(tool.permission);
+            let open = crate::permissions::open_ended_permissions(tool.permission);
             if !open.is_empty() {
                 reasons.push(AskReason::OpenEndedPermissions);
                 parts.push(format!("open-ended permissions ({})", open.join(", ")));
@@ -683,6 +687,10 @@ pub fn evaluate_call(req: &CallRequest<'_>) -> Evaluation {
         package: tool.package.to_owned(),
         tool: tool.name.to_owned(),
         risk_categories: categories,
+        tool_permissions: crate::permissions::describe_permissions(tool.permission),
+        package_permissions: crate::permissions::describe_permissions(
+            tool.package_permission.unwrap_or(tool.permission),
+        ),
         consent: consent_who,
         approval: approval_who.map(|who| ApprovalQuestion {
             who,
@@ -739,24 +747,4 @@ fn category_word(category: Category) -> &'static str {
         Category::Perception => "perception",
         Category::Decision => "decision",
     }
-}
-
-/// The open-ended parts of a tool's permissions, in words (empty when every permission is a
-/// concrete allowlist). Agrees with [`Permissions::is_open_ended`].
-fn open_ended(permission: &Permissions) -> Vec<String> {
-    let mut parts = Vec::new();
-    if permission.network.iter().any(|h| h == "*") {
-        parts.push("any host".to_owned());
-    }
-    if permission.shell {
-        parts.push("shell".to_owned());
-    }
-    if !permission.filesystem.write.is_empty() {
-        parts.push(format!(
-            "writes to {}",
-            quoted(&permission.filesystem.write)
-        ));
-    }
-    debug_assert_eq!(parts.is_empty(), !permission.is_open_ended());
-    parts
 }

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::permissions::PermissionLine;
 use quiver_package::tool::RiskCategory;
 use serde::Serialize;
 
@@ -141,6 +142,11 @@ pub struct Ask {
     pub tool: String,
     /// The tool's risk categories (empty unless it is dangerous), shown on every card.
     pub risk_categories: Vec<RiskCategory>,
+    /// The tool's permissions in words, open-ended ones flagged: the approval card shows them.
+    pub tool_permissions: Vec<PermissionLine>,
+    /// The package's permissions (its ceiling) in words: the consent card shows them, since a
+    /// yes lets the model use every tool of the package.
+    pub package_permissions: Vec<PermissionLine>,
     /// Ask about the whole package first (package consent), and whom.
     pub consent: Option<Approver>,
     /// Then ask for approval of this call.

@@ -53,6 +53,7 @@ pub mod danger;
 pub mod decision;
 pub mod error;
 pub mod identity;
+pub mod permissions;
 pub mod rules;
 pub mod session;
 pub mod turn;
@@ -69,6 +70,7 @@ pub use decision::{
 };
 pub use error::PolicyError;
 pub use identity::{ConversationScope, Origin, Principal, ScopeKind};
+pub use permissions::{PermissionLine, describe_permissions, open_ended_permissions};
 pub use rules::{RulesEvaluation, evaluate_rules, parse_rules};
 pub use session::SessionGrants;
 pub use turn::{SkillTurnRules, ToolPattern, TurnState};

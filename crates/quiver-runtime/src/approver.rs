@@ -39,6 +39,9 @@ pub struct Card {
     pub risk_categories: Vec<String>,
     /// Whether only a person may answer (dangerous and `human` tools).
     pub needs_person: bool,
+    /// What the package (consent) or the tool (approval) may do beyond its own folders, one
+    /// permission per line in words, open-ended ones flagged; empty: nothing more.
+    pub permissions: Vec<quiver_policy::PermissionLine>,
 }
 
 /// An approver's answer.
@@ -132,8 +135,38 @@ impl<R: BufRead + Send, W: Write + Send> Approver for TerminalApprover<R, W> {
 /// The choices a person at a terminal is offered after a card.
 pub const CARD_CHOICES: &str = "\n[y] once  [a] for this conversation  [n] deny: ";
 
+/// The card's permissions as indented lines under a heading (`may:`), or a line saying it may
+/// do nothing beyond its own folders; every renderer (terminal, console, MCP form) uses it.
+pub fn permissions_text(card: &Card, indent: &str) -> String {
+    let whose = match card.question {
+        Question::Consent => "the package",
+        Question::Approval => "the tool",
+    };
+    permission_lines_text(
+        whose,
+        &card
+            .permissions
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        indent,
+    )
+}
+
+/// [`permissions_text`] over lines already in words (a stored console card's).
+pub fn permission_lines_text(whose: &str, lines: &[String], indent: &str) -> String {
+    if lines.is_empty() {
+        return format!("{indent}{whose} may: nothing beyond its own package and data folders");
+    }
+    let mut text = format!("{indent}{whose} may:");
+    for line in lines {
+        text.push_str(&format!("\n{indent}  - {line}"));
+    }
+    text
+}
+
 /// A card as a person at a terminal reads it: the question, the package, the tool, the exact
-/// arguments, why it asks and the risk category.
+/// arguments, why it asks, what it may do and the risk category.
 pub fn card_text(card: &Card) -> String {
     let what = match card.question {
         Question::Consent => format!(
@@ -148,11 +181,12 @@ pub fn card_text(card: &Card) -> String {
         format!("\n  risk: {}", card.risk_categories.join(", "))
     };
     format!(
-        "\n{what}\n  package: {}\n  tool: {}\n  arguments: {}\n  why: {}{risk}",
+        "\n{what}\n  package: {}\n  tool: {}\n  arguments: {}\n  why: {}\n{}{risk}",
         card.package,
         card.tool,
         card.arguments,
-        card.reasons.join("; ")
+        card.reasons.join("; "),
+        permissions_text(card, "  ")
     )
 }
 
@@ -178,8 +212,15 @@ pub struct QueueApprover {
 }
 
 impl QueueApprover {
-    /// A queue on `store`, waiting at most `timeout` for each answer.
+    /// A queue on `store`, waiting at most `timeout` for each answer. Withdraws the pending
+    /// cards whose caller died (a killed `quiver call` or `quiver serve`): nothing would run
+    /// on their answer.
     pub fn new(store: Arc<dyn Store>, timeout: Duration) -> Self {
+        if let Ok(withdrawn) = store.withdraw_orphaned_approvals() {
+            for approval in withdrawn {
+                tracing::warn!(id = %approval.card.id, tool = %approval.card.tool, "withdrew an approval card whose caller is gone");
+            }
+        }
         Self { store, timeout }
     }
 }
@@ -195,6 +236,8 @@ impl Approver for QueueApprover {
             reason: card.reasons.join("; "),
             risk_category: card.risk_categories.first().cloned(),
             created_at: quiver_store::now_ms(),
+            permissions: card.permissions.iter().map(ToString::to_string).collect(),
+            waiter: quiver_store::waiter::current(),
         };
         let Ok(pending) = self.store.enqueue_approval(&stored) else {
             return Answer::Deny;
@@ -203,6 +246,8 @@ impl Approver for QueueApprover {
             Ok(approval) => match approval.status {
                 ApprovalStatus::Approved => Answer::Allow,
                 ApprovalStatus::Denied => Answer::Deny,
+                // Withdrawn while this process waited: it was taken for dead; nothing runs.
+                ApprovalStatus::Withdrawn => Answer::TimedOut,
                 ApprovalStatus::Pending | ApprovalStatus::Expired => {
                     // Nobody answered: the card expires so a late answer cannot run the call.
                     let _ = self.store.expire_approval(&pending.card.id);
@@ -254,6 +299,13 @@ mod tests {
             reasons: vec!["a dangerous tool".into()],
             risk_categories: vec!["member".into()],
             needs_person,
+            permissions: quiver_policy::describe_permissions(
+                &quiver_package::common::Permissions {
+                    network: vec!["localhost".into()],
+                    env: vec!["QQ_TOKEN".into()],
+                    ..Default::default()
+                },
+            ),
         }
     }
 
@@ -285,10 +337,52 @@ mod tests {
                 let shown = String::from_utf8(out).unwrap();
                 assert!(
                     shown.contains("arguments: {\"user\":\"42\"}")
-                        && shown.contains("risk: member"),
+                        && shown.contains("risk: member")
+                        && shown.contains(
+                            "\n  the tool may:\n    - reach `localhost` over HTTP and HTTPS [open-ended: this machine's own services]\n    - read the runtime's environment variable `QQ_TOKEN`\n"
+                        ),
                     "{shown}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_card_says_what_the_package_or_the_tool_may_do() {
+        let read_root = quiver_policy::describe_permissions(&quiver_package::common::Permissions {
+            filesystem: quiver_package::common::FilesystemPermissions {
+                read: vec!["/".into()],
+                write: vec![],
+            },
+            env: vec!["SECRET".into()],
+            ..Default::default()
+        });
+        let cases = [
+            (
+                Question::Consent,
+                read_root.clone(),
+                "the package may:\n  - read `/` [open-ended: the whole file system]\n  - read the runtime's environment variable `SECRET`",
+            ),
+            (
+                Question::Approval,
+                read_root,
+                "the tool may:\n  - read `/` [open-ended: the whole file system]\n  - read the runtime's environment variable `SECRET`",
+            ),
+            (
+                Question::Consent,
+                Vec::new(),
+                "the package may: nothing beyond its own package and data folders",
+            ),
+        ];
+        for (question, permissions, want) in cases {
+            let card = Card {
+                question,
+                permissions,
+                ..card(false)
+            };
+            assert_eq!(permissions_text(&card, ""), want);
+            let shown = card_text(&card);
+            assert!(shown.contains(&permissions_text(&card, "  ")), "{shown}");
         }
     }
 

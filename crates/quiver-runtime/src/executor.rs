@@ -63,6 +63,9 @@ pub struct Execution<'a> {
     pub script: bool,
     /// For a `run: {mcp: server}` tool, the server's command (`mcp_servers` in `quiver.yaml`).
     pub mcp_command: Option<&'a [String]>,
+    /// The resource limits the tool asks for (`limits:` in its `tool.yaml`), granted by the
+    /// sandbox within the operator's ceiling.
+    pub limits: quiver_package::limits::ResourceLimits,
 }
 
 /// The person who answers a tool's question in this turn.

@@ -3,15 +3,17 @@
 //! `mcp` tools and for the config file's external MCP servers), and built-in tools in-process.
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use quiver_mcp_client::config::{McpServer, McpServers};
 use quiver_mcp_client::{McpClient, McpClientError, ToolsChanged};
+use quiver_package::limits::ResourceLimits;
 use quiver_package::tool::Run;
 use quiver_package::{Diagnostic, Package};
 use quiver_sandbox::worker::Worker;
-use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig, SandboxError};
+use quiver_sandbox::{Access, Job, LimitRequest, Sandbox, SandboxConfig, SandboxError};
 use serde_json::{Value, json};
 
 use crate::executor::{BuiltinExecutor, ExecError, Execution, Executor};
@@ -103,6 +105,7 @@ impl SandboxExecutor {
             },
             settings: execution.settings.cloned().unwrap_or_default(),
             timeout: execution.timeout,
+            limits: limit_request(&execution.limits),
         }
     }
 
@@ -148,8 +151,8 @@ impl SandboxExecutor {
     fn worker(&self, execution: &Execution<'_>, command: &[String]) -> Result<Value, ExecError> {
         let job = self.job(execution, command);
         let key = format!(
-            "{}\u{0}{:?}\u{0}{:?}",
-            execution.package, command, execution.permissions
+            "{}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
+            execution.package, command, execution.permissions, execution.limits
         );
         let worker = {
             let mut workers = self
@@ -221,8 +224,8 @@ impl SandboxExecutor {
         let mut job = self.job(execution, command);
         job.command_dir = execution.package_dir.to_owned();
         let key = format!(
-            "{}\u{0}{server}\u{0}{:?}",
-            execution.package, execution.permissions
+            "{}\u{0}{server}\u{0}{:?}\u{0}{:?}",
+            execution.package, execution.permissions, execution.limits
         );
         let client = self
             .servers
@@ -303,6 +306,18 @@ impl Executor for SandboxExecutor {
         matches!(self.sandbox.isolation(), Ok(false)).then(|| {
             "package code ran WITHOUT the sandbox: this machine cannot enforce it and the operator allowed unsandboxed execution (`runtime.allow_unsandboxed` or QUIVER_ALLOW_UNSANDBOXED=1)".to_owned()
         })
+    }
+}
+
+/// Declared `limits:` (a tool's, or the operator's ceiling) as the sandbox's request.
+pub fn limit_request(limits: &ResourceLimits) -> LimitRequest {
+    LimitRequest {
+        memory: limits.memory.map(|b| b.0),
+        tasks: limits.processes.map(NonZeroU64::get),
+        cpu_millicores: limits.cpu.map(|c| c.0),
+        cpu_seconds: limits.cpu_seconds.map(NonZeroU64::get),
+        tmp_bytes: limits.tmp.map(|b| b.0),
+        data_bytes: limits.disk.map(|b| b.0),
     }
 }
 

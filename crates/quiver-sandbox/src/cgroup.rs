@@ -58,72 +58,96 @@ impl Place {
     }
 }
 
-/// The v2 hierarchy's mount point, if there is one.
-fn v2_root() -> Option<PathBuf> {
-    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("cgroup.controllers").is_file())
+/// Where cgroup hierarchies are mounted.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// The machine's cgroup file systems as this process sees them: the text of
+/// `/proc/self/cgroup` and the mount root (tests pass a fake one).
+struct Mounts {
+    own: String,
+    root: PathBuf,
 }
 
-/// The runtime's own group for `controller` (from `/proc/self/cgroup`).
-fn own_group(controller: Controller) -> Option<Place> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let relative = |path: &str| PathBuf::from(path.trim_start_matches('/'));
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if !list.is_empty() && list.split(',').any(|c| c == controller.name()) {
-            let root = Path::new("/sys/fs/cgroup").join(controller.name());
-            return root
-                .join("cgroup.procs")
-                .is_file()
-                .then(|| Place::V1(root.join(relative(path))));
+impl Mounts {
+    fn real() -> Mounts {
+        Mounts {
+            own: std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+            root: PathBuf::from(CGROUP_ROOT),
         }
     }
-    let v2 = v2_root()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    Some(Place::V2(v2.join(relative(path))))
-}
 
-/// The `quiver` group for `controller`, when it exists and can limit.
-fn base(controller: Controller) -> Option<Place> {
-    match own_group(controller)? {
-        Place::V1(dir) => {
-            let base = dir.join("quiver");
-            base.is_dir().then_some(Place::V1(base))
+    /// The v2 hierarchy's mount point, if there is one (`/sys/fs/cgroup` itself on a
+    /// v2-only machine, `/sys/fs/cgroup/unified` on a hybrid one).
+    fn v2_root(&self) -> Option<PathBuf> {
+        [self.root.clone(), self.root.join("unified")]
+            .into_iter()
+            .find(|p| p.join("cgroup.controllers").is_file())
+    }
+
+    /// This process's own group for `controller`: its v1 hierarchy's, else the v2 one.
+    fn own_group(&self, controller: Controller) -> Option<Place> {
+        let relative = |path: &str| PathBuf::from(path.trim_start_matches('/'));
+        for line in self.own.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+            if !list.is_empty() && list.split(',').any(|c| c == controller.name()) {
+                let root = self.root.join(controller.name());
+                return root
+                    .join("cgroup.procs")
+                    .is_file()
+                    .then(|| Place::V1(root.join(relative(path))));
+            }
         }
-        Place::V2(dir) => {
-            let base = dir.join("quiver");
-            let enabled = std::fs::read_to_string(base.join("cgroup.subtree_control")).ok()?;
-            enabled
-                .split_whitespace()
-                .any(|c| c == controller.name())
-                .then_some(Place::V2(base))
+        let v2 = self.v2_root()?;
+        let path = self.own.lines().find_map(|l| l.strip_prefix("0::"))?;
+        Some(Place::V2(v2.join(relative(path))))
+    }
+
+    /// The `quiver` group for `controller`, when it exists and can limit (on v2: the
+    /// controller is enabled in its `cgroup.subtree_control`).
+    fn base(&self, controller: Controller) -> Option<Place> {
+        match self.own_group(controller)? {
+            Place::V1(dir) => {
+                let base = dir.join("quiver");
+                base.is_dir().then_some(Place::V1(base))
+            }
+            Place::V2(dir) => {
+                let base = dir.join("quiver");
+                let enabled = std::fs::read_to_string(base.join("cgroup.subtree_control")).ok()?;
+                enabled
+                    .split_whitespace()
+                    .any(|c| c == controller.name())
+                    .then_some(Place::V2(base))
+            }
         }
+    }
+
+    /// See [`prepare`].
+    fn prepare(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        for controller in CONTROLLERS {
+            if let Some(own) = self.own_group(controller) {
+                let base = own.dir().join("quiver");
+                let _ = std::fs::create_dir(&base);
+                if let Place::V2(dir) = &own {
+                    let enable = format!("+{}", controller.name());
+                    let _ = std::fs::write(dir.join("cgroup.subtree_control"), &enable);
+                    let _ = std::fs::write(base.join("cgroup.subtree_control"), &enable);
+                }
+            }
+            match self.base(controller) {
+                Some(place) => sweep(place.dir()),
+                None => missing.push(controller.limit()),
+            }
+        }
+        missing
     }
 }
 
 /// Makes the `quiver` groups, removes empty groups killed launchers left, and returns the
 /// limits this machine cannot enforce (each named for a warning).
 pub fn prepare() -> Vec<&'static str> {
-    let mut missing = Vec::new();
-    for controller in CONTROLLERS {
-        if let Some(own) = own_group(controller) {
-            let base = own.dir().join("quiver");
-            let _ = std::fs::create_dir(&base);
-            if let Place::V2(dir) = &own {
-                let enable = format!("+{}", controller.name());
-                let _ = std::fs::write(dir.join("cgroup.subtree_control"), &enable);
-                let _ = std::fs::write(base.join("cgroup.subtree_control"), &enable);
-            }
-        }
-        match base(controller) {
-            Some(place) => sweep(place.dir()),
-            None => missing.push(controller.limit()),
-        }
-    }
-    missing
+    Mounts::real().prepare()
 }
 
 /// Removes the empty groups of launchers that are gone. A group is named by its launcher's
@@ -166,9 +190,13 @@ fn write(dir: &Path, file: &str, value: &str) -> Result<(), CgroupError> {
 impl Cgroup {
     /// Makes `quiver/<launcher>` in every controller this machine has, with `limits`.
     pub fn create(launcher: u32, limits: &Limits) -> Result<Cgroup, CgroupError> {
+        Cgroup::create_in(&Mounts::real(), launcher, limits)
+    }
+
+    fn create_in(mounts: &Mounts, launcher: u32, limits: &Limits) -> Result<Cgroup, CgroupError> {
         let mut places: Vec<(Controller, Place)> = Vec::new();
         for controller in CONTROLLERS {
-            let Some(base) = base(controller) else {
+            let Some(base) = mounts.base(controller) else {
                 continue;
             };
             let place = match base {
@@ -230,8 +258,9 @@ impl Cgroup {
 
 /// Removes the groups of the launcher `pid` (the runtime calls it after killing one).
 pub fn remove_for(pid: u32) {
+    let mounts = Mounts::real();
     for controller in CONTROLLERS {
-        if let Some(base) = base(controller) {
+        if let Some(base) = mounts.base(controller) {
             let _ = std::fs::remove_dir(base.dir().join(pid.to_string()));
         }
     }
@@ -267,4 +296,102 @@ fn limit(controller: Controller, place: &Place, limits: &Limits) -> Result<(), C
         (Controller::Cpu, Place::V2(_)) => write(dir, "cpu.max", &format!("{quota} {PERIOD}"))?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            memory: 32 << 20,
+            tasks: 16,
+            cpu_millicores: 100,
+            ..Limits::default()
+        }
+    }
+
+    /// The v2 path against a fake cgroupfs (this machine delegates no v2 controller, so the
+    /// suite exercises v1 for real and v2 only here): the `quiver` group is made and its
+    /// controllers enabled, and a launcher's group gets `memory.max`, `pids.max`, `cpu.max`.
+    #[test]
+    fn the_v2_path_writes_its_limits() {
+        for unified in ["", "unified"] {
+            let fs = tempfile::tempdir().unwrap();
+            let v2 = fs.path().join(unified);
+            let own = v2.join("system.slice/quiver.service");
+            std::fs::create_dir_all(&own).unwrap();
+            std::fs::write(v2.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+            let mounts = Mounts {
+                own: "0::/system.slice/quiver.service\n".into(),
+                root: fs.path().to_owned(),
+            };
+            // Nothing delegated yet: every limit is named as missing.
+            let missing = mounts.prepare();
+            assert_eq!(missing.len(), 3, "{missing:?}");
+            let base = own.join("quiver");
+            assert!(base.is_dir());
+            // Each controller was asked for in both groups (the fake keeps the last write).
+            assert_eq!(read(&own.join("cgroup.subtree_control")), "+cpu");
+            assert_eq!(read(&base.join("cgroup.subtree_control")), "+cpu");
+            // The kernel's answer: the controllers are enabled below `quiver`.
+            std::fs::write(base.join("cgroup.subtree_control"), "cpu memory pids\n").unwrap();
+            for controller in CONTROLLERS {
+                assert_eq!(mounts.base(controller), Some(Place::V2(base.clone())));
+            }
+
+            let group = Cgroup::create_in(&mounts, 4242, &limits()).unwrap();
+            let dir = base.join("4242");
+            assert_eq!(read(&dir.join("memory.max")), (32u64 << 20).to_string());
+            assert_eq!(read(&dir.join("pids.max")), "16");
+            assert_eq!(read(&dir.join("cpu.max")), "10000 100000");
+            assert!(
+                !dir.join("memory.swap.max").exists(),
+                "only where swap is on"
+            );
+            group.add(77).unwrap();
+            assert_eq!(read(&dir.join("cgroup.procs")), "77");
+            assert!(!group.out_of_memory());
+            std::fs::write(
+                dir.join("memory.events"),
+                "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n",
+            )
+            .unwrap();
+            assert!(group.out_of_memory());
+        }
+    }
+
+    /// The v1 path (as this machine has it) against a fake cgroupfs, and a controller whose
+    /// v1 hierarchy is not mounted is missing.
+    #[test]
+    fn the_v1_path_writes_its_limits() {
+        let fs = tempfile::tempdir().unwrap();
+        for controller in ["memory", "pids"] {
+            let own = fs.path().join(controller).join("job");
+            std::fs::create_dir_all(&own).unwrap();
+            std::fs::write(fs.path().join(controller).join("cgroup.procs"), "").unwrap();
+        }
+        let mounts = Mounts {
+            own: "4:memory:/job\n8:pids:/job\n1:cpu,cpuacct:/\n".into(),
+            root: fs.path().to_owned(),
+        };
+        assert_eq!(mounts.prepare(), ["the CPU limit of a call"]);
+        let dir = fs.path().join("memory/job/quiver/4242");
+        let group = Cgroup::create_in(&mounts, 4242, &limits()).unwrap();
+        assert_eq!(
+            read(&dir.join("memory.limit_in_bytes")),
+            (32u64 << 20).to_string()
+        );
+        assert_eq!(read(&fs.path().join("pids/job/quiver/4242/pids.max")), "16");
+        std::fs::write(
+            dir.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+        )
+        .unwrap();
+        assert!(group.out_of_memory());
+    }
 }

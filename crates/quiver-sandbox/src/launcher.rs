@@ -28,10 +28,9 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -243,7 +242,7 @@ fn run_relay(listener: TcpListener, socket: &Path) -> ! {
         let _ = rustix::stdio::dup2_stdin(&null);
         let _ = rustix::stdio::dup2_stdout(&null);
     }
-    relay(listener, socket);
+    crate::relay::relay(listener, socket);
     exit_now(0)
 }
 
@@ -444,32 +443,6 @@ fn confine(
     io::Read::read_exact(joined, &mut word)
         .map_err(sys("waiting to be moved into the call's cgroups"))?;
     crate::sys::close_from_3().map_err(sys("closing inherited descriptors"))
-}
-
-/// Relays each connection to `127.0.0.1:<port>` inside the namespace to the proxy socket.
-fn relay(listener: TcpListener, socket: &Path) {
-    for stream in listener.incoming() {
-        let Ok(inside) = stream else { continue };
-        let Ok(outside) = UnixStream::connect(socket) else {
-            continue;
-        };
-        std::thread::spawn(move || pipe_both(inside, outside));
-    }
-}
-
-fn pipe_both(inside: TcpStream, outside: UnixStream) {
-    let (Ok(mut inside_read), Ok(mut outside_write)) = (inside.try_clone(), outside.try_clone())
-    else {
-        return;
-    };
-    let upstream = std::thread::spawn(move || {
-        let _ = io::copy(&mut inside_read, &mut outside_write);
-        let _ = outside_write.shutdown(std::net::Shutdown::Write);
-    });
-    let (mut outside_read, mut inside_write) = (outside, inside);
-    let _ = io::copy(&mut outside_read, &mut inside_write);
-    let _ = inside_write.shutdown(std::net::Shutdown::Write);
-    let _ = upstream.join();
 }
 
 #[cfg(test)]

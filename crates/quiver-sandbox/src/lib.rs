@@ -30,6 +30,7 @@
 //!     access: Access::default(),
 //!     settings: Default::default(),
 //!     timeout: Duration::from_secs(5),
+//!     limits: Default::default(),
 //! };
 //! let output = sandbox.run(&job, br#"{"arguments": {"text": "hi"}, "context": {}}"#)?;
 //! assert_eq!(output.code, 0);
@@ -43,13 +44,14 @@ pub mod launcher;
 pub mod output;
 pub mod policy;
 pub mod proxy;
+mod relay;
 mod sandbox;
 mod seccomp;
 mod sys;
 mod view;
 pub mod worker;
 
-pub use policy::{Limits, Network, Policy};
+pub use policy::{LimitRequest, Limits, Network, Policy};
 pub use sandbox::{Access, Job, Output, SANDBOX_PATH, Sandbox, SandboxConfig, Spawned, support};
 pub use sys::landlock_abi;
 

@@ -128,9 +128,214 @@ impl Default for Limits {
     }
 }
 
+/// Limits a tool asks for instead of the defaults (its `tool.yaml`'s `limits:`); `None`
+/// keeps the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct LimitRequest {
+    /// [`Limits::memory`].
+    pub memory: Option<u64>,
+    /// [`Limits::tasks`].
+    pub tasks: Option<u64>,
+    /// [`Limits::cpu_millicores`].
+    pub cpu_millicores: Option<u64>,
+    /// [`Limits::cpu_seconds`].
+    pub cpu_seconds: Option<u64>,
+    /// [`Limits::tmp_bytes`].
+    pub tmp_bytes: Option<u64>,
+    /// [`Limits::data_bytes`].
+    pub data_bytes: Option<u64>,
+}
+
+impl Limits {
+    /// The limits a tool gets: these defaults with what it asks for, each value at most the
+    /// operator's `ceiling` (a value over it is granted as the ceiling, and named in the
+    /// returned warnings). A memory or task limit above the per-process rlimits raises them
+    /// with it (the cgroup then bounds the whole call).
+    pub fn grant(&self, request: &LimitRequest, ceiling: &Limits) -> (Limits, Vec<String>) {
+        let mut limits = *self;
+        let mut warnings = Vec::new();
+        let fields: [(&str, Option<u64>, u64, &mut u64, bool); 6] = [
+            (
+                "memory",
+                request.memory,
+                ceiling.memory,
+                &mut limits.memory,
+                true,
+            ),
+            (
+                "processes",
+                request.tasks,
+                ceiling.tasks,
+                &mut limits.tasks,
+                false,
+            ),
+            (
+                "cpu",
+                request.cpu_millicores,
+                ceiling.cpu_millicores,
+                &mut limits.cpu_millicores,
+                false,
+            ),
+            (
+                "cpu_seconds",
+                request.cpu_seconds,
+                ceiling.cpu_seconds,
+                &mut limits.cpu_seconds,
+                false,
+            ),
+            (
+                "tmp",
+                request.tmp_bytes,
+                ceiling.tmp_bytes,
+                &mut limits.tmp_bytes,
+                true,
+            ),
+            (
+                "disk",
+                request.data_bytes,
+                ceiling.data_bytes,
+                &mut limits.data_bytes,
+                true,
+            ),
+        ];
+        for (name, asked, most, granted, bytes) in fields {
+            let Some(asked) = asked else { continue };
+            // A ceiling below the default (an operator's choice) also bounds the default.
+            let most = most.max(1);
+            *granted = if asked > most {
+                warnings.push(format!(
+                    "`limits.{name}` of {} is over the operator's ceiling of {}; the tool gets {}",
+                    amount(name, asked, bytes),
+                    amount(name, most, bytes),
+                    amount(name, most, bytes)
+                ));
+                most
+            } else {
+                asked
+            };
+        }
+        limits.address_space = limits.address_space.max(limits.memory.saturating_mul(2));
+        limits.processes = limits.processes.max(limits.tasks);
+        (limits, warnings)
+    }
+}
+
+impl Limits {
+    /// The operator's `ceiling` over these defaults: returns the defaults (each lowered to the
+    /// ceiling where the operator set it below them) and the ceiling (these defaults where the
+    /// operator set nothing, so a tool may only lower those).
+    pub fn with_ceiling(&self, ceiling: &LimitRequest) -> (Limits, Limits) {
+        let mut most = *self;
+        let mut defaults = *self;
+        let fields = [
+            (ceiling.memory, &mut most.memory, &mut defaults.memory),
+            (ceiling.tasks, &mut most.tasks, &mut defaults.tasks),
+            (
+                ceiling.cpu_millicores,
+                &mut most.cpu_millicores,
+                &mut defaults.cpu_millicores,
+            ),
+            (
+                ceiling.cpu_seconds,
+                &mut most.cpu_seconds,
+                &mut defaults.cpu_seconds,
+            ),
+            (
+                ceiling.tmp_bytes,
+                &mut most.tmp_bytes,
+                &mut defaults.tmp_bytes,
+            ),
+            (
+                ceiling.data_bytes,
+                &mut most.data_bytes,
+                &mut defaults.data_bytes,
+            ),
+        ];
+        for (set, most, default) in fields {
+            if let Some(value) = set {
+                *most = value;
+                *default = (*default).min(value);
+            }
+        }
+        (defaults, most)
+    }
+}
+
+/// A limit's value in words: `64 MiB`, `0.5 cores`, `32`.
+fn amount(name: &str, value: u64, bytes: bool) -> String {
+    if bytes {
+        format!("{} MiB", value >> 20)
+    } else if name == "cpu" {
+        format!("{} cores", value as f64 / 1000.0)
+    } else {
+        value.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_gets_what_it_asks_for_within_the_ceiling() {
+        let defaults = Limits::default();
+        let ceiling = Limits {
+            memory: 2 << 30,
+            cpu_millicores: 2000,
+            ..Limits::default()
+        };
+        let ask = |f: fn(&mut LimitRequest)| {
+            let mut request = LimitRequest::default();
+            f(&mut request);
+            defaults.grant(&request, &ceiling)
+        };
+        let operator = LimitRequest {
+            memory: Some(2 << 30),
+            tmp_bytes: Some(16 << 20),
+            ..LimitRequest::default()
+        };
+        let (lowered, most) = defaults.with_ceiling(&operator);
+        assert_eq!((lowered.memory, lowered.tmp_bytes), (1 << 30, 16 << 20));
+        assert_eq!(
+            (most.memory, most.tmp_bytes, most.tasks),
+            (2 << 30, 16 << 20, 128)
+        );
+        let (same, none) = ask(|_| {});
+        assert_eq!((same, none.len()), (defaults, 0));
+        let (low, none) = ask(|r| r.memory = Some(32 << 20));
+        assert_eq!(
+            (low.memory, low.address_space, none.len()),
+            (32 << 20, 2 << 30, 0)
+        );
+        let (high, none) = ask(|r| r.memory = Some(1536 << 20));
+        assert_eq!(
+            (high.memory, high.address_space, none.len()),
+            (1536 << 20, 3 << 30, 0)
+        );
+        let (capped, warnings) = ask(|r| {
+            r.memory = Some(8 << 30);
+            r.cpu_millicores = Some(4000);
+            r.tasks = Some(64);
+            r.data_bytes = Some(1 << 30);
+        });
+        assert_eq!(
+            (
+                capped.memory,
+                capped.cpu_millicores,
+                capped.tasks,
+                capped.data_bytes
+            ),
+            (2 << 30, 2000, 64, 256 << 20)
+        );
+        assert_eq!(
+            warnings,
+            [
+                "`limits.memory` of 8192 MiB is over the operator's ceiling of 2048 MiB; the tool gets 2048 MiB",
+                "`limits.cpu` of 4 cores is over the operator's ceiling of 2 cores; the tool gets 2 cores",
+                "`limits.disk` of 1024 MiB is over the operator's ceiling of 256 MiB; the tool gets 256 MiB",
+            ]
+        );
+    }
 
     #[test]
     fn a_frame_reads_back_and_leaves_what_follows() {

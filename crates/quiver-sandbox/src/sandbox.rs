@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::SandboxError;
 use crate::launcher::{ERROR_PREFIX, LIMIT, SETUP_FAILED, UNAVAILABLE};
-use crate::policy::{Limits, Network, Policy};
+use crate::policy::{LimitRequest, Limits, Network, Policy};
 use crate::proxy::Proxy;
 
 /// The `PATH` inside the sandbox; commands are looked up in it, never in the runtime's own.
@@ -94,6 +94,9 @@ pub struct Job {
     pub settings: serde_json::Map<String, Value>,
     /// Wall-clock limit.
     pub timeout: Duration,
+    /// Resource limits it asks for instead of the defaults, granted within
+    /// [`SandboxConfig::ceiling`].
+    pub limits: LimitRequest,
 }
 
 /// How the sandbox is set up.
@@ -105,8 +108,12 @@ pub struct SandboxConfig {
     /// Quiver's state folder: data folders go to `data/<package>/`, temporary files to
     /// `tmp/<package>/`, proxy sockets and policies to `run/`.
     pub state_dir: PathBuf,
-    /// Resource limits (the CPU limit is raised to cover each call's timeout).
+    /// Resource limits of a tool that asks for none (the CPU-seconds limit is raised to cover
+    /// each call's timeout).
     pub limits: Limits,
+    /// The most a tool may ask for ([`Job::limits`]); a value over it is granted as the
+    /// ceiling, with a warning.
+    pub ceiling: Limits,
     /// Paths no tool may see, even inside a folder it was granted (the config file); the
     /// state folder always is.
     pub hidden: Vec<PathBuf>,
@@ -118,14 +125,16 @@ pub struct SandboxConfig {
 }
 
 impl SandboxConfig {
-    /// The defaults for `launcher` and `state_dir`: limits of [`Limits::default`], nothing
-    /// hidden beyond the state folder, 1 MiB of stdout, no unsandboxed execution. Tools run as
+    /// The defaults for `launcher` and `state_dir`: limits of [`Limits::default`], which are
+    /// also the ceiling (a tool may only ask for lower ones), nothing hidden beyond the state
+    /// folder, 1 MiB of stdout, no unsandboxed execution. Tools run as
     /// their package's own user ([`crate::identity::package_uid`]) when Quiver runs as root.
     pub fn new(launcher: Vec<OsString>, state_dir: PathBuf) -> Self {
         Self {
             launcher,
             state_dir,
             limits: Limits::default(),
+            ceiling: Limits::default(),
             hidden: Vec::new(),
             stdout_limit: 1 << 20,
             allow_unsandboxed: false,
@@ -355,8 +364,7 @@ impl Sandbox {
                 proxy = Some(p);
                 Network::Proxy { socket }
             };
-            let mut limits = self.config.limits;
-            limits.cpu_seconds = limits.cpu_seconds.max(job.timeout.as_secs() + 1);
+            let limits = self.limits(job);
             let uid = crate::identity::package_uid(&job.package);
             let run_as = rustix::process::geteuid().is_root().then_some((uid, uid));
             if run_as.is_some() {
@@ -486,6 +494,21 @@ impl Sandbox {
 }
 
 impl Sandbox {
+    /// The limits `job` runs with: the defaults, with what it asks for within the ceiling
+    /// (each value over it logged); CPU seconds cover the timeout unless it asks for fewer.
+    pub fn limits(&self, job: &Job) -> Limits {
+        let covering = job.timeout.as_secs() + 1;
+        let mut defaults = self.config.limits;
+        defaults.cpu_seconds = defaults.cpu_seconds.max(covering);
+        let mut ceiling = self.config.ceiling;
+        ceiling.cpu_seconds = ceiling.cpu_seconds.max(covering);
+        let (limits, warnings) = defaults.grant(&job.limits, &ceiling);
+        for warning in warnings {
+            tracing::warn!(package = %job.package, "{warning}");
+        }
+        limits
+    }
+
     /// What no tool may see: the state folder and the configured paths, canonical.
     fn hidden(&self) -> Vec<PathBuf> {
         std::iter::once(&self.config.state_dir)
@@ -723,6 +746,7 @@ mod tests {
             access: Access::default(),
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(5),
+            limits: LimitRequest::default(),
         }
     }
 

@@ -30,7 +30,8 @@
 //! - **Reads of an unknown session** return nothing (an empty list, `None`); writes to one
 //!   return [`StoreError::NotFound`]. Ending a session only stamps `ended_at`: its state stays
 //!   readable, and the runtime ends (and audits) its active skills itself.
-//! - **Approvals** are resolved exactly once: approved, denied or expired; any second
+//! - **Approvals** are resolved exactly once: approved, denied, expired or withdrawn (the
+//!   process that asked is gone, [`Store::withdraw_orphaned_approvals`]); any second
 //!   resolution is [`StoreError::AlreadyAnswered`], so a late answer after a timeout is never
 //!   honoured by mistake, and an answer that raced the timeout is seen by whoever lost. A card
 //!   keeps the call's exact arguments, because the approver must see them: removing secret
@@ -45,6 +46,7 @@ mod digest;
 mod error;
 mod sqlite;
 mod types;
+pub mod waiter;
 
 use std::time::Duration;
 
@@ -204,6 +206,11 @@ pub trait Store: Send + Sync {
     /// Marks a pending approval expired (nobody answered in time). Like an answer, exactly
     /// once: if it was answered first, [`StoreError::AlreadyAnswered`] carries that answer.
     fn expire_approval(&self, id: &str) -> Result<Approval>;
+
+    /// Withdraws every pending approval whose waiting process ([`ApprovalCard::waiter`]) is
+    /// gone, and returns them: nothing would run on an answer, so none may be recorded. Runs
+    /// when a console approver starts and whenever the queue is listed or answered.
+    fn withdraw_orphaned_approvals(&self) -> Result<Vec<Approval>>;
 
     /// Waits until the approval is resolved or `timeout` passes, and returns it as it then
     /// stands (still pending after a timeout). Answers from this process wake it at once;

@@ -165,6 +165,15 @@ pub struct ApprovalCard {
     pub risk_category: Option<String>,
     /// When the card was made (Unix ms).
     pub created_at: i64,
+    /// What the package or tool may do, one permission per line in words, open-ended ones
+    /// flagged (empty: nothing beyond its own folders).
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    /// The process waiting for the answer ([`crate::waiter::current`]); a pending card whose
+    /// waiter is gone is withdrawn ([`crate::Store::withdraw_orphaned_approvals`]). `None`:
+    /// unknown (kept pending until answered or expired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiter: Option<String>,
 }
 
 /// Where an approval stands. Every state but `Pending` is final.
@@ -179,6 +188,9 @@ pub enum ApprovalStatus {
     Denied,
     /// Nobody answered in time; the call did not run.
     Expired,
+    /// The process that asked is gone (killed, crashed): nothing waits for an answer, so
+    /// none is recorded and nothing runs.
+    Withdrawn,
 }
 
 impl ApprovalStatus {
@@ -189,6 +201,7 @@ impl ApprovalStatus {
             ApprovalStatus::Approved => "approved",
             ApprovalStatus::Denied => "denied",
             ApprovalStatus::Expired => "expired",
+            ApprovalStatus::Withdrawn => "withdrawn",
         }
     }
 
@@ -199,6 +212,7 @@ impl ApprovalStatus {
             "approved" => ApprovalStatus::Approved,
             "denied" => ApprovalStatus::Denied,
             "expired" => ApprovalStatus::Expired,
+            "withdrawn" => ApprovalStatus::Withdrawn,
             _ => return None,
         })
     }

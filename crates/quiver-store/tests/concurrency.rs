@@ -58,6 +58,8 @@ fn work(store: &dyn Store, thread: usize, errors: &AtomicUsize) {
                     reason: "action".into(),
                     risk_category: None,
                     created_at: i64::try_from(i).unwrap(),
+                    permissions: Vec::new(),
+                    waiter: None,
                 })
                 .map(drop),
             6 => store
@@ -174,6 +176,8 @@ fn a_failing_write_never_undoes_its_neighbours() {
             reason: "r".into(),
             risk_category: None,
             created_at: 0,
+            permissions: Vec::new(),
+            waiter: None,
         })
         .unwrap();
     store

@@ -44,6 +44,8 @@ fn write_state(store: &dyn Store, id: &str) {
         reason: "dangerous".into(),
         risk_category: Some("member".into()),
         created_at: 1,
+        permissions: Vec::new(),
+        waiter: None,
     };
     store.enqueue_approval(&card("answered")).unwrap();
     store.enqueue_approval(&card("pending")).unwrap();

@@ -241,3 +241,40 @@ fn a_version_1_file_migrates_keeping_its_audit_log() {
     assert!(conn.execute("DELETE FROM audit", []).is_err());
     assert!(conn.execute("UPDATE audit SET status = 'x'", []).is_err());
 }
+
+#[test]
+fn a_version_1_file_migrates_keeping_its_approval_cards() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("quiver.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(v1_schema()).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 1; PRAGMA application_id = {QUIVER_APPLICATION_ID};"
+        ))
+        .unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions VALUES ('s1', NULL, 1, 1, NULL, '{}', 'chat', '{}', 'v', '{}', '{}');
+             INSERT INTO approvals (id, session_id, package, tool, arguments, reason, created_at)
+                 VALUES ('apr-1', 's1', 'qq', 'qq.group_kick', '{\"user\":2}', 'dangerous', 5);",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&db).unwrap();
+    let pending = store.pending_approvals(None).unwrap();
+    assert_eq!(pending.len(), 1);
+    let card = &pending[0].card;
+    assert_eq!((card.id.as_str(), card.created_at), ("apr-1", 5));
+    assert!(card.permissions.is_empty() && card.waiter.is_none());
+    // A card of an older build names no waiter: it is never withdrawn for one.
+    assert!(store.withdraw_orphaned_approvals().unwrap().is_empty());
+    let conn = Connection::open(&db).unwrap();
+    assert!(
+        conn.execute(
+            "UPDATE approvals SET status = 'bogus' WHERE id = 'apr-1'",
+            []
+        )
+        .is_err(),
+        "the status check survives the migration"
+    );
+}

@@ -531,6 +531,8 @@ fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
         reason: "dangerous: member".into(),
         risk_category: Some("member".into()),
         created_at,
+        permissions: Vec::new(),
+        waiter: None,
     }
 }
 
@@ -625,6 +627,51 @@ fn approvals_are_answered_exactly_once() {
     assert!(ids(None).is_empty());
     let polled = store.approval("a1").unwrap().unwrap();
     assert_eq!(polled.answered_by.as_deref(), Some("operator"));
+}
+
+#[test]
+fn a_card_whose_waiter_is_gone_is_withdrawn_and_cannot_be_approved() {
+    let (_dir, store) = open();
+    session(&store, "s1");
+    let me = quiver_store::waiter::current().unwrap();
+    let (head, _) = me.rsplit_once(':').unwrap();
+    // This process with another start time: a pid reused after the waiter died.
+    let dead = format!("{head}:0");
+    let cases = [
+        ("live", Some(me.clone()), ApprovalStatus::Pending),
+        ("dead", Some(dead), ApprovalStatus::Withdrawn),
+        ("unknown", None, ApprovalStatus::Pending),
+    ];
+    for (id, waiter, _) in &cases {
+        let mut card = card(id, "s1", 1);
+        card.waiter = waiter.clone();
+        card.permissions = vec!["read `/` [open-ended: the whole file system]".into()];
+        store.enqueue_approval(&card).unwrap();
+    }
+    let withdrawn: Vec<String> = store
+        .withdraw_orphaned_approvals()
+        .unwrap()
+        .into_iter()
+        .map(|a| a.card.id)
+        .collect();
+    assert_eq!(withdrawn, ["dead"]);
+    assert!(store.withdraw_orphaned_approvals().unwrap().is_empty());
+    for (id, _, want) in &cases {
+        let stored = store.approval(id).unwrap().unwrap();
+        assert_eq!(stored.status, *want, "{id}");
+        assert_eq!(stored.card.permissions.len(), 1, "{id}");
+    }
+    match store.answer_approval("dead", Decision::Approve, "op", None) {
+        Err(StoreError::AlreadyAnswered { status, .. }) => {
+            assert_eq!(status, ApprovalStatus::Withdrawn)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store.approval("dead").unwrap().unwrap().answered_by,
+        None,
+        "nobody is recorded as having approved it"
+    );
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! `quiver approvals`: the console's approval queue from the command line. Calls whose
 //! questions went to the console (`quiver call --console`, unattended sessions, a front whose
-//! client cannot ask the user) wait here until an operator answers, each exactly once.
+//! client cannot ask the user) wait here until an operator answers, each exactly once. A card
+//! whose caller died is withdrawn when the queue is listed or answered: answering it records
+//! nothing.
 
 use std::process::ExitCode;
 
-use quiver_store::{Approval, Decision, Store, StoreError};
+use quiver_runtime::approver::permission_lines_text;
+use quiver_store::{Approval, ApprovalStatus, Decision, Store, StoreError};
 
 use super::runtime::StateArgs;
 
@@ -50,6 +53,7 @@ pub fn run(command: ApprovalsCommand) -> miette::Result<ExitCode> {
             state,
         } => {
             let store = state.open()?;
+            withdraw_orphaned(store.as_ref())?;
             let pending = store
                 .pending_approvals(session.as_deref())
                 .map_err(|e| miette::miette!("{e}"))?;
@@ -67,6 +71,20 @@ pub fn run(command: ApprovalsCommand) -> miette::Result<ExitCode> {
     }
 }
 
+/// Withdraws the pending cards whose caller died, saying so on stderr.
+fn withdraw_orphaned(store: &dyn Store) -> miette::Result<()> {
+    let withdrawn = store
+        .withdraw_orphaned_approvals()
+        .map_err(|e| miette::miette!("{e}"))?;
+    for approval in withdrawn {
+        crate::err(&format!(
+            "{} withdrawn: the process that asked for `{}` is gone",
+            approval.card.id, approval.card.tool
+        ));
+    }
+    Ok(())
+}
+
 fn describe(approval: &Approval) -> String {
     let card = &approval.card;
     let risk = card
@@ -75,13 +93,20 @@ fn describe(approval: &Approval) -> String {
         .map(|r| format!("  risk: {r}\n"))
         .unwrap_or_default();
     format!(
-        "{}  {}\n  session: {}\n  package: {}\n  arguments: {}\n  why: {}\n{risk}",
-        card.id, card.tool, card.session, card.package, card.arguments, card.reason
+        "{}  {}\n  session: {}\n  package: {}\n  arguments: {}\n  why: {}\n{}\n{risk}",
+        card.id,
+        card.tool,
+        card.session,
+        card.package,
+        card.arguments,
+        card.reason,
+        permission_lines_text("it", &card.permissions, "  ")
     )
 }
 
 fn answer(args: AnswerArgs, decision: Decision) -> miette::Result<ExitCode> {
     let store = args.state.open()?;
+    withdraw_orphaned(store.as_ref())?;
     let by = format!(
         "console:{}",
         std::env::var("USER").unwrap_or_else(|_| "operator".to_owned())
@@ -93,6 +118,15 @@ fn answer(args: AnswerArgs, decision: Decision) -> miette::Result<ExitCode> {
                 approval.card.id, approval.status, approval.card.tool
             ));
             Ok(ExitCode::SUCCESS)
+        }
+        Err(StoreError::AlreadyAnswered {
+            id,
+            status: ApprovalStatus::Withdrawn,
+        }) => {
+            crate::err(&format!(
+                "{id} was withdrawn: the process that asked for it is gone, so nothing waits for this answer; nothing was approved and nothing runs"
+            ));
+            Ok(ExitCode::from(1))
         }
         Err(StoreError::AlreadyAnswered { id, status }) => {
             crate::err(&format!(

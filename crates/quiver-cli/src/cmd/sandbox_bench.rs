@@ -76,6 +76,7 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
         access: Access::default(),
         settings: serde_json::Map::new(),
         timeout: Duration::from_secs(30),
+        limits: Default::default(),
     };
     let command_job = job("main.py");
     let input = json!({"arguments": {"n": 1}, "context": {}}).to_string();

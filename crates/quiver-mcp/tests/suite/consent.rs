@@ -44,8 +44,10 @@ async fn consent_answers(version: ProtocolVersion) {
     );
     assert_eq!(client_script.asked().len(), 1);
     assert!(
-        client_script.asked()[0].contains("`travel-advice`"),
-        "{:?}",
+        client_script.asked()[0].contains("`travel-advice`")
+            && client_script.asked()[0]
+                .contains("the package may: nothing beyond its own package and data folders"),
+        "the form says what the package may do: {:?}",
         client_script.asked()
     );
 

@@ -6,10 +6,10 @@ use quiver_package::rules::Role;
 use quiver_package::tool::{Approval, Category};
 use quiver_policy::{
     Approver, Approvers, AskReason, Check, Decision, Evaluation, Principal, RefusalReason, Reuse,
-    SessionGrants, ToolFacts,
+    SessionGrants, ToolFacts, describe_permissions,
 };
 
-use super::common::{World, ask, asking, evaluate, pass, refuse, refused, strings};
+use super::common::{World, ask, ask_of, asking, evaluate, pass, refuse, refused, strings};
 
 fn consented() -> World {
     World::cli().consented("files")
@@ -62,6 +62,17 @@ fn approval_on_risk_table() {
         },
         ..Permissions::default()
     };
+    let reads_root = Permissions {
+        filesystem: FilesystemPermissions {
+            read: strings(&["/usr/share/zoneinfo", "/"]),
+            write: vec![],
+        },
+        ..Permissions::default()
+    };
+    let loopback = Permissions {
+        network: strings(&["api.weather.cn", "localhost"]),
+        ..Permissions::default()
+    };
     let none = Permissions::default();
     use AskReason::*;
     let cases: Vec<(Category, &Permissions, Option<&[AskReason]>, &str)> = vec![
@@ -107,6 +118,18 @@ fn approval_on_risk_table() {
             Some(&[OpenEndedPermissions]),
             "`on-risk`: open-ended permissions (writes to [`/tmp/out`])",
         ),
+        (
+            Category::Perception,
+            &reads_root,
+            Some(&[OpenEndedPermissions]),
+            "`on-risk`: open-ended permissions (reads of [`/`])",
+        ),
+        (
+            Category::Perception,
+            &loopback,
+            Some(&[OpenEndedPermissions]),
+            "`on-risk`: open-ended permissions (local addresses `localhost`)",
+        ),
     ];
     let world = consented();
     for (category, permission, reasons, why) in cases {
@@ -122,12 +145,18 @@ fn approval_on_risk_table() {
                 ],
             },
             Some(reasons) => Evaluation {
-                decision: asking(
-                    "files.t",
-                    &[],
-                    None,
-                    Some((Approver::Person, reasons, Reuse::ThisCall)),
-                ),
+                decision: {
+                    let mut ask = ask_of(
+                        "files.t",
+                        &[],
+                        None,
+                        Some((Approver::Person, reasons, Reuse::ThisCall)),
+                    );
+                    // The card states the permissions; `describe_permissions` has its own table.
+                    ask.tool_permissions = describe_permissions(permission);
+                    ask.package_permissions = describe_permissions(permission);
+                    Decision::Ask(ask)
+                },
                 trace: vec![
                     pass(Check::Consent, ALLOWED),
                     ask(Check::ApprovalMode, why),

@@ -152,6 +152,8 @@ pub fn ask_of(
         package: package.to_owned(),
         tool: name.to_owned(),
         risk_categories: categories.to_vec(),
+        tool_permissions: Vec::new(),
+        package_permissions: Vec::new(),
         consent,
         approval: approval.map(|(who, reasons, reuse)| ApprovalQuestion {
             who,

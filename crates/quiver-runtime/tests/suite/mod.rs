@@ -1,3 +1,4 @@
+mod cards;
 mod common;
 mod guarantees;
 mod hooks;

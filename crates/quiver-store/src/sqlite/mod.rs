@@ -388,6 +388,20 @@ impl Store for SqliteStore {
         })
     }
 
+    fn withdraw_orphaned_approvals(&self) -> Result<Vec<Approval>> {
+        let orphaned = self.pending_approvals(None)?.into_iter().any(|a| {
+            a.card
+                .waiter
+                .as_deref()
+                .is_some_and(|w| !crate::waiter::alive(w))
+        });
+        if !orphaned {
+            // Listing must not wait for the writer when there is nothing to withdraw.
+            return Ok(Vec::new());
+        }
+        self.write(move |c| ops::withdraw_orphaned_approvals(c, &crate::waiter::alive, now_ms()))
+    }
+
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
         let deadline = Instant::now().checked_add(timeout);
         loop {

@@ -550,11 +550,12 @@ pub(crate) fn kept_output(
 // --- approval queue ---
 
 const APPROVAL_COLUMNS: &str = "id, session_id, package, tool, arguments, reason, risk_category, \
-     created_at, status, answered_by, answered_at, note";
+     created_at, status, answered_by, answered_at, note, permissions, waiter";
 
 fn approval_row(row: &Row<'_>) -> Result<Approval> {
     let arguments: String = row.get(4)?;
     let status: String = row.get(8)?;
+    let permissions: String = row.get(12)?;
     Ok(Approval {
         card: ApprovalCard {
             id: row.get(0)?,
@@ -565,6 +566,8 @@ fn approval_row(row: &Row<'_>) -> Result<Approval> {
             reason: row.get(5)?,
             risk_category: row.get(6)?,
             created_at: row.get(7)?,
+            permissions: decode(&permissions, "approvals", "permissions")?,
+            waiter: row.get(13)?,
         },
         status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt {
             table: "approvals",
@@ -590,7 +593,8 @@ pub(crate) fn enqueue_approval(conn: &Connection, card: &ApprovalCard) -> Result
     }
     conn.prepare_cached(
         "INSERT INTO approvals (id, session_id, package, tool, arguments, reason, risk_category, \
-         created_at, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending')",
+         created_at, status, permissions, waiter) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10)",
     )?
     .execute(params![
         card.id,
@@ -601,6 +605,8 @@ pub(crate) fn enqueue_approval(conn: &Connection, card: &ApprovalCard) -> Result
         card.reason,
         card.risk_category,
         card.created_at,
+        encode(&Value::from(card.permissions.clone())),
+        card.waiter,
     ])?;
     Ok(Approval {
         card: card.clone(),
@@ -665,6 +671,37 @@ pub(crate) fn resolve_approval(
         });
     }
     Ok(current)
+}
+
+/// Withdraws every pending approval whose waiter `alive` says is gone; returns them.
+pub(crate) fn withdraw_orphaned_approvals(
+    conn: &Connection,
+    alive: &dyn Fn(&str) -> bool,
+    now: i64,
+) -> Result<Vec<Approval>> {
+    let sql = format!(
+        "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' \
+         AND waiter IS NOT NULL ORDER BY created_at, id"
+    );
+    let mut withdrawn = Vec::new();
+    for approval in collect(conn, &sql, [], approval_row)? {
+        if approval.card.waiter.as_deref().is_some_and(|w| !alive(w)) {
+            match resolve_approval(
+                conn,
+                &approval.card.id,
+                ApprovalStatus::Withdrawn,
+                None,
+                Some("the process that asked is gone"),
+                now,
+            ) {
+                Ok(done) => withdrawn.push(done),
+                // Answered meanwhile: that answer stands.
+                Err(StoreError::AlreadyAnswered { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(withdrawn)
 }
 
 /// The status an approver's decision leads to.

@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -163,9 +163,39 @@ CREATE TABLE operator_state (
 ) STRICT;
 "#;
 
-/// Version 4: trimmed results kept for `tool_output` (in the session, so every process of it
-/// reads them), and the index that finds calls recorded as started and never ended.
+/// Version 4: approval cards state the package's permissions and name the process waiting for
+/// the answer, and a card whose waiter is gone is `withdrawn`.
 const V4: &str = r#"
+CREATE TABLE approvals_v4 (
+    id            TEXT PRIMARY KEY NOT NULL,
+    session_id    TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package       TEXT NOT NULL,
+    tool          TEXT NOT NULL,
+    arguments     TEXT NOT NULL,        -- JSON: the exact arguments
+    reason        TEXT NOT NULL,
+    risk_category TEXT,
+    created_at    INTEGER NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'pending'
+                  CHECK (status IN ('pending', 'approved', 'denied', 'expired', 'withdrawn')),
+    answered_by   TEXT,
+    answered_at   INTEGER,
+    note          TEXT,
+    permissions   TEXT NOT NULL DEFAULT '[]',  -- JSON: the permissions in words
+    waiter        TEXT                  -- boot id, pid and start time of the waiting process
+) STRICT;
+INSERT INTO approvals_v4 (id, session_id, package, tool, arguments, reason, risk_category,
+    created_at, status, answered_by, answered_at, note)
+    SELECT id, session_id, package, tool, arguments, reason, risk_category,
+    created_at, status, answered_by, answered_at, note FROM approvals;
+DROP TABLE approvals;
+ALTER TABLE approvals_v4 RENAME TO approvals;
+CREATE INDEX approvals_pending ON approvals (created_at) WHERE status = 'pending';
+CREATE INDEX approvals_by_session ON approvals (session_id, created_at);
+"#;
+
+/// Version 5: trimmed results kept for `tool_output` (in the session, so every process of it
+/// reads them), and the index that finds calls recorded as started and never ended.
+const V5: &str = r#"
 CREATE TABLE kept_outputs (
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     call_id    TEXT NOT NULL,

@@ -170,6 +170,7 @@ impl Turn<'_> {
             package: ask.package.clone(),
             tool: qualified.to_owned(),
             arguments: arguments.clone(),
+            permissions: ask.tool_permissions.clone(),
             reasons: Vec::new(),
             risk_categories: ask
                 .risk_categories
@@ -181,6 +182,7 @@ impl Turn<'_> {
         };
         if let Some(who) = ask.consent {
             let mut card = base.clone();
+            card.permissions = ask.package_permissions.clone();
             card.reasons = vec![format!(
                 "the first use of package `{}` in this conversation",
                 ask.package

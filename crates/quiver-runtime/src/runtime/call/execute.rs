@@ -86,6 +86,7 @@ impl Turn<'_> {
                     permissions: &tool.permission,
                     script: false,
                     mcp_command,
+                    limits: tool.limits,
                 };
                 let ran =
                     self.run_sandboxed(call_id, target, arguments, evaluation, &sandboxed, audit)?;
@@ -114,6 +115,7 @@ impl Turn<'_> {
                     permissions: &target.package.manifest.permissions,
                     script: true,
                     mcp_command: None,
+                    limits: Default::default(),
                 };
                 let ran =
                     self.run_sandboxed(call_id, target, arguments, evaluation, &sandboxed, audit)?;
@@ -217,6 +219,7 @@ impl Turn<'_> {
             ask: (!self.unattended && !sandboxed.script).then_some(Ask(&answer)),
             script: sandboxed.script,
             mcp_command: sandboxed.mcp_command,
+            limits: sandboxed.limits,
         };
         if let Some(note) = self.runtime.executor.isolation_note() {
             audit.decisions.push(decision("sandbox", "off", &note));
@@ -342,4 +345,5 @@ struct Sandboxed<'a> {
     permissions: &'a quiver_package::common::Permissions,
     script: bool,
     mcp_command: Option<&'a [String]>,
+    limits: quiver_package::limits::ResourceLimits,
 }

@@ -52,6 +52,7 @@ impl Turn<'_> {
                     return Ok(None);
                 };
                 let mut facts = ToolFacts::of_tool(package.id.as_str(), tool);
+                facts.package_permission = Some(&package.manifest.permissions);
                 if tool.scope != ToolScope::Package {
                     // A skill unlocks its tools for the model; an agent's tools are its own.
                     facts.visibility = Visibility::Exposed;
@@ -96,6 +97,7 @@ impl Turn<'_> {
                 };
                 // An agent only reasons; each tool it calls is governed on its own.
                 let mut facts = ToolFacts::new(package.id.as_str(), local);
+                facts.package_permission = Some(&package.manifest.permissions);
                 facts.category = Category::Decision;
                 facts.approval = Approval::Never;
                 facts.visibility = if exposed {

@@ -201,6 +201,7 @@ impl Turn<'_> {
     ) -> Result<CallOutcome, RuntimeError> {
         let local = skill.id.split_once('/').map_or("skill", |(_, s)| s);
         let mut facts = ToolFacts::new(package.id.as_str(), local);
+        facts.package_permission = Some(&package.manifest.permissions);
         facts.category = Category::Decision;
         facts.approval = Approval::Never;
         facts.visibility = Visibility::Exposed;

@@ -134,6 +134,7 @@ impl Turn<'_> {
         // control plane, the turn's lockouts, consent, approval and hooks apply as to any tool.
         let mut facts = ToolFacts::new(package.id.as_str(), SCRIPT_TOOL);
         facts.permission = &package.manifest.permissions;
+        facts.package_permission = Some(&package.manifest.permissions);
         let target = Target {
             kind: CallKind::SkillScript,
             asked_as: SCRIPT_TOOL.to_owned(),
