@@ -236,7 +236,11 @@ fn lex(text: &str) -> Result<Vec<(usize, Token)>, ExprError> {
                 while let Some(&(i, d)) = chars.peek() {
                     let exponent_sign = (d == '-' || d == '+')
                         && matches!(text[..i].chars().last(), Some('e' | 'E'));
-                    if d.is_ascii_digit() || d == '.' || d == 'e' || d == 'E' || exponent_sign {
+                    // A `.` belongs to the number only before a digit (`items.0.name`).
+                    let fraction = d == '.'
+                        && text[i + 1..].starts_with(|n: char| n.is_ascii_digit())
+                        && !text[at..i].contains('.');
+                    if d.is_ascii_digit() || fraction || d == 'e' || d == 'E' || exponent_sign {
                         end = i + d.len_utf8();
                         chars.next();
                     } else {
@@ -468,6 +472,10 @@ mod tests {
                 ]),
             ),
             ("a.0", Expr::Path(vec![key("a"), Segment::Index(0)])),
+            (
+                "a.0.b",
+                Expr::Path(vec![key("a"), Segment::Index(0), key("b")]),
+            ),
             ("a['b c']", Expr::Path(vec![key("a"), key("b c")])),
             (
                 "a == 'x'",
@@ -527,7 +535,7 @@ mod tests {
             ("a[", 2, "not closed"),
             ("a[x]", 2, "whole number"),
             ("a.-1", 2, "whole number"),
-            ("1.2.3", 0, "not a number"),
+            ("1.2.3", 3, "unexpected `.`"),
             ("'\\q'", 1, "unknown escape"),
             ("&&", 0, "unexpected `&&`"),
             ("a b", 2, "unexpected `b`"),
