@@ -1,0 +1,3 @@
+mod common;
+mod restart;
+mod semantics;
