@@ -783,3 +783,6 @@ pub fn operate(view: &View<'_>, op: &Operator, by: &str) -> Option<Advance> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests;
