@@ -9,12 +9,15 @@ use serde_json::{Value, json};
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{self as store, NewRun, Run, RunStatus, WaitKind, WaitStatus};
 
+use quiver_package::workflow::{Overlap, Trigger};
+
 use crate::clock::Clock;
 use crate::decide::{self, Next, Operator, View, WaitOutcome};
 use crate::definition::Definition;
 use crate::error::{Result, WorkflowError};
 use crate::eval;
 use crate::runner::StepRunner;
+use crate::schedule;
 
 /// How a run is started.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +137,55 @@ impl<'a> Engine<'a> {
         let def = self.definition(digest)?;
         let new = self.new_run(digest, &def, start)?;
         Ok(self.store.fire_schedule(&def.qualified(), fire_at, &new)?)
+    }
+
+    /// Starts the runs of every schedule fire of the definition that is due now: the fires
+    /// after the last one recorded (or after `since`, when none is), as each schedule's
+    /// `catchup` says. Each fire is keyed by its fire time, so it starts one run however many
+    /// processes call this; a fire recorded already returns its run with `false`. With
+    /// `overlap: skip`, no fire starts while a run of the workflow is still going.
+    pub fn fire_due(&self, digest: &str, since: i64, start: &Start) -> Result<Vec<(Run, bool)>> {
+        let def = self.definition(digest)?;
+        let workflow = def.qualified();
+        let now = self.clock.now();
+        let last = self
+            .store
+            .schedule_fires(&workflow)?
+            .last()
+            .map_or(since, |(at, _)| (*at).max(since));
+        let mut out = Vec::new();
+        for trigger in &def.workflow.triggers {
+            let Trigger::Schedule(schedule) = trigger else {
+                continue;
+            };
+            let compiled = schedule::Compiled::new(schedule)?;
+            for fire in compiled.due(crate::clock::from_ms(last), now) {
+                if schedule.overlap == Overlap::Skip && self.going(&workflow)? {
+                    continue;
+                }
+                let start = Start {
+                    trigger: json!({"kind": "schedule", "cron": schedule.cron,
+                                    "timezone": schedule.timezone, "fire_at": fire.to_rfc3339()}),
+                    key: None,
+                    ..start.clone()
+                };
+                out.push(self.fire(digest, schedule::fire_key(fire), &start)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a run of the workflow has not ended.
+    fn going(&self, workflow: &str) -> Result<bool> {
+        Ok(!self
+            .store
+            .runs(&store::RunFilter {
+                statuses: vec![RunStatus::Running, RunStatus::Waiting, RunStatus::InDoubt],
+                workflow: Some(workflow.to_owned()),
+                limit: Some(1),
+                ..Default::default()
+            })?
+            .is_empty())
     }
 
     fn load(&self, run_id: &str) -> Result<Loaded> {

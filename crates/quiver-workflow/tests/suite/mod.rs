@@ -1,3 +1,4 @@
 mod common;
 mod restart;
+mod schedules;
 mod semantics;
