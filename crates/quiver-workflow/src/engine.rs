@@ -175,6 +175,39 @@ impl<'a> Engine<'a> {
         Ok(out)
     }
 
+    /// Starts the run an event asks for, if one of the definition's `event` triggers names it
+    /// and its `if` holds over `event` (the payload) and `settings`. The run is keyed by the
+    /// event's id, so handing the same stored event over again (after a crash, by a second
+    /// process) returns the same run with `false`.
+    pub fn on_event(
+        &self,
+        digest: &str,
+        event: &store::Event,
+        start: &Start,
+    ) -> Result<Option<(Run, bool)>> {
+        let def = self.definition(digest)?;
+        let ctx = json!({"event": event.payload, "settings": start.settings, "trigger": {}});
+        for trigger in &def.workflow.triggers {
+            let Trigger::Event(t) = trigger else { continue };
+            if t.name != event.name {
+                continue;
+            }
+            if let Some(condition) = &t.condition
+                && !eval::condition(condition, &ctx)?
+            {
+                continue;
+            }
+            let start = Start {
+                trigger: json!({"kind": "event", "name": event.name, "id": event.id,
+                                "source": event.source, "payload": event.payload}),
+                key: Some(format!("event:{}", event.id)),
+                ..start.clone()
+            };
+            return self.start(digest, &start).map(Some);
+        }
+        Ok(None)
+    }
+
     /// Whether a run of the workflow has not ended.
     fn going(&self, workflow: &str) -> Result<bool> {
         Ok(!self

@@ -349,3 +349,49 @@ fn an_in_doubt_step_can_be_marked_done_or_failed() {
         assert!(engine.operate(&run.id, &Operator::Retry, "ops").is_err());
     }
 }
+
+#[test]
+fn events_start_runs_once_when_their_condition_holds() {
+    let w = World::new(&[]);
+    let engine = w.engine();
+    let yaml = "description: d\ntrigger:\n  - event: {name: note-added, if: \"event.tag == 'work'\"}\nsteps:\n  - id: a\n    tool: x.a\n    with: {note: '{{ trigger.payload.text }}'}\n";
+    let digest = engine.pin(&definition(yaml, &[])).unwrap();
+    let stored = |payload: serde_json::Value| {
+        let id = w
+            .store
+            .emit_event("note-added", "notes", &payload, 0)
+            .unwrap();
+        w.store
+            .events_after("note-added", id - 1)
+            .unwrap()
+            .remove(0)
+    };
+    let home = stored(json!({"tag": "home", "text": "milk"}));
+    assert!(
+        engine
+            .on_event(&digest, &home, &start(json!({})))
+            .unwrap()
+            .is_none()
+    );
+    let work = stored(json!({"tag": "work", "text": "ship it"}));
+    let (run, created) = engine
+        .on_event(&digest, &work, &start(json!({})))
+        .unwrap()
+        .unwrap();
+    assert!(created);
+    let (again, created) = engine
+        .on_event(&digest, &work, &start(json!({})))
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.id.as_str(), created), (run.id.as_str(), false));
+    let done = engine.drive(&run.id).unwrap();
+    assert_eq!(done.output, Some(json!({"echo": {"note": "ship it"}})));
+    let other = w.store.emit_event("other", "notes", &json!({}), 0).unwrap();
+    let other = w.store.events_after("other", other - 1).unwrap().remove(0);
+    assert!(
+        engine
+            .on_event(&digest, &other, &start(json!({})))
+            .unwrap()
+            .is_none()
+    );
+}
