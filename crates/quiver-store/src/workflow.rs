@@ -395,8 +395,23 @@ pub struct Advance {
     pub withdraw_waits: bool,
     /// The audit record of the step, appended in the same transaction.
     pub audit: Option<AuditEntry>,
+    /// A run's first move, held back while its workflow's concurrency limit is full: nothing
+    /// is written (and `advance` returns `false`) when `limit` other runs with the same key have
+    /// begun and not ended.
+    pub gate: Option<Gate>,
     /// The engine's clock (Unix ms).
     pub now: i64,
+}
+
+/// A concurrency limit checked in the same transaction as a run's first move.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gate {
+    /// The qualified workflow.
+    pub workflow: String,
+    /// The rendered concurrency key.
+    pub key: String,
+    /// Most runs with this key that may have begun and not ended.
+    pub limit: i64,
 }
 
 /// The durable state of workflow runs. Object-safe and `Send + Sync`; every write method

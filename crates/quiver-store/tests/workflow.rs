@@ -78,6 +78,7 @@ fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
         resolve: None,
         withdraw_waits: false,
         audit: None,
+        gate: None,
         now: 2000,
     }
 }

@@ -244,10 +244,16 @@ impl<'a> Engine<'a> {
             match decide::decide(&view) {
                 Next::Idle => return Ok(loaded.run),
                 Next::Commit(advance) => {
-                    self.store.advance(&advance)?;
+                    if !self.store.advance(&advance)? && advance.gate.is_some() {
+                        // Queued behind the concurrency limit: `tick` tries again.
+                        return Ok(loaded.run);
+                    }
                 }
                 Next::Call { start, call } => {
                     if !self.store.advance(&start)? {
+                        if start.gate.is_some() {
+                            return Ok(loaded.run);
+                        }
                         // Someone else moved the run first: look again.
                         continue;
                     }
@@ -307,6 +313,17 @@ impl<'a> Engine<'a> {
                 moved.push(wait.run_id.clone());
             }
         }
+        // Runs queued behind a concurrency limit try again.
+        let queued = self.store.runs(&store::RunFilter {
+            statuses: vec![RunStatus::Running],
+            ..Default::default()
+        })?;
+        moved.extend(
+            queued
+                .into_iter()
+                .filter(|r| r.step == 0 && r.attempt == 0 && r.concurrency_key.is_some())
+                .map(|r| r.id),
+        );
         moved.dedup();
         moved.iter().map(|id| self.drive(id)).collect()
     }

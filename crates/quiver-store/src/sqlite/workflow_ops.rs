@@ -351,6 +351,18 @@ pub(crate) fn advance(
     a: &Advance,
     audit: Option<&EncodedAudit>,
 ) -> Result<bool> {
+    if let Some(gate) = &a.gate {
+        let begun: i64 = conn
+            .prepare_cached(
+                "SELECT count(*) FROM wf_runs WHERE workflow = ?1 AND concurrency_key = ?2 \
+                 AND status IN ('running', 'waiting', 'in_doubt') AND (step > 0 OR attempt > 0) \
+                 AND id != ?3",
+            )?
+            .query_row(params![gate.workflow, gate.key, a.run_id], |r| r.get(0))?;
+        if begun >= gate.limit {
+            return Ok(false);
+        }
+    }
     let moved = conn
         .prepare_cached(
             "UPDATE wf_runs SET status = ?1, step = ?2, attempt = ?3, crashes = ?4, \

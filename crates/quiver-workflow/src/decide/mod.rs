@@ -142,6 +142,7 @@ impl View<'_> {
             resolve: None,
             withdraw_waits: false,
             audit: None,
+            gate: None,
             now: self.now,
         }
     }
@@ -254,8 +255,8 @@ pub fn decide(view: &View<'_>) -> Next {
         .iter()
         .rfind(|a| a.step == run.step && a.attempt == run.attempt);
     match last {
-        // First time at this step.
-        None if run.attempt == 0 => begin(view, step),
+        // First time at this step (the run's first move waits for its concurrency limit).
+        None if run.attempt == 0 => gated(view, begin(view, step)),
         None => commit(view.fail(
             Vec::new(),
             format!("attempt {} of step `{}` is missing", run.attempt, step.id),
@@ -275,6 +276,34 @@ pub fn decide(view: &View<'_>) -> Next {
             | AttemptStatus::Rejected
             | AttemptStatus::TimedOut => commit(view.advance(Vec::new(), view.next_step())),
         },
+    }
+}
+
+/// Holds a run's first move behind its workflow's concurrency limit.
+fn gated(view: &View<'_>, next: Next) -> Next {
+    let (Some(concurrency), Some(key)) =
+        (&view.def.workflow.concurrency, &view.run.concurrency_key)
+    else {
+        return next;
+    };
+    if view.run.step != 0 {
+        return next;
+    }
+    let gate = quiver_store::workflow::Gate {
+        workflow: view.run.workflow.clone(),
+        key: key.clone(),
+        limit: i64::from(concurrency.limit),
+    };
+    match next {
+        Next::Commit(mut a) if a.to.status != RunStatus::Failed => {
+            a.gate = Some(gate);
+            Next::Commit(a)
+        }
+        Next::Call { mut start, call } => {
+            start.gate = Some(gate);
+            Next::Call { start, call }
+        }
+        other => other,
     }
 }
 

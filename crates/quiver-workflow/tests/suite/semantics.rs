@@ -395,3 +395,88 @@ fn events_start_runs_once_when_their_condition_holds() {
             .is_none()
     );
 }
+
+/// Counts calls in flight at once, across threads.
+#[derive(Default)]
+struct Counting {
+    now: std::sync::atomic::AtomicUsize,
+    max: std::sync::atomic::AtomicUsize,
+}
+
+impl quiver_workflow::StepRunner for Counting {
+    fn run(&self, _call: &StepCall) -> quiver_workflow::StepOutcome {
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.now.fetch_add(1, SeqCst) + 1;
+        self.max.fetch_max(n, SeqCst);
+        std::thread::sleep(Duration::from_millis(30));
+        self.now.fetch_sub(1, SeqCst);
+        quiver_workflow::StepOutcome::Output(json!(n))
+    }
+}
+
+#[test]
+fn a_concurrency_limit_of_one_is_never_exceeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let counting = Arc::new(Counting::default());
+    let clock = Arc::new(clock());
+    let yaml = "description: d\nconcurrency: {key: '{{ input.account }}', limit: 1}\nsteps:\n  - id: a\n    tool: x.a\n  - id: b\n    tool: x.b\n";
+    let (digest, runs) = {
+        let store = SqliteStore::open(&db).unwrap();
+        let engine = Engine::new(&store, &*counting, &*clock);
+        let digest = engine.pin(&definition(yaml, &[])).unwrap();
+        let runs: Vec<String> = (0..4)
+            .map(|_| {
+                engine
+                    .start(&digest, &start(json!({"account": "acme"})))
+                    .unwrap()
+                    .0
+                    .id
+            })
+            .collect();
+        (digest, runs)
+    };
+    let _ = digest;
+    // Four "processes" drive one run each at once, then tick until every run is done.
+    let handles: Vec<_> = runs
+        .iter()
+        .cloned()
+        .map(|id| {
+            let (db, counting, clock) = (db.clone(), Arc::clone(&counting), Arc::clone(&clock));
+            std::thread::spawn(move || {
+                let store = SqliteStore::open(&db).unwrap();
+                let engine = Engine::new(&store, &*counting, &*clock);
+                engine.drive(&id).unwrap();
+                for _ in 0..50 {
+                    if store.run(&id).unwrap().unwrap().status == RunStatus::Completed {
+                        return;
+                    }
+                    engine.tick().unwrap();
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let store = SqliteStore::open(&db).unwrap();
+    for id in &runs {
+        assert_eq!(
+            store.run(id).unwrap().unwrap().status,
+            RunStatus::Completed,
+            "{id}"
+        );
+    }
+    assert_eq!(counting.max.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Another key is not held back.
+    let other = Engine::new(&store, &*counting, &*clock);
+    let (run, _) = other
+        .start(&runs_digest(&store), &start(json!({"account": "other"})))
+        .unwrap();
+    assert_eq!(other.drive(&run.id).unwrap().status, RunStatus::Completed);
+}
+
+fn runs_digest(store: &SqliteStore) -> String {
+    store.runs(&Default::default()).unwrap()[0].digest.clone()
+}
