@@ -214,6 +214,18 @@ pub struct Run {
     pub updated_at: i64,
     /// When it times out (Unix ms).
     pub deadline: Option<i64>,
+    /// The engine running its current attempt, while it runs.
+    pub lease: Option<Lease>,
+}
+
+/// Which engine runs a run's current attempt, and until when it is taken to be alive: another
+/// engine finding the attempt started without a result leaves it alone until then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The engine's owner id (one live process at a time per id).
+    pub owner: String,
+    /// Unix ms.
+    pub until: i64,
 }
 
 /// Which runs [`WorkflowStore::runs`] lists.
@@ -360,6 +372,8 @@ pub struct RunMove {
     pub output: Option<Value>,
     /// Its error, when it fails or is cancelled.
     pub error: Option<String>,
+    /// The lease of the engine that starts an attempt (`None` clears it).
+    pub lease: Option<Lease>,
 }
 
 /// A wait resolved in the same transaction.

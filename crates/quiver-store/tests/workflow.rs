@@ -73,6 +73,7 @@ fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
             crashes: 0,
             output: None,
             error: None,
+            lease: None,
         },
         wait: None,
         resolve: None,
@@ -94,6 +95,7 @@ fn finish(run: &str, step: i64, attempt: i64, output: serde_json::Value) -> Adva
         crashes: 0,
         output: None,
         error: None,
+        lease: None,
     };
     a
 }

@@ -44,6 +44,7 @@ pub struct Engine<'a> {
     store: &'a dyn WorkflowStore,
     runner: &'a dyn StepRunner,
     clock: &'a dyn Clock,
+    owner: String,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -55,11 +56,23 @@ impl<'a> Engine<'a> {
         runner: &'a dyn StepRunner,
         clock: &'a dyn Clock,
     ) -> Engine<'a> {
+        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
         Engine {
             store,
             runner,
             clock,
+            owner: format!("engine-{}-{n}", std::process::id()),
         }
+    }
+
+    /// Sets the owner id under which this engine takes leases on the attempts it runs. One live
+    /// process at a time may use an id (the host holds a lock for it): a process restarted
+    /// under the same id recovers its interrupted attempts at once, while the attempts of
+    /// another live owner are left alone until its lease runs out. The default is unique to
+    /// this engine.
+    pub fn with_owner(mut self, owner: impl Into<String>) -> Engine<'a> {
+        self.owner = owner.into();
+        self
     }
 
     /// Stores a definition (if it is not yet) and returns its digest.
@@ -240,7 +253,7 @@ impl<'a> Engine<'a> {
     pub fn drive(&self, run_id: &str) -> Result<Run> {
         loop {
             let loaded = self.load(run_id)?;
-            let view = loaded.view(self.clock.now_ms());
+            let view = loaded.view(self.clock.now_ms(), &self.owner);
             match decide::decide(&view) {
                 Next::Idle => return Ok(loaded.run),
                 Next::Commit(advance) => {
@@ -301,7 +314,7 @@ impl<'a> Engine<'a> {
         for wait in self.store.pending_waits(Some(WaitKind::Event))? {
             let Some(name) = &wait.event else { continue };
             let loaded = self.load(&wait.run_id)?;
-            let view = loaded.view(now);
+            let view = loaded.view(now, &self.owner);
             let event = self
                 .store
                 .events_after(name, wait.after_event)?
@@ -339,7 +352,7 @@ impl<'a> Engine<'a> {
         else {
             return Ok(false);
         };
-        let view = loaded.view(self.clock.now_ms());
+        let view = loaded.view(self.clock.now_ms(), &self.owner);
         let Some(advance) = decide::resolve(&view, wait, outcome) else {
             return Ok(false);
         };
@@ -385,7 +398,7 @@ impl<'a> Engine<'a> {
     /// ended), then the run driven on.
     pub fn operate(&self, run_id: &str, op: &Operator, by: &str) -> Result<Run> {
         let loaded = self.load(run_id)?;
-        let view = loaded.view(self.clock.now_ms());
+        let view = loaded.view(self.clock.now_ms(), &self.owner);
         let advance = decide::operate(&view, op, by).ok_or_else(|| {
             WorkflowError::Refused(format!(
                 "run {run_id} is {}; that does not apply",
@@ -420,8 +433,9 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn view(&self, now: i64) -> View<'_> {
+    fn view<'v>(&'v self, now: i64, owner: &'v str) -> View<'v> {
         View {
+            owner,
             def: &self.def,
             run: &self.run,
             attempts: &self.attempts,

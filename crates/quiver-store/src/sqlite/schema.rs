@@ -195,7 +195,9 @@ CREATE TABLE wf_runs (
     error           TEXT,
     created_at      INTEGER NOT NULL,
     updated_at      INTEGER NOT NULL,
-    deadline        INTEGER
+    deadline        INTEGER,
+    lease_owner     TEXT,               -- the engine running its current attempt
+    lease_until     INTEGER             -- until when that engine is taken to be alive
 ) STRICT;
 CREATE UNIQUE INDEX wf_runs_by_key ON wf_runs (workflow, idempotency_key)
     WHERE idempotency_key IS NOT NULL;

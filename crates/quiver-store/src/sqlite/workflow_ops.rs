@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::ops::{EncodedAudit, append_audit, decode, encode};
 use crate::error::{Result, StoreError};
 use crate::workflow::{
-    Advance, Attempt, AttemptStatus, Definition, Event, NewRun, Run, RunFilter, RunStatus, Wait,
-    WaitKind, WaitStatus,
+    Advance, Attempt, AttemptStatus, Definition, Event, Lease, NewRun, Run, RunFilter, RunStatus,
+    Wait, WaitKind, WaitStatus,
 };
 
 fn corrupt(table: &'static str, detail: String) -> StoreError {
@@ -56,7 +56,7 @@ pub(crate) fn definition(conn: &Connection, digest: &str) -> Result<Option<Defin
 
 const RUN_COLUMNS: &str = "id, workflow, digest, idempotency_key, status, step, attempt, crashes, \
      input, trigger, principal, started_by, attended, settings, concurrency_key, output, error, \
-     created_at, updated_at, deadline";
+     created_at, updated_at, deadline, lease_owner, lease_until";
 
 fn run_row(r: &Row<'_>) -> rusqlite::Result<RawRun> {
     Ok(RawRun {
@@ -80,6 +80,8 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RawRun> {
         created_at: r.get(17)?,
         updated_at: r.get(18)?,
         deadline: r.get(19)?,
+        lease_owner: r.get(20)?,
+        lease_until: r.get(21)?,
     })
 }
 
@@ -104,6 +106,8 @@ struct RawRun {
     created_at: i64,
     updated_at: i64,
     deadline: Option<i64>,
+    lease_owner: Option<String>,
+    lease_until: Option<i64>,
 }
 
 impl RawRun {
@@ -131,6 +135,10 @@ impl RawRun {
             created_at: self.created_at,
             updated_at: self.updated_at,
             deadline: self.deadline,
+            lease: self
+                .lease_owner
+                .zip(self.lease_until)
+                .map(|(owner, until)| Lease { owner, until }),
         })
     }
 }
@@ -366,7 +374,8 @@ pub(crate) fn advance(
     let moved = conn
         .prepare_cached(
             "UPDATE wf_runs SET status = ?1, step = ?2, attempt = ?3, crashes = ?4, \
-             output = coalesce(?5, output), error = coalesce(?6, error), updated_at = ?7 \
+             output = coalesce(?5, output), error = coalesce(?6, error), updated_at = ?7, \
+             lease_owner = ?12, lease_until = ?13 \
              WHERE id = ?8 AND status = ?9 AND step = ?10 AND attempt = ?11",
         )?
         .execute(params![
@@ -381,6 +390,8 @@ pub(crate) fn advance(
             a.expect.status.as_str(),
             a.expect.step,
             a.expect.attempt,
+            a.to.lease.as_ref().map(|l| l.owner.as_str()),
+            a.to.lease.as_ref().map(|l| l.until),
         ])?;
     if moved == 0 {
         return Ok(false);

@@ -19,6 +19,10 @@ use crate::runner::{StepCall, StepOutcome, Target};
 /// Crashes of the process at one step after which the run is parked as failed.
 pub const MAX_CRASHES: i64 = 5;
 
+/// How long an engine's lease on an attempt lasts beyond the step's timeout (or, for a step
+/// without one, in all).
+pub const LEASE_GRACE_MS: i64 = 15 * 60 * 1000;
+
 /// Everything a decision depends on.
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a> {
@@ -34,6 +38,9 @@ pub struct View<'a> {
     pub last_event: i64,
     /// Now, Unix ms.
     pub now: i64,
+    /// The deciding engine's owner id: an attempt started by another owner whose lease has not
+    /// run out is that engine's, not a crash.
+    pub owner: &'a str,
 }
 
 /// What to do next with a run.
@@ -159,6 +166,7 @@ impl View<'_> {
             },
             output: None,
             error: None,
+            lease: None,
         }
     }
 
@@ -464,10 +472,20 @@ fn call(
         Err(e) => return commit(view.fail(before, format!("step `{}`: {e}", step.id))),
     };
     before.push(view.attempt_write(s, attempt, AttemptStatus::Started, None, None));
+    let timeout_ms = step
+        .timeout
+        .map_or(0, |t| i64::try_from(t.0.as_millis()).unwrap_or(i64::MAX));
     let start = view.advance(
         before,
         RunMove {
             crashes,
+            lease: Some(quiver_store::workflow::Lease {
+                owner: view.owner.to_owned(),
+                until: view
+                    .now
+                    .saturating_add(timeout_ms)
+                    .saturating_add(LEASE_GRACE_MS),
+            }),
             ..view.to(RunStatus::Running, s, attempt)
         },
     );
@@ -492,6 +510,13 @@ fn call(
 /// A step found started without a result: the process crashed while it ran (or before its
 /// result was committed).
 fn recover(view: &View<'_>, a: &Attempt) -> Next {
+    if let Some(lease) = &view.run.lease
+        && lease.owner != view.owner
+        && view.now < lease.until
+    {
+        // Another engine runs it and is taken to be alive.
+        return Next::Idle;
+    }
     let crashes = view.run.crashes + 1;
     let crashed = view.attempt_write(
         a.step,

@@ -72,6 +72,7 @@ fn run(status: RunStatus, step: i64, attempt: i64, crashes: i64) -> Run {
         created_at: 0,
         updated_at: 0,
         deadline: Some(3_600_000),
+        lease: None,
     }
 }
 
@@ -235,6 +236,7 @@ fn decisions() {
             waits: &[],
             last_event: 0,
             now,
+            owner: "me",
         };
         assert_eq!(describe(&decide(&view)), want, "{name}");
     }
@@ -249,6 +251,7 @@ fn decisions() {
         waits: &[],
         last_event: 0,
         now: 0,
+        owner: "me",
     };
     assert_eq!(
         describe(&decide(&view)),
@@ -268,6 +271,7 @@ fn outcomes_of_a_call() {
         waits: &[],
         last_event: 3,
         now: 50,
+        owner: "me",
     };
     let Next::Call { call, .. } = decide(&view) else {
         panic!("expected a call");

@@ -50,7 +50,7 @@ fn approval_restart_and_an_in_doubt_action() {
     // Process 1: start, run `fetch`, park on the approval; then the process ends.
     let run_id = {
         let store = SqliteStore::open(&db).unwrap();
-        let engine = Engine::new(&store, &fake, &clock);
+        let engine = Engine::new(&store, &fake, &clock).with_owner("host-1");
         let digest = engine.pin(&def).unwrap();
         let (run, created) = engine
             .start(&digest, &start(json!({"day": "2026-03-01"})))
@@ -72,7 +72,7 @@ fn approval_restart_and_an_in_doubt_action() {
     // someone else does, and `publish` kills the process between its run and its commit.
     {
         let store = SqliteStore::open(&db).unwrap();
-        let engine = Engine::new(&store, &fake, &clock);
+        let engine = Engine::new(&store, &fake, &clock).with_owner("host-1");
         assert!(engine.resume().unwrap().is_empty());
         assert!(engine.answer(&run_id, true, "alice", None).is_err());
         crash(|| {
@@ -84,7 +84,7 @@ fn approval_restart_and_an_in_doubt_action() {
     // Process 3: `publish` is an action that is not idempotent: it is not re-run silently.
     {
         let store = SqliteStore::open(&db).unwrap();
-        let engine = Engine::new(&store, &fake, &clock);
+        let engine = Engine::new(&store, &fake, &clock).with_owner("host-1");
         let runs = engine.resume().unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].status, RunStatus::InDoubt);
@@ -147,7 +147,7 @@ fn a_safe_step_is_re_run_after_a_crash_and_five_crashes_park_the_run() {
     let clock = clock();
     let run_id = {
         let store = SqliteStore::open(&db).unwrap();
-        let engine = Engine::new(&store, &fake, &clock);
+        let engine = Engine::new(&store, &fake, &clock).with_owner("host-1");
         let digest = engine.pin(&def).unwrap();
         let (run, _) = engine.start(&digest, &start(json!({"day": "x"}))).unwrap();
         crash(|| {
@@ -158,7 +158,7 @@ fn a_safe_step_is_re_run_after_a_crash_and_five_crashes_park_the_run() {
     // Four more crashes at `fetch`, each after a restart that re-runs it (it only reads).
     for _ in 0..4 {
         let store = SqliteStore::open(&db).unwrap();
-        let engine = Engine::new(&store, &fake, &clock);
+        let engine = Engine::new(&store, &fake, &clock).with_owner("host-1");
         crash(|| {
             let _ = engine.resume();
         });
@@ -169,7 +169,7 @@ fn a_safe_step_is_re_run_after_a_crash_and_five_crashes_park_the_run() {
     assert_eq!(keys.len(), 1);
     // The fifth crash found at restart parks the run as failed; nothing runs again.
     let store = SqliteStore::open(&db).unwrap();
-    let engine = Engine::new(&store, &fake, &clock);
+    let engine = Engine::new(&store, &fake, &clock).with_owner("host-1");
     let runs = engine.resume().unwrap();
     assert_eq!(runs[0].status, RunStatus::Failed);
     assert!(
@@ -183,4 +183,42 @@ fn a_safe_step_is_re_run_after_a_crash_and_five_crashes_park_the_run() {
     );
     assert_eq!(fake.calls("fetch").len(), 5);
     assert_eq!(store.run(&run_id).unwrap().unwrap().crashes, 5);
+}
+
+#[test]
+fn another_live_owners_attempt_is_left_alone_until_its_lease_runs_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let def = definition(
+        "description: d\nsteps:\n  - id: read\n    tool: x.read\n    timeout: 1m\n",
+        &["read"],
+    );
+    let fake = Fake::with(&[("read", Act::Crash)]);
+    let clock = clock();
+    let run_id = {
+        let store = SqliteStore::open(&db).unwrap();
+        let engine = Engine::new(&store, &fake, &clock).with_owner("host-a");
+        let digest = engine.pin(&def).unwrap();
+        let (run, _) = engine.start(&digest, &start(json!({}))).unwrap();
+        crash(|| {
+            let _ = engine.drive(&run.id);
+        });
+        run.id
+    };
+    fake.set("read", Act::Output(json!("ok")));
+    let store = SqliteStore::open(&db).unwrap();
+    let lease = store.run(&run_id).unwrap().unwrap().lease.unwrap();
+    assert_eq!(lease.owner, "host-a");
+    let b = Engine::new(&store, &fake, &clock).with_owner("host-b");
+    // host-a may still be running the step: host-b does nothing.
+    assert_eq!(b.resume().unwrap()[0].status, RunStatus::Running);
+    assert_eq!(fake.calls("read").len(), 1);
+    // Past the step's timeout and the grace, host-a is taken to be gone: host-b recovers.
+    clock.set(quiver_workflow::clock::from_ms(lease.until));
+    assert_eq!(b.resume().unwrap()[0].status, RunStatus::Completed);
+    assert_eq!(fake.calls("read").len(), 2);
+    assert!(
+        store.run(&run_id).unwrap().unwrap().lease.is_none(),
+        "a result clears the lease"
+    );
 }
