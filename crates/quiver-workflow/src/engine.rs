@@ -140,6 +140,7 @@ impl<'a> Engine<'a> {
     /// returned. Same workflow and key → the existing run and `false`.
     pub fn start(&self, digest: &str, start: &Start) -> Result<(Run, bool)> {
         let def = self.definition(digest)?;
+        check_input(&def, &start.input)?;
         let new = self.new_run(digest, &def, start)?;
         Ok(self.store.create_run(&new)?)
     }
@@ -302,15 +303,7 @@ impl<'a> Engine<'a> {
     pub fn tick(&self) -> Result<Vec<Run>> {
         let now = self.clock.now_ms();
         let mut moved = Vec::new();
-        for wait in self.store.due_waits(now)? {
-            let outcome = match wait.kind {
-                WaitKind::Timer | WaitKind::Retry => WaitOutcome::Woke,
-                WaitKind::Approval | WaitKind::Event => WaitOutcome::TimedOut,
-            };
-            if self.resolve(&wait.run_id, wait.id, &outcome)? {
-                moved.push(wait.run_id.clone());
-            }
-        }
+        // Events first: one stored before an event wait's timeout wins over the timeout.
         for wait in self.store.pending_waits(Some(WaitKind::Event))? {
             let Some(name) = &wait.event else { continue };
             let loaded = self.load(&wait.run_id)?;
@@ -319,10 +312,20 @@ impl<'a> Engine<'a> {
                 .store
                 .events_after(name, wait.after_event)?
                 .into_iter()
+                .filter(|e| wait.wake_at.is_none_or(|until| e.created_at <= until))
                 .find(|e| decide::event_matches(&view, &wait, e));
             if let Some(event) = event
                 && self.resolve(&wait.run_id, wait.id, &WaitOutcome::Event(event))?
             {
+                moved.push(wait.run_id.clone());
+            }
+        }
+        for wait in self.store.due_waits(now)? {
+            let outcome = match wait.kind {
+                WaitKind::Timer | WaitKind::Retry => WaitOutcome::Woke,
+                WaitKind::Approval | WaitKind::Event => WaitOutcome::TimedOut,
+            };
+            if self.resolve(&wait.run_id, wait.id, &outcome)? {
                 moved.push(wait.run_id.clone());
             }
         }
@@ -420,6 +423,19 @@ impl<'a> Engine<'a> {
             .emit_event(name, source, payload, self.clock.now_ms())?;
         self.tick()?;
         Ok(id)
+    }
+}
+
+/// Refuses an input its workflow's `input` schema does not accept.
+fn check_input(def: &Definition, input: &Value) -> Result<()> {
+    let validator = quiver_package::schema::compile(&def.workflow.input)
+        .map_err(|e| WorkflowError::Refused(format!("the input schema is invalid: {e}")))?;
+    match quiver_package::schema::first_error(&validator, input) {
+        Some(e) => Err(WorkflowError::Refused(format!(
+            "the input of {} does not fit its schema: {e}",
+            def.qualified()
+        ))),
+        None => Ok(()),
     }
 }
 

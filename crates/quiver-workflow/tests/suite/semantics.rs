@@ -480,3 +480,47 @@ fn a_concurrency_limit_of_one_is_never_exceeded() {
 fn runs_digest(store: &SqliteStore) -> String {
     store.runs(&Default::default()).unwrap()[0].digest.clone()
 }
+
+#[test]
+fn an_input_the_schema_refuses_starts_nothing() {
+    let w = World::new(&[]);
+    let engine = w.engine();
+    let yaml = "description: d\ninput: {type: object, properties: {n: {type: integer}}, required: [n]}\nsteps:\n  - id: a\n    tool: x.a\n";
+    let digest = engine.pin(&definition(yaml, &[])).unwrap();
+    for bad in [json!({}), json!({"n": "three"})] {
+        let err = engine.start(&digest, &start(bad.clone())).unwrap_err();
+        assert!(err.to_string().contains("does not fit"), "{bad}: {err}");
+    }
+    assert!(w.store.runs(&Default::default()).unwrap().is_empty());
+    assert!(engine.start(&digest, &start(json!({"n": 3}))).unwrap().1);
+}
+
+#[test]
+fn an_event_stored_before_the_timeout_wins_over_it() {
+    let w = World::new(&[]);
+    let run = w.run(
+        "description: d\nsteps:\n  - id: paid\n    wait: {event: paid, timeout: 1h}\n",
+        json!({}),
+    );
+    let deadline = w.clock.now_ms() + 3_600_000;
+    // Stored just in time; nobody looked before the timeout passed.
+    w.store
+        .emit_event("paid", "shop", &json!({"ok": 1}), deadline)
+        .unwrap();
+    w.clock.advance(Duration::from_secs(7200));
+    let moved = w.engine().tick().unwrap();
+    assert_eq!(moved[0].status, RunStatus::Completed, "{:?}", moved[0]);
+    // One stored after the timeout does not.
+    let w = World::new(&[]);
+    let run2 = w.run(
+        "description: d\nsteps:\n  - id: paid\n    wait: {event: paid, timeout: 1h}\n",
+        json!({}),
+    );
+    let deadline = w.clock.now_ms() + 3_600_000;
+    w.store
+        .emit_event("paid", "shop", &json!({"ok": 1}), deadline + 1)
+        .unwrap();
+    w.clock.advance(Duration::from_secs(7200));
+    assert_eq!(w.engine().tick().unwrap()[0].status, RunStatus::Failed);
+    let _ = (run, run2);
+}
