@@ -293,7 +293,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         }
     }
 
-    let local_items = workflow_scope(&manifest, &tools, &agents);
+    let local_items = workflow_scope(&id, &manifest, &tools, &agents);
     let mut workflows = present("workflows")
         .map(|d| load_workflows(&files, &d, &local_items, &mut diags))
         .unwrap_or_default();
@@ -708,7 +708,12 @@ fn load_agent(
 
 /// What a workflow of the package may name: its tools (with their input schemas), its agents
 /// and its settings.
-fn workflow_scope(manifest: &Manifest, tools: &[Tool], agents: &[Agent]) -> WorkflowScope {
+fn workflow_scope(
+    id: &PackageId,
+    manifest: &Manifest,
+    tools: &[Tool],
+    agents: &[Agent],
+) -> WorkflowScope {
     let mut items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
     items.extend(agents.iter().map(|a| a.name.to_string()));
     let secret_settings: BTreeSet<String> = manifest.secret_settings().into_iter().collect();
@@ -732,6 +737,16 @@ fn workflow_scope(manifest: &Manifest, tools: &[Tool], agents: &[Agent]) -> Work
             .collect(),
         settings,
         secret_settings,
+        packages: Some((
+            id.to_string(),
+            manifest
+                .requires
+                .packages
+                .iter()
+                .chain(&manifest.requires.mcp)
+                .cloned()
+                .collect(),
+        )),
     }
 }
 

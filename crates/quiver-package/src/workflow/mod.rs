@@ -287,6 +287,9 @@ pub struct WorkflowScope {
     pub settings: BTreeSet<String>,
     /// The package's `secret: true` settings.
     pub secret_settings: BTreeSet<String>,
+    /// The package's own id and the packages and MCP servers it `requires`: the only ones a
+    /// qualified target (`pkg.tool`) may name. `None`: qualified targets are not checked.
+    pub packages: Option<(String, BTreeSet<String>)>,
 }
 
 /// Parses and validates a workflow against the rest of its package.

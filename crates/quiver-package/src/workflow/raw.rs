@@ -544,14 +544,33 @@ fn check_action(
         }
         StepAction::Wait(_) => {}
     }
-    if let StepAction::Tool { name, .. } | StepAction::Agent { name, .. } = action
-        && !name.contains('.')
-        && !scope.items.contains(name)
-    {
-        out.push((
-            "workflow-unknown-target",
-            format!("step {n} calls `{name}`, which this package does not define"),
-        ));
+    if let StepAction::Tool { name, .. } | StepAction::Agent { name, .. } = action {
+        let (package, local) = match name.split_once('.') {
+            Some((package, local)) => (Some(package), local),
+            None => (None, name.as_str()),
+        };
+        let own = match (&scope.packages, package) {
+            (_, None) => true,
+            (Some((id, _)), Some(p)) => p == id,
+            (None, Some(_)) => false,
+        };
+        if own && !scope.items.contains(local) {
+            out.push((
+                "workflow-unknown-target",
+                format!("step {n} calls `{name}`, which this package does not define"),
+            ));
+        }
+        if let (Some((_, required)), Some(p)) = (&scope.packages, package)
+            && !own
+            && !required.contains(p)
+        {
+            out.push((
+                "workflow-unknown-target",
+                format!(
+                    "step {n} calls `{name}`, but `{p}` is neither this package nor one it `requires`"
+                ),
+            ));
+        }
     }
     if let StepAction::Tool { name, arguments } = action
         && let Some(schema) = scope.tool_inputs.get(name)

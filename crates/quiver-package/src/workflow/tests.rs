@@ -14,6 +14,28 @@ fn scope() -> WorkflowScope {
         .into(),
         settings: ["city".to_owned()].into(),
         secret_settings: ["hook_key".to_owned()].into(),
+        packages: None,
+    }
+}
+
+#[test]
+fn qualified_targets_name_this_package_or_a_required_one() {
+    let scope = WorkflowScope {
+        packages: Some(("me".into(), ["notes".to_owned()].into())),
+        ..scope()
+    };
+    let cases: &[(&str, &[&str])] = &[
+        ("notes.list", &[]),
+        ("me.fetch", &[]),
+        ("me.nope", &["workflow-unknown-target"]),
+        ("weather.get", &["workflow-unknown-target"]),
+        ("fetch", &[]),
+    ];
+    for (target, want) in cases {
+        let text = format!("description: d\nsteps:\n  - tool: {target}\n    with: {{city: x}}\n");
+        let (_, d) = parse_workflow(&text, Path::new("w.yaml"), "w".parse().unwrap(), &scope);
+        let codes: Vec<_> = d.iter().map(|d| d.code).collect();
+        assert_eq!(codes, *want, "{target}: {d:?}");
     }
 }
 
