@@ -389,7 +389,7 @@ fn step(
     let action = match (raw.tool, raw.agent, raw.approval, raw.wait) {
         (Some(tool), None, None, None) => Some(StepAction::Tool {
             name: tool,
-            arguments: arguments.take_or_empty(),
+            arguments: arguments.unwrap_or_else(|| json!({})),
         }),
         (None, Some(agent), None, None) => Some(StepAction::Agent {
             name: agent,
@@ -474,16 +474,6 @@ fn step(
         timeout: raw.timeout,
         retry: raw.retry,
     })
-}
-
-trait TakeOrEmpty {
-    fn take_or_empty(self) -> Value;
-}
-
-impl TakeOrEmpty for Option<Value> {
-    fn take_or_empty(self) -> Value {
-        self.unwrap_or_else(|| json!({}))
-    }
 }
 
 fn wait_for(value: &Value) -> Result<WaitFor, String> {

@@ -677,12 +677,15 @@ pub fn resolve(view: &View<'_>, wait: &Wait, outcome: &WaitOutcome) -> Option<Ad
     };
     let call_approval = wait.detail.get("kind").and_then(Value::as_str) == Some("call");
     let advance = match (wait.kind, outcome) {
-        (WaitKind::Approval, WaitOutcome::Approved { by }) if call_approval => view
-            .advance(
-                vec![write(AttemptStatus::Approved, None, None)],
-                view.to(RunStatus::Running, s, wait.attempt),
-            )
-            .with_by(by),
+        // The call runs again as its next attempt, told who approved it.
+        (WaitKind::Approval, WaitOutcome::Approved { by }) if call_approval => view.advance(
+            vec![write(
+                AttemptStatus::Approved,
+                Some(json!({"approved_by": by})),
+                None,
+            )],
+            view.to(RunStatus::Running, s, wait.attempt),
+        ),
         (WaitKind::Approval, WaitOutcome::Approved { by }) => view.advance(
             vec![write(
                 AttemptStatus::Approved,
@@ -765,20 +768,6 @@ pub fn resolve(view: &View<'_>, wait: &Wait, outcome: &WaitOutcome) -> Option<Ad
         }),
         ..advance
     })
-}
-
-trait WithBy {
-    fn with_by(self, by: &str) -> Self;
-}
-
-impl WithBy for Advance {
-    /// Records who approved a call on its attempt (read back as `approved_by`).
-    fn with_by(mut self, by: &str) -> Advance {
-        for a in &mut self.attempts {
-            a.output = Some(json!({"approved_by": by}));
-        }
-        self
-    }
 }
 
 /// Whether an event matches an event wait of the run.
