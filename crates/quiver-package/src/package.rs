@@ -16,7 +16,7 @@ use crate::skill::{self, Skill};
 use crate::source::PackageDir;
 use crate::tool::{self, Tool, ToolScope};
 use crate::unlocks;
-use crate::workflow::{self, Workflow};
+use crate::workflow::{self, Workflow, WorkflowScope};
 
 /// Most files listed under a skill's `references/`, `assets/` and `scripts/`.
 const MAX_SKILL_FILES: usize = 1000;
@@ -293,8 +293,7 @@ pub fn load_package(dir: &Path) -> Loaded {
         }
     }
 
-    let mut local_items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
-    local_items.extend(agents.iter().map(|a| a.name.to_string()));
+    let local_items = workflow_scope(&id, &manifest, &tools, &agents);
     let mut workflows = present("workflows")
         .map(|d| load_workflows(&files, &d, &local_items, &mut diags))
         .unwrap_or_default();
@@ -708,10 +707,54 @@ fn load_agent(
     })
 }
 
+/// What a workflow of the package may name: its tools (with their input schemas), its agents
+/// and its settings.
+fn workflow_scope(
+    id: &PackageId,
+    manifest: &Manifest,
+    tools: &[Tool],
+    agents: &[Agent],
+) -> WorkflowScope {
+    let mut items: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    items.extend(agents.iter().map(|a| a.name.to_string()));
+    let secret_settings: BTreeSet<String> = manifest.secret_settings().into_iter().collect();
+    let settings = manifest
+        .config
+        .as_ref()
+        .and_then(|c| c.get("properties"))
+        .and_then(serde_json::Value::as_object)
+        .map(|p| {
+            p.keys()
+                .filter(|k| !secret_settings.contains(*k))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    WorkflowScope {
+        items,
+        tool_inputs: tools
+            .iter()
+            .map(|t| (t.name.to_string(), t.input.clone()))
+            .collect(),
+        settings,
+        secret_settings,
+        packages: Some((
+            id.to_string(),
+            manifest
+                .requires
+                .packages
+                .iter()
+                .chain(&manifest.requires.mcp)
+                .cloned()
+                .collect(),
+        )),
+    }
+}
+
 fn load_workflows(
     files: &PackageDir,
     dir: &Path,
-    local_items: &BTreeSet<String>,
+    local_items: &WorkflowScope,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Workflow> {
     let mut out = Vec::new();

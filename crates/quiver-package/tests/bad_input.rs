@@ -233,3 +233,19 @@ proptest::proptest! {
         let _ = quiver_package::workflow::parse_workflow(&text, path, "x".parse().unwrap(), &Default::default());
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+    /// Arbitrary conditions and templates never panic, and an error's position is inside the
+    /// text (or at its end).
+    #[test]
+    fn arbitrary_expressions_never_panic(text in "(\\{\\{|\\}\\}|\\(|\\)|!|&&|\\|\\||==|!=|<=|>=|<|>|\\.|\\[|\\]|'|\"|\\\\|-|[0-9]{1,3}|e|true|null|[a-z]{1,4}| |é|🙂){0,40}") {
+        use quiver_package::workflow::{expr, template};
+        if let Err(e) = expr::parse(&text) {
+            proptest::prop_assert!(e.position <= text.len(), "{text:?}: {e}");
+        }
+        if let Err(e) = template::parse(&text) {
+            proptest::prop_assert!(e.position <= text.len(), "{text:?}: {e}");
+        }
+    }
+}

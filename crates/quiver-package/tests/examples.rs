@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use quiver_package::agent::Agent;
 use quiver_package::prompt::{Layer, Retention};
 use quiver_package::tool::{Approval, Category, Risk, RiskCategory, Run, Tool, ToolScope};
-use quiver_package::workflow::{StepAction, Trigger};
+use quiver_package::workflow::{Schedule, StepAction, Trigger};
 use quiver_package::{Package, Severity, load_package};
 use serde_json::{Value, json};
 
@@ -373,7 +373,15 @@ fn daily_report_parts() {
     let p = load("daily-report");
     let workflow = &p.workflows[0];
     assert!(workflow.expose);
-    assert_eq!(workflow.trigger, Trigger::Schedule("0 18 * * 1-5".into()));
+    assert_eq!(
+        workflow.triggers,
+        [Trigger::Schedule(Schedule {
+            cron: "0 18 * * 1-5".into(),
+            timezone: "UTC".into(),
+            overlap: Default::default(),
+            catchup: Default::default(),
+        })]
+    );
     let kinds: Vec<&str> = workflow
         .steps
         .iter()

@@ -288,7 +288,10 @@ fn yaml_1_1_booleans_stay_strings_in_every_file_kind() {
         ),
         ("prompts/x.md", "---\ntitle: y\n---\ntext\n"),
         ("agents/a.md", "---\ndescription: n\n---\nYou help.\n"),
-        ("workflows/w.yaml", "description: on\nsteps: [{tool: t}]\n"),
+        (
+            "workflows/w.yaml",
+            "description: on\nsteps: [{tool: t, with: {n: y}}]\n",
+        ),
     ]);
     assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
     let p = loaded.package.unwrap();

@@ -111,6 +111,10 @@ pub enum StoreError {
     #[error("cannot encode JSON: {0}")]
     Encode(#[source] serde_json::Error),
 
+    /// The record was changed by someone else first (a wait already resolved).
+    #[error("conflict: {0}")]
+    Conflict(String),
+
     /// The caller passed an argument the store refuses (an empty id, a capacity of 0).
     #[error("invalid argument: {0}")]
     Invalid(String),

@@ -1,6 +1,8 @@
 //! Quiver's state store: sessions, loaded tools, opened packages, active skills, consents,
 //! approvals and the audit log, behind the object-safe [`Store`] trait, with [`SqliteStore`] as
-//! the embedded implementation (PostgreSQL will implement the same trait).
+//! the embedded implementation (PostgreSQL will implement the same trait). Workflow runs are
+//! kept behind a trait of their own, [`WorkflowStore`] (module [`workflow`]), which the
+//! [`SqliteStore`] implements on the same file.
 //!
 //! ```no_run
 //! use quiver_store::{NewSession, SqliteStore, Store, DEFAULT_LOADED_TOOLS};
@@ -47,6 +49,7 @@ mod error;
 mod sqlite;
 mod types;
 pub mod waiter;
+pub mod workflow;
 
 use std::time::Duration;
 
@@ -60,6 +63,7 @@ pub use types::{
     AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, NewSession, OnceApproval,
     Session, SessionFilter, SessionPresence, SessionStatus, now_ms,
 };
+pub use workflow::WorkflowStore;
 
 /// Everything the runtime keeps between calls, keyed by session id. Object-safe and
 /// `Send + Sync`: share one `Arc<dyn Store>`. Write methods return once the write is durable.

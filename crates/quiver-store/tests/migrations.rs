@@ -49,7 +49,14 @@ fn a_fresh_file_gets_the_whole_schema() {
             "once_approvals",
             "opened_packages",
             "operator_state",
-            "sessions"
+            "sessions",
+            "wf_attempts",
+            "wf_definitions",
+            "wf_events",
+            "wf_runs",
+            "wf_schedule_fires",
+            "wf_waits",
+            "wf_webhook_deliveries"
         ]
     );
     let conn = Connection::open(&db).unwrap();

@@ -3,6 +3,8 @@
 mod ops;
 mod pool;
 mod schema;
+mod workflow;
+mod workflow_ops;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -20,7 +20,7 @@ pub(crate) fn encode(value: &Value) -> String {
     value.to_string()
 }
 
-fn decode<T: serde::de::DeserializeOwned>(
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
     text: &str,
     table: &'static str,
     column: &'static str,

@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -204,6 +204,108 @@ CREATE TABLE kept_outputs (
     PRIMARY KEY (session_id, call_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX audit_by_call ON audit (call_id, kind) WHERE call_id IS NOT NULL;
+"#;
+
+/// Version 6: workflow runs (issue 14): pinned definitions, runs, step attempts, waits,
+/// events, schedule fires and webhook deliveries. See docs/workflows.md for the order in which
+/// the engine commits to them.
+const V6: &str = r#"
+CREATE TABLE wf_definitions (
+    digest     TEXT PRIMARY KEY NOT NULL,   -- sha256 of the canonical body
+    workflow   TEXT NOT NULL,               -- pkg.workflow
+    body       TEXT NOT NULL,               -- JSON
+    created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE wf_runs (
+    id              TEXT PRIMARY KEY NOT NULL,
+    workflow        TEXT NOT NULL,
+    digest          TEXT NOT NULL REFERENCES wf_definitions(digest),
+    idempotency_key TEXT,
+    status          TEXT NOT NULL CHECK (status IN
+                    ('running', 'waiting', 'in_doubt', 'completed', 'failed', 'cancelled')),
+    step            INTEGER NOT NULL,
+    attempt         INTEGER NOT NULL,
+    crashes         INTEGER NOT NULL,
+    input           TEXT NOT NULL,      -- JSON
+    trigger         TEXT NOT NULL,      -- JSON
+    principal       TEXT NOT NULL,      -- JSON
+    started_by      TEXT NOT NULL,
+    attended        INTEGER NOT NULL CHECK (attended IN (0, 1)),
+    settings        TEXT NOT NULL,      -- JSON, secrets never
+    concurrency_key TEXT,
+    output          TEXT,               -- JSON
+    error           TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    deadline        INTEGER,
+    lease_owner     TEXT,               -- the engine running its current attempt
+    lease_until     INTEGER             -- until when that engine is taken to be alive
+) STRICT;
+CREATE UNIQUE INDEX wf_runs_by_key ON wf_runs (workflow, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX wf_runs_by_status ON wf_runs (status, created_at);
+CREATE INDEX wf_runs_by_workflow ON wf_runs (workflow, created_at);
+
+CREATE TABLE wf_attempts (
+    run_id          TEXT NOT NULL REFERENCES wf_runs(id),
+    step            INTEGER NOT NULL,
+    attempt         INTEGER NOT NULL,
+    step_id         TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('started', 'ok', 'failed', 'skipped',
+                    'crashed', 'waiting', 'approved', 'rejected', 'timed_out')),
+    output          TEXT,               -- JSON
+    error           TEXT,
+    started_at      INTEGER NOT NULL,
+    finished_at     INTEGER,
+    PRIMARY KEY (run_id, step, attempt)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE wf_waits (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT NOT NULL REFERENCES wf_runs(id),
+    step        INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('approval', 'timer', 'event', 'retry')),
+    wake_at     INTEGER,                -- absolute Unix ms
+    event       TEXT,
+    after_event INTEGER NOT NULL,
+    detail      TEXT NOT NULL,          -- JSON
+    status      TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'resolved', 'withdrawn')),
+    resolution  TEXT,                   -- JSON
+    resolved_by TEXT,
+    resolved_at INTEGER,
+    created_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX wf_waits_due ON wf_waits (wake_at) WHERE status = 'pending';
+CREATE INDEX wf_waits_by_run ON wf_waits (run_id, id);
+
+CREATE TABLE wf_events (
+    id         INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    payload    TEXT NOT NULL,           -- JSON
+    created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX wf_events_by_name ON wf_events (name, id);
+
+CREATE TABLE wf_schedule_fires (
+    workflow   TEXT NOT NULL,
+    fire_at    INTEGER NOT NULL,        -- the fire time (Unix ms), its key
+    run_id     TEXT NOT NULL REFERENCES wf_runs(id),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (workflow, fire_at)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE wf_webhook_deliveries (
+    hook         TEXT NOT NULL,         -- pkg/name
+    delivery_key TEXT NOT NULL,         -- the Idempotency-Key header
+    run_id       TEXT NOT NULL REFERENCES wf_runs(id),
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (hook, delivery_key)
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes

@@ -1,0 +1,88 @@
+//! [`WorkflowStore`] on the [`SqliteStore`]: every write through the same group-committing
+//! writer (`BEGIN IMMEDIATE`, `synchronous=FULL` by default), each in its own savepoint.
+
+use serde_json::Value;
+
+use super::SqliteStore;
+use super::ops::{EncodedAudit, encode};
+use super::workflow_ops::{self as ops, KeyedTable};
+use crate::error::Result;
+use crate::types::now_ms;
+use crate::workflow::{
+    Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, Wait, WaitKind, WorkflowStore,
+};
+
+impl WorkflowStore for SqliteStore {
+    fn put_definition(&self, definition: &Definition) -> Result<bool> {
+        let definition = definition.clone();
+        self.write(move |c| ops::put_definition(c, &definition, now_ms()))
+    }
+
+    fn definition(&self, digest: &str) -> Result<Option<Definition>> {
+        self.read(|c| ops::definition(c, digest))
+    }
+
+    fn create_run(&self, new: &NewRun) -> Result<(Run, bool)> {
+        let new = new.clone();
+        self.write(move |c| ops::create_run(c, &new))
+    }
+
+    fn fire_schedule(&self, workflow: &str, fire_at: i64, new: &NewRun) -> Result<(Run, bool)> {
+        let (workflow, new) = (workflow.to_owned(), new.clone());
+        self.write(move |c| {
+            ops::keyed_start(c, KeyedTable::Fires, &workflow, &fire_at.to_string(), &new)
+        })
+    }
+
+    fn deliver_webhook(&self, hook: &str, delivery_key: &str, new: &NewRun) -> Result<(Run, bool)> {
+        let (hook, key, new) = (hook.to_owned(), delivery_key.to_owned(), new.clone());
+        self.write(move |c| ops::keyed_start(c, KeyedTable::Deliveries, &hook, &key, &new))
+    }
+
+    fn run(&self, id: &str) -> Result<Option<Run>> {
+        self.read(|c| ops::run(c, id))
+    }
+
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
+        self.read(|c| ops::runs(c, filter))
+    }
+
+    fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
+        self.read(|c| ops::attempts(c, run_id))
+    }
+
+    fn advance(&self, advance: &Advance) -> Result<bool> {
+        let audit = advance.audit.as_ref().map(EncodedAudit::new).transpose()?;
+        let advance = advance.clone();
+        self.write(move |c| ops::advance(c, &advance, audit.as_ref()))
+    }
+
+    fn waits(&self, run_id: &str) -> Result<Vec<Wait>> {
+        self.read(|c| ops::waits(c, run_id))
+    }
+
+    fn pending_waits(&self, kind: Option<WaitKind>) -> Result<Vec<Wait>> {
+        self.read(|c| ops::pending_waits(c, kind))
+    }
+
+    fn due_waits(&self, now: i64) -> Result<Vec<Wait>> {
+        self.read(|c| ops::due_waits(c, now))
+    }
+
+    fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64> {
+        let (name, source, payload) = (name.to_owned(), source.to_owned(), encode(payload));
+        self.write(move |c| ops::emit_event(c, &name, &source, &payload, now))
+    }
+
+    fn events_after(&self, name: &str, after: i64) -> Result<Vec<Event>> {
+        self.read(|c| ops::events_after(c, name, after))
+    }
+
+    fn last_event_id(&self) -> Result<i64> {
+        self.read(ops::last_event_id)
+    }
+
+    fn schedule_fires(&self, workflow: &str) -> Result<Vec<(i64, String)>> {
+        self.read(|c| ops::schedule_fires(c, workflow))
+    }
+}

@@ -1,0 +1,488 @@
+//! The workflow engine's durable records and the [`WorkflowStore`] trait that keeps them.
+//!
+//! The engine (`quiver-workflow`) decides; the store only commits what it is told, each write
+//! in one `BEGIN IMMEDIATE` transaction committed with `synchronous=FULL` before the method
+//! returns. [`WorkflowStore::advance`] is the one write of a run's progress: it is conditional
+//! on the run still being where the caller saw it (status, step, attempt), so a late result of
+//! a step that was cancelled or taken over is discarded, and it writes the attempt, the run's
+//! move, a wait, a wait's resolution and an audit record together or not at all. The order of
+//! these commits is the contract, written down in `docs/workflows.md`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::types::AuditEntry;
+
+macro_rules! text_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// The stored text.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+
+            /// Parses the stored text.
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Where a run stands.
+    RunStatus {
+        /// Its current step may run now (or is running).
+        Running => "running",
+        /// Parked on a wait: an approval, a timer, an event or a retry's pause.
+        Waiting => "waiting",
+        /// A step that changes the world was found started without a result after a crash;
+        /// an operator chooses retry, done or fail.
+        InDoubt => "in_doubt",
+        /// Ended with an output.
+        Completed => "completed",
+        /// Ended with an error.
+        Failed => "failed",
+        /// Cancelled by a person.
+        Cancelled => "cancelled",
+    }
+}
+
+impl RunStatus {
+    /// Whether the run has ended.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+}
+
+text_enum! {
+    /// How one attempt of a step stands.
+    AttemptStatus {
+        /// Committed as started before its tool or agent ran; no result yet.
+        Started => "started",
+        /// Succeeded, with an output.
+        Ok => "ok",
+        /// Failed (an error, a timeout, a refusal).
+        Failed => "failed",
+        /// Its `if` was false.
+        Skipped => "skipped",
+        /// Found started without a result after a crash.
+        Crashed => "crashed",
+        /// Parked on a wait (approval, timer, event).
+        Waiting => "waiting",
+        /// An approval that was approved.
+        Approved => "approved",
+        /// An approval that was denied.
+        Rejected => "rejected",
+        /// A wait or approval whose time ran out.
+        TimedOut => "timed_out",
+    }
+}
+
+text_enum! {
+    /// What a wait waits for.
+    WaitKind {
+        /// A person's answer.
+        Approval => "approval",
+        /// A moment (`wake_at`).
+        Timer => "timer",
+        /// A package event.
+        Event => "event",
+        /// The pause before a failed step's next attempt.
+        Retry => "retry",
+    }
+}
+
+text_enum! {
+    /// How a wait stands.
+    WaitStatus {
+        /// Not resolved yet.
+        Pending => "pending",
+        /// Resolved (answered, woken, matched, timed out).
+        Resolved => "resolved",
+        /// Withdrawn because its run was cancelled or moved on.
+        Withdrawn => "withdrawn",
+    }
+}
+
+/// A pinned workflow definition, by the digest of its content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Definition {
+    /// The sha256 of its canonical JSON.
+    pub digest: String,
+    /// The qualified workflow (`pkg.workflow`).
+    pub workflow: String,
+    /// The definition the engine runs (JSON).
+    pub body: Value,
+}
+
+/// What the engine passes to start a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRun {
+    /// The run id (the engine makes one).
+    pub id: String,
+    /// The qualified workflow.
+    pub workflow: String,
+    /// The pinned definition's digest (already stored).
+    pub digest: String,
+    /// Runs of one workflow with one key are one run.
+    pub idempotency_key: Option<String>,
+    /// The validated input.
+    pub input: Value,
+    /// What started it (JSON: kind, fire time, event, delivery).
+    pub trigger: Value,
+    /// Whose authority its steps run with (JSON).
+    pub principal: Value,
+    /// Who started it (approvals refuse this id).
+    pub started_by: String,
+    /// Whether a session waits on it (only then may it ask anyone).
+    pub attended: bool,
+    /// The package's settings that are not secret, as of the start.
+    pub settings: Value,
+    /// The rendered concurrency key, if the workflow has one.
+    pub concurrency_key: Option<String>,
+    /// When the run times out (Unix ms), if it has a timeout.
+    pub deadline: Option<i64>,
+    /// When it is created (Unix ms; the engine's clock).
+    pub now: i64,
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The run id.
+    pub id: String,
+    /// The qualified workflow.
+    pub workflow: String,
+    /// The pinned definition's digest.
+    pub digest: String,
+    /// Its idempotency key.
+    pub idempotency_key: Option<String>,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// The index of its current step (the step count once all ran).
+    pub step: i64,
+    /// The attempt of the current step last started (0: none yet).
+    pub attempt: i64,
+    /// Crashes found at the current step.
+    pub crashes: i64,
+    /// The input.
+    pub input: Value,
+    /// What started it.
+    pub trigger: Value,
+    /// Whose authority its steps run with.
+    pub principal: Value,
+    /// Who started it.
+    pub started_by: String,
+    /// Whether a session waits on it.
+    pub attended: bool,
+    /// The non-secret settings as of the start.
+    pub settings: Value,
+    /// The rendered concurrency key.
+    pub concurrency_key: Option<String>,
+    /// The output, once completed.
+    pub output: Option<Value>,
+    /// Why it failed or was cancelled.
+    pub error: Option<String>,
+    /// When it was created (Unix ms).
+    pub created_at: i64,
+    /// When it last changed (Unix ms).
+    pub updated_at: i64,
+    /// When it times out (Unix ms).
+    pub deadline: Option<i64>,
+    /// The engine running its current attempt, while it runs.
+    pub lease: Option<Lease>,
+}
+
+/// Which engine runs a run's current attempt, and until when it is taken to be alive: another
+/// engine finding the attempt started without a result leaves it alone until then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The engine's owner id (one live process at a time per id).
+    pub owner: String,
+    /// Unix ms.
+    pub until: i64,
+}
+
+/// Which runs [`WorkflowStore::runs`] lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// Only runs in one of these states (all when empty).
+    pub statuses: Vec<RunStatus>,
+    /// Only runs of this workflow.
+    pub workflow: Option<String>,
+    /// Only runs with this concurrency key.
+    pub concurrency_key: Option<String>,
+    /// At most this many, newest first.
+    pub limit: Option<usize>,
+}
+
+/// One stored attempt of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The run.
+    pub run_id: String,
+    /// The step's index.
+    pub step: i64,
+    /// The attempt, from 1.
+    pub attempt: i64,
+    /// The step's id.
+    pub step_id: String,
+    /// The step's idempotency key, the same for every attempt and across restarts.
+    pub idempotency_key: String,
+    /// How it stands.
+    pub status: AttemptStatus,
+    /// Its output.
+    pub output: Option<Value>,
+    /// Its error.
+    pub error: Option<String>,
+    /// When it started (Unix ms).
+    pub started_at: i64,
+    /// When it ended (Unix ms).
+    pub finished_at: Option<i64>,
+}
+
+/// A stored wait.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wait {
+    /// Its id.
+    pub id: i64,
+    /// The run.
+    pub run_id: String,
+    /// The step's index.
+    pub step: i64,
+    /// The step's attempt.
+    pub attempt: i64,
+    /// What it waits for.
+    pub kind: WaitKind,
+    /// When it wakes (a timer, a retry) or times out (an approval, an event), Unix ms.
+    pub wake_at: Option<i64>,
+    /// The event it waits for.
+    pub event: Option<String>,
+    /// Events with an id above this one match (the last event id when its step started).
+    pub after_event: i64,
+    /// What the engine keeps with it (JSON: an approval's card, an event's condition).
+    pub detail: Value,
+    /// How it stands.
+    pub status: WaitStatus,
+    /// How it was resolved (JSON).
+    pub resolution: Option<Value>,
+    /// Who resolved it.
+    pub resolved_by: Option<String>,
+    /// When it was created (Unix ms).
+    pub created_at: i64,
+}
+
+/// A wait to store with a run's move.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewWait {
+    /// What it waits for.
+    pub kind: WaitKind,
+    /// When it wakes or times out, Unix ms.
+    pub wake_at: Option<i64>,
+    /// The event it waits for.
+    pub event: Option<String>,
+    /// Events with an id above this one match.
+    pub after_event: i64,
+    /// What the engine keeps with it.
+    pub detail: Value,
+}
+
+/// A stored package event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Its id (increasing).
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Who emitted it (a package id, `operator`).
+    pub source: String,
+    /// Its payload.
+    pub payload: Value,
+    /// When it was stored (Unix ms).
+    pub created_at: i64,
+}
+
+/// Where the caller saw the run: an [`Advance`] is written only if the run is still there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expect {
+    /// Its status.
+    pub status: RunStatus,
+    /// Its current step.
+    pub step: i64,
+    /// Its current attempt.
+    pub attempt: i64,
+}
+
+/// An attempt to write (inserted, or replacing the row of the same step and attempt).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptWrite {
+    /// The step's index.
+    pub step: i64,
+    /// The attempt.
+    pub attempt: i64,
+    /// The step's id.
+    pub step_id: String,
+    /// The step's idempotency key.
+    pub idempotency_key: String,
+    /// Its status.
+    pub status: AttemptStatus,
+    /// Its output.
+    pub output: Option<Value>,
+    /// Its error.
+    pub error: Option<String>,
+}
+
+/// Where the run goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMove {
+    /// Its new status.
+    pub status: RunStatus,
+    /// Its new current step.
+    pub step: i64,
+    /// Its new current attempt.
+    pub attempt: i64,
+    /// Its crash count at the (new) current step.
+    pub crashes: i64,
+    /// Its output, when it completes.
+    pub output: Option<Value>,
+    /// Its error, when it fails or is cancelled.
+    pub error: Option<String>,
+    /// The lease of the engine that starts an attempt (`None` clears it).
+    pub lease: Option<Lease>,
+}
+
+/// A wait resolved in the same transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitResolution {
+    /// The wait.
+    pub wait_id: i64,
+    /// How (JSON).
+    pub resolution: Value,
+    /// By whom (`engine` for timers and timeouts).
+    pub by: String,
+}
+
+/// One step of a run's progress, committed in one transaction or not at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advance {
+    /// The run.
+    pub run_id: String,
+    /// Where the caller saw it. If it is no longer there, nothing is written and
+    /// [`WorkflowStore::advance`] returns `false`.
+    pub expect: Expect,
+    /// Attempts to write.
+    pub attempts: Vec<AttemptWrite>,
+    /// Where the run goes.
+    pub to: RunMove,
+    /// A wait to store (an approval is stored before anyone is told of it; a timer's absolute
+    /// wake time before anything sleeps).
+    pub wait: Option<NewWait>,
+    /// A pending wait to resolve; if it is no longer pending nothing is written and the call
+    /// fails with [`StoreError::Conflict`](crate::StoreError::Conflict).
+    pub resolve: Option<WaitResolution>,
+    /// Withdraw every other pending wait of the run (cancel, a run that moves on).
+    pub withdraw_waits: bool,
+    /// The audit record of the step, appended in the same transaction.
+    pub audit: Option<AuditEntry>,
+    /// A run's first move, held back while its workflow's concurrency limit is full: nothing
+    /// is written (and `advance` returns `false`) when `limit` other runs with the same key have
+    /// begun and not ended.
+    pub gate: Option<Gate>,
+    /// The engine's clock (Unix ms).
+    pub now: i64,
+}
+
+/// A concurrency limit checked in the same transaction as a run's first move.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gate {
+    /// The qualified workflow.
+    pub workflow: String,
+    /// The rendered concurrency key.
+    pub key: String,
+    /// Most runs with this key that may have begun and not ended.
+    pub limit: i64,
+}
+
+/// The durable state of workflow runs. Object-safe and `Send + Sync`; every write method
+/// returns once its transaction is durable.
+pub trait WorkflowStore: Send + Sync {
+    /// Stores a definition under its digest; `false` if it was already stored (it is never
+    /// replaced: a digest names one content).
+    fn put_definition(&self, definition: &Definition) -> Result<bool>;
+
+    /// The definition with this digest.
+    fn definition(&self, digest: &str) -> Result<Option<Definition>>;
+
+    /// Creates a run, or (same workflow, same idempotency key) returns the one that exists:
+    /// `(run, created)`. [`StoreError::NotFound`](crate::StoreError::NotFound) if its
+    /// definition is not stored.
+    fn create_run(&self, new: &NewRun) -> Result<(Run, bool)>;
+
+    /// Records a schedule's fire and creates its run in one transaction; a fire already
+    /// recorded (same workflow, same fire time, by this or another process) returns the run it
+    /// started and `false`.
+    fn fire_schedule(&self, workflow: &str, fire_at: i64, new: &NewRun) -> Result<(Run, bool)>;
+
+    /// Records a webhook delivery and creates its run in one transaction; a delivery already
+    /// recorded (same hook, same `Idempotency-Key`) returns its run and `false`.
+    fn deliver_webhook(&self, hook: &str, delivery_key: &str, new: &NewRun) -> Result<(Run, bool)>;
+
+    /// The run with this id.
+    fn run(&self, id: &str) -> Result<Option<Run>>;
+
+    /// Runs matching the filter, newest first.
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>>;
+
+    /// Every attempt of a run, by step then attempt.
+    fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
+
+    /// Commits one step of a run's progress (see [`Advance`]). `false` if the run was no
+    /// longer where the caller saw it: nothing was written.
+    fn advance(&self, advance: &Advance) -> Result<bool>;
+
+    /// Every wait of a run, oldest first.
+    fn waits(&self, run_id: &str) -> Result<Vec<Wait>>;
+
+    /// Pending waits, oldest first: of one kind, or all.
+    fn pending_waits(&self, kind: Option<WaitKind>) -> Result<Vec<Wait>>;
+
+    /// Pending waits whose `wake_at` is at or before `now`, soonest first.
+    fn due_waits(&self, now: i64) -> Result<Vec<Wait>>;
+
+    /// Stores an event (before anything is told of it) and returns its id.
+    fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64>;
+
+    /// Events of this name with an id above `after`, oldest first.
+    fn events_after(&self, name: &str, after: i64) -> Result<Vec<Event>>;
+
+    /// The id of the last event stored (0 when none).
+    fn last_event_id(&self) -> Result<i64>;
+
+    /// The recorded fires of a schedule (fire time, run id), oldest first.
+    fn schedule_fires(&self, workflow: &str) -> Result<Vec<(i64, String)>>;
+}

@@ -1,0 +1,335 @@
+//! The workflow tables on real SQLite files: idempotent run creation under 50 threads,
+//! conditional progress (a late result is discarded), schedule fires and webhook deliveries
+//! once each across two store instances, waits resolved once, events after a point.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use serde_json::json;
+
+use quiver_store::workflow::{
+    Advance, AttemptStatus, AttemptWrite, Definition, Expect, NewRun, NewWait, RunFilter, RunMove,
+    RunStatus, WaitKind, WaitResolution, WaitStatus,
+};
+use quiver_store::{SqliteStore, StoreError, WorkflowStore};
+
+fn store(dir: &tempfile::TempDir) -> SqliteStore {
+    SqliteStore::open(dir.path().join("q.db")).unwrap()
+}
+
+fn definition(store: &dyn WorkflowStore) -> String {
+    let digest = "d1".to_owned();
+    store
+        .put_definition(&Definition {
+            digest: digest.clone(),
+            workflow: "pkg.wf".into(),
+            body: json!({"steps": 2}),
+        })
+        .unwrap();
+    digest
+}
+
+fn new_run(id: &str, key: Option<&str>) -> NewRun {
+    NewRun {
+        id: id.into(),
+        workflow: "pkg.wf".into(),
+        digest: "d1".into(),
+        idempotency_key: key.map(str::to_owned),
+        input: json!({"a": 1}),
+        trigger: json!({"kind": "manual"}),
+        principal: json!({"user": "u"}),
+        started_by: "u".into(),
+        attended: false,
+        settings: json!({}),
+        concurrency_key: None,
+        deadline: None,
+        now: 1000,
+    }
+}
+
+fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
+    Advance {
+        run_id: run.into(),
+        expect: Expect {
+            status: RunStatus::Running,
+            step,
+            attempt: prev,
+        },
+        attempts: vec![AttemptWrite {
+            step,
+            attempt,
+            step_id: format!("s{step}"),
+            idempotency_key: format!("{run}-s{step}"),
+            status: AttemptStatus::Started,
+            output: None,
+            error: None,
+        }],
+        to: RunMove {
+            status: RunStatus::Running,
+            step,
+            attempt,
+            crashes: 0,
+            output: None,
+            error: None,
+            lease: None,
+        },
+        wait: None,
+        resolve: None,
+        withdraw_waits: false,
+        audit: None,
+        gate: None,
+        now: 2000,
+    }
+}
+
+fn finish(run: &str, step: i64, attempt: i64, output: serde_json::Value) -> Advance {
+    let mut a = start(run, step, attempt, attempt);
+    a.attempts[0].status = AttemptStatus::Ok;
+    a.attempts[0].output = Some(output);
+    a.to = RunMove {
+        status: RunStatus::Running,
+        step: step + 1,
+        attempt: 0,
+        crashes: 0,
+        output: None,
+        error: None,
+        lease: None,
+    };
+    a
+}
+
+#[test]
+fn fifty_threads_with_one_key_make_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(store(&dir));
+    definition(&*store);
+    let barrier = Arc::new(Barrier::new(50));
+    let handles: Vec<_> = (0..50)
+        .map(|i| {
+            let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+            thread::spawn(move || {
+                barrier.wait();
+                store
+                    .create_run(&new_run(&format!("r{i}"), Some("k")))
+                    .unwrap()
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|(_, created)| *created).count(), 1);
+    let ids: std::collections::BTreeSet<_> = results.iter().map(|(r, _)| r.id.clone()).collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(store.runs(&RunFilter::default()).unwrap().len(), 1);
+    // Without a key, each call is a run of its own; an id taken is refused.
+    assert!(store.create_run(&new_run("x1", None)).unwrap().1);
+    assert!(store.create_run(&new_run("x2", None)).unwrap().1);
+    assert!(matches!(
+        store.create_run(&new_run("x2", None)),
+        Err(StoreError::AlreadyExists { .. })
+    ));
+    let mut orphan = new_run("x3", None);
+    orphan.digest = "nope".into();
+    assert!(matches!(
+        store.create_run(&orphan),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn progress_is_conditional_and_late_results_are_discarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    store.create_run(&new_run("r", None)).unwrap();
+    assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
+    // A second start of the same attempt (another process saw the same state) loses.
+    assert!(!store.advance(&start("r", 0, 1, 0)).unwrap());
+    // Cancelled while the step runs: the late result is discarded, nothing written.
+    let mut cancel = start("r", 0, 1, 1);
+    cancel.attempts.clear();
+    cancel.to.status = RunStatus::Cancelled;
+    cancel.to.error = Some("cancelled by u".into());
+    cancel.withdraw_waits = true;
+    assert!(store.advance(&cancel).unwrap());
+    assert!(!store.advance(&finish("r", 0, 1, json!("late"))).unwrap());
+    let attempts = store.attempts("r").unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(
+        (attempts[0].status, attempts[0].output.clone()),
+        (AttemptStatus::Started, None)
+    );
+    let run = store.run("r").unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.error.as_deref()),
+        (RunStatus::Cancelled, Some("cancelled by u"))
+    );
+}
+
+#[test]
+fn a_step_result_its_move_and_its_audit_commit_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    store.create_run(&new_run("r", None)).unwrap();
+    assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
+    let mut done = finish("r", 0, 1, json!({"n": 3}));
+    done.audit = Some(quiver_store::AuditEntry {
+        time: 2000,
+        kind: quiver_store::AuditKind::Call,
+        session: "run:r".into(),
+        call_id: Some("r-s0".into()),
+        principal: json!({}),
+        origin: json!({}),
+        tool: Some("pkg.t".into()),
+        skill: None,
+        argument_digest: None,
+        decisions: vec![],
+        status: quiver_store::AuditStatus::Ok,
+        duration_ms: 1,
+        cached: false,
+        detail: None,
+    });
+    assert!(store.advance(&done).unwrap());
+    drop(store);
+    // After a reopen everything is there.
+    let store = SqliteStore::open(dir.path().join("q.db")).unwrap();
+    let run = store.run("r").unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.step, run.attempt),
+        (RunStatus::Running, 1, 0)
+    );
+    let attempts = store.attempts("r").unwrap();
+    assert_eq!(attempts[0].output, Some(json!({"n": 3})));
+    assert!(attempts[0].finished_at.is_some());
+    let audit =
+        quiver_store::Store::query_audit(&store, &quiver_store::AuditQuery::default()).unwrap();
+    assert_eq!(audit.len(), 1);
+}
+
+#[test]
+fn waits_are_stored_then_resolved_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    store.create_run(&new_run("r", None)).unwrap();
+    let mut park = start("r", 0, 1, 0);
+    park.attempts[0].status = AttemptStatus::Waiting;
+    park.to.status = RunStatus::Waiting;
+    park.wait = Some(NewWait {
+        kind: WaitKind::Approval,
+        wake_at: Some(5000),
+        event: None,
+        after_event: 0,
+        detail: json!({"title": "Send?"}),
+    });
+    assert!(store.advance(&park).unwrap());
+    let waits = store.pending_waits(Some(WaitKind::Approval)).unwrap();
+    assert_eq!(waits.len(), 1);
+    assert!(store.due_waits(4999).unwrap().is_empty());
+    assert_eq!(store.due_waits(5000).unwrap().len(), 1);
+    let answer = |by: &str| Advance {
+        expect: Expect {
+            status: RunStatus::Waiting,
+            step: 0,
+            attempt: 1,
+        },
+        resolve: Some(WaitResolution {
+            wait_id: waits[0].id,
+            resolution: json!({"approved": true}),
+            by: by.into(),
+        }),
+        ..finish("r", 0, 1, json!({"approved": true}))
+    };
+    assert!(store.advance(&answer("boss")).unwrap());
+    // A second answer finds the run moved on; one that raced with the run unchanged (another
+    // run position is impossible here) would get a conflict.
+    assert!(!store.advance(&answer("other")).unwrap());
+    let w = &store.waits("r").unwrap()[0];
+    assert_eq!(
+        (w.status, w.resolved_by.as_deref()),
+        (WaitStatus::Resolved, Some("boss"))
+    );
+    // A resolution of a wait no longer pending, with the run where the caller saw it, is a
+    // conflict and writes nothing.
+    let mut stale = start("r", 1, 1, 0);
+    stale.resolve = Some(WaitResolution {
+        wait_id: waits[0].id,
+        resolution: json!(null),
+        by: "x".into(),
+    });
+    assert!(matches!(
+        store.advance(&stale),
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(store.run("r").unwrap().unwrap().attempt, 0);
+}
+
+#[test]
+fn fires_and_deliveries_start_once_across_two_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Arc::new(store(&dir));
+    let b = Arc::new(store(&dir));
+    definition(&*a);
+    let barrier = Arc::new(Barrier::new(2));
+    let handles: Vec<_> = [Arc::clone(&a), Arc::clone(&b)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                barrier.wait();
+                let fire = s
+                    .fire_schedule("pkg.wf", 60_000, &new_run(&format!("f{i}"), None))
+                    .unwrap();
+                let hook = s
+                    .deliver_webhook("pkg/gh", "abc", &new_run(&format!("h{i}"), None))
+                    .unwrap();
+                (fire, hook)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|((_, c), _)| *c).count(), 1);
+    assert_eq!(results.iter().filter(|(_, (_, c))| *c).count(), 1);
+    assert_eq!(results[0].0.0.id, results[1].0.0.id);
+    assert_eq!(results[0].1.0.id, results[1].1.0.id);
+    let fires = a.schedule_fires("pkg.wf").unwrap();
+    assert_eq!(fires, [(60_000, results[0].0.0.id.clone())]);
+    // Another fire time is another run.
+    assert!(
+        b.fire_schedule("pkg.wf", 120_000, &new_run("f9", None))
+            .unwrap()
+            .1
+    );
+    assert_eq!(a.runs(&RunFilter::default()).unwrap().len(), 3);
+}
+
+#[test]
+fn events_are_read_after_a_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    assert_eq!(store.last_event_id().unwrap(), 0);
+    let first = store
+        .emit_event("paid", "shop", &json!({"id": 1}), 10)
+        .unwrap();
+    store.emit_event("other", "shop", &json!({}), 11).unwrap();
+    let third = store
+        .emit_event("paid", "shop", &json!({"id": 2}), 12)
+        .unwrap();
+    let after: Vec<i64> = store
+        .events_after("paid", 0)
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(after, [first, third]);
+    let later = store.events_after("paid", first).unwrap();
+    assert_eq!(later[0].payload, json!({"id": 2}));
+    assert_eq!(store.last_event_id().unwrap(), third);
+    assert!(matches!(
+        store.emit_event("", "x", &json!({}), 1),
+        Err(StoreError::Invalid(_))
+    ));
+}

@@ -1,0 +1,70 @@
+//! The trait the runtime implements to run tool and agent steps through its one call pipeline
+//! (admission for the run's principal, consent, approval, the dangerous gate, the sandbox,
+//! audit).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a step calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "name")]
+pub enum Target {
+    /// A qualified tool (`pkg.tool`).
+    Tool(String),
+    /// A qualified agent (`pkg.agent`).
+    Agent(String),
+}
+
+/// One attempt of a tool or agent step, as handed to the [`StepRunner`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepCall {
+    /// The run.
+    pub run_id: String,
+    /// The step's id.
+    pub step_id: String,
+    /// The step's index.
+    pub step: usize,
+    /// The attempt, from 1.
+    pub attempt: i64,
+    /// What it calls.
+    pub target: Target,
+    /// The rendered arguments (for an agent: `{"task": ...}`).
+    pub arguments: Value,
+    /// Whose authority the call runs with (the run's principal).
+    pub principal: Value,
+    /// The step's idempotency key: the same across retries and restarts, given to the tool in
+    /// its environment so that it can pass it on.
+    pub idempotency_key: String,
+    /// Whether a session waits on the run (only then may the call ask anyone).
+    pub attended: bool,
+    /// How long the attempt may take.
+    pub timeout: Option<Duration>,
+    /// Who approved this call after an earlier attempt needed a person, if anyone.
+    pub approved_by: Option<String>,
+}
+
+/// How a step call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome", content = "value")]
+pub enum StepOutcome {
+    /// It succeeded with this output.
+    Output(Value),
+    /// It failed (an error, a timeout); retried as the step's `retry` says.
+    Failed(String),
+    /// The pipeline refused it (policy, the dangerous gate, a denied consent): the step fails
+    /// without retry.
+    Refused(String),
+    /// It needs a person (an `always` or `human` tool, the dangerous gate, consent) and nobody
+    /// can be asked now: the run parks with this card (the exact arguments) until someone
+    /// answers.
+    NeedsPerson(Value),
+}
+
+/// Runs tool and agent steps. Implemented by the runtime; tests use a fake.
+pub trait StepRunner: Send + Sync {
+    /// Runs one attempt. Blocking; the engine calls it between the commit of the attempt as
+    /// started and the commit of its result.
+    fn run(&self, call: &StepCall) -> StepOutcome;
+}

@@ -1,0 +1,217 @@
+//! Cron schedules in a time zone (`croner`, `chrono-tz`): the next fire after a moment, and
+//! which fires are due after a gap according to `catchup`. Each fire is keyed by its fire time
+//! (Unix ms), which the store keeps unique per workflow, so a fire starts one run across crashes
+//! and across processes.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use croner::Cron;
+use croner::parser::{CronParser, Seconds};
+use quiver_package::workflow::{Catchup, Schedule};
+
+use crate::error::{Result, WorkflowError};
+
+/// Most missed fires computed after a gap (`catchup: all` over a long downtime of a
+/// per-minute schedule stops here).
+pub const MAX_CATCHUP: usize = 1000;
+
+/// A fire within this long before now is on time, not missed.
+pub const ON_TIME: Duration = Duration::from_secs(60);
+
+/// A schedule ready to compute fires.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    cron: Cron,
+    zone: Tz,
+    catchup: Catchup,
+}
+
+impl Compiled {
+    /// Compiles a parsed schedule.
+    pub fn new(schedule: &Schedule) -> Result<Compiled> {
+        let cron = CronParser::builder()
+            .seconds(Seconds::Optional)
+            .build()
+            .parse(&schedule.cron)
+            .map_err(|e| WorkflowError::Schedule(format!("`{}`: {e}", schedule.cron)))?;
+        let zone: Tz = schedule.timezone.parse().map_err(|_| {
+            WorkflowError::Schedule(format!("`{}` is not a time zone", schedule.timezone))
+        })?;
+        Ok(Compiled {
+            cron,
+            zone,
+            catchup: schedule.catchup,
+        })
+    }
+
+    /// The first fire strictly after `after`.
+    pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.cron
+            .find_next_occurrence(&after.with_timezone(&self.zone), false)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    }
+
+    /// Every fire in `(from, to]`, oldest first, at most [`MAX_CATCHUP`] (the newest kept).
+    pub fn fires_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        let mut out = std::collections::VecDeque::new();
+        let mut at = from;
+        while let Some(next) = self.next_after(at) {
+            if next > to {
+                break;
+            }
+            out.push_back(next);
+            if out.len() > MAX_CATCHUP {
+                out.pop_front();
+            }
+            at = next;
+        }
+        out.into()
+    }
+
+    /// The fires to start now, oldest first, given the last fire already handled (or when the
+    /// schedule began to be watched): a fire within [`ON_TIME`] of `now` always; older (missed)
+    /// ones as `catchup` says: `none` drops them, `latest` keeps the newest, `all` keeps every
+    /// one.
+    pub fn due(&self, last: DateTime<Utc>, now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        let fires = self.fires_between(last, now);
+        let on_time = chrono::Duration::from_std(ON_TIME).unwrap_or_default();
+        let (missed, timely): (Vec<_>, Vec<_>) =
+            fires.into_iter().partition(|f| now - *f > on_time);
+        let mut out = match self.catchup {
+            Catchup::None => Vec::new(),
+            Catchup::Latest if timely.is_empty() => missed.last().copied().into_iter().collect(),
+            Catchup::Latest => Vec::new(),
+            Catchup::All => missed,
+        };
+        out.extend(timely);
+        out
+    }
+}
+
+/// A fire's key: its fire time in Unix milliseconds.
+pub fn fire_key(at: DateTime<Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use chrono::TimeZone;
+
+    fn schedule(cron: &str, zone: &str, catchup: Catchup) -> Compiled {
+        Compiled::new(&Schedule {
+            cron: cron.into(),
+            timezone: zone.into(),
+            overlap: Default::default(),
+            catchup,
+        })
+        .unwrap()
+    }
+
+    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    #[test]
+    fn next_fire_in_a_zone() {
+        let berlin = schedule("0 8 * * *", "Europe/Berlin", Catchup::None);
+        let cases = [
+            // Winter: 08:00 in Berlin is 07:00 UTC.
+            (utc(2026, 1, 10, 12, 0), utc(2026, 1, 11, 7, 0)),
+            // The day clocks go forward (29 March 2026): 08:00 CEST is 06:00 UTC.
+            (utc(2026, 3, 28, 12, 0), utc(2026, 3, 29, 6, 0)),
+            // The day clocks go back (25 October 2026): 07:00 UTC again.
+            (utc(2026, 10, 24, 12, 0), utc(2026, 10, 25, 7, 0)),
+            // Strictly after: a fire exactly at `after` is the next day's.
+            (utc(2026, 1, 11, 7, 0), utc(2026, 1, 12, 7, 0)),
+        ];
+        for (after, want) in cases {
+            assert_eq!(berlin.next_after(after), Some(want), "after {after}");
+        }
+        let weekdays = schedule("0 18 * * 1-5", "UTC", Catchup::None);
+        // Friday 2 January 2026 → Monday 5 January.
+        assert_eq!(
+            weekdays.next_after(utc(2026, 1, 2, 19, 0)),
+            Some(utc(2026, 1, 5, 18, 0))
+        );
+        let seconds = schedule("30 * * * * *", "UTC", Catchup::None);
+        assert_eq!(
+            seconds.next_after(utc(2026, 1, 1, 0, 0)),
+            Some(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 30).unwrap())
+        );
+    }
+
+    #[test]
+    fn dst_gaps_and_repeats() {
+        // 02:30 does not exist in Berlin on 29 March 2026 and happens twice on 25 October.
+        let s = schedule("30 2 * * *", "Europe/Berlin", Catchup::All);
+        let spring = s.fires_between(utc(2026, 3, 27, 12, 0), utc(2026, 3, 30, 12, 0));
+        let autumn = s.fires_between(utc(2026, 10, 23, 12, 0), utc(2026, 10, 26, 12, 0));
+        // One fire per day, never two on one day, and none lost for good on the gap day
+        // beyond that day itself.
+        assert!(spring.contains(&utc(2026, 3, 28, 1, 30)), "{spring:?}");
+        assert!(spring.contains(&utc(2026, 3, 30, 0, 30)), "{spring:?}");
+        assert!(spring.len() <= 3, "{spring:?}");
+        assert!(autumn.contains(&utc(2026, 10, 24, 0, 30)), "{autumn:?}");
+        assert!(autumn.contains(&utc(2026, 10, 26, 1, 30)), "{autumn:?}");
+        let on_25th: Vec<_> = autumn
+            .iter()
+            .filter(|t| {
+                t.with_timezone(&chrono_tz::Europe::Berlin)
+                    .date_naive()
+                    .to_string()
+                    == "2026-10-25"
+            })
+            .collect();
+        assert!(on_25th.len() <= 2, "{autumn:?}");
+    }
+
+    #[test]
+    fn catchup_after_a_gap() {
+        // Hourly; the process was down from 03:10 to 07:20 (fires 04:00 … 07:00 missed).
+        let clock = ManualClock::new(utc(2026, 5, 4, 7, 20));
+        let last = utc(2026, 5, 4, 3, 10);
+        let at = |h| utc(2026, 5, 4, h, 0);
+        let cases = [
+            (Catchup::None, vec![]),
+            (Catchup::Latest, vec![at(7)]),
+            (Catchup::All, vec![at(4), at(5), at(6), at(7)]),
+        ];
+        for (catchup, want) in cases {
+            let s = schedule("0 * * * *", "UTC", catchup);
+            assert_eq!(s.due(last, clock.now()), want, "{catchup:?}");
+        }
+        // A fire seen within a minute is on time, whatever the catch-up.
+        clock.set(utc(2026, 5, 4, 8, 0) + chrono::Duration::seconds(5));
+        for catchup in [Catchup::None, Catchup::Latest, Catchup::All] {
+            let s = schedule("0 * * * *", "UTC", catchup);
+            assert_eq!(s.due(at(7), clock.now()), vec![at(8)], "{catchup:?}");
+        }
+        // Nothing new: nothing due.
+        let s = schedule("0 * * * *", "UTC", Catchup::All);
+        assert!(s.due(at(8), clock.now()).is_empty());
+        // A long gap of a per-minute schedule is capped.
+        let minutely = schedule("* * * * *", "UTC", Catchup::All);
+        let fires = minutely.due(utc(2026, 1, 1, 0, 0), utc(2026, 1, 2, 0, 0));
+        assert_eq!(fires.len(), MAX_CATCHUP);
+        assert_eq!(fires.last(), Some(&utc(2026, 1, 2, 0, 0)));
+        assert_eq!(fire_key(at(7)), at(7).timestamp_millis());
+    }
+
+    #[test]
+    fn bad_schedules_are_errors() {
+        for (cron, zone) in [("61 * * * *", "UTC"), ("0 8 * * *", "Nowhere/City")] {
+            let s = Schedule {
+                cron: cron.into(),
+                timezone: zone.into(),
+                overlap: Default::default(),
+                catchup: Catchup::None,
+            };
+            assert!(Compiled::new(&s).is_err(), "{cron} {zone}");
+        }
+    }
+}

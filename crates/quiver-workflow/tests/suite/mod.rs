@@ -1,0 +1,5 @@
+mod common;
+mod definition;
+mod restart;
+mod schedules;
+mod semantics;
