@@ -1,7 +1,8 @@
 //! Issue 13, class 14 (a killed call vanishes), the approval part: a console card whose caller
 //! was killed with SIGKILL is withdrawn at the next start of a runtime with a console and when
 //! the queue is listed, and `quiver approvals approve` on it says it was withdrawn and records
-//! nothing as approved. Through the built binary and a real SQLite state folder.
+//! nothing as approved; and a call killed mid-run is closed as `interrupted` at the next start.
+//! Through the built binary and a real SQLite state folder.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -135,4 +136,102 @@ fn a_card_whose_caller_was_killed_is_withdrawn_and_approving_it_records_nothing(
         );
         assert_eq!(status(home, id), (ApprovalStatus::Withdrawn, None), "{id}");
     }
+}
+
+/// A package whose tool sleeps a minute, in `root`.
+fn sleepy_package(root: &Path) {
+    let tool = root.join("sleepy/tools/nap");
+    std::fs::create_dir_all(&tool).unwrap();
+    std::fs::write(
+        root.join("sleepy/quiver.yaml"),
+        "id: sleepy\ndescription: Naps\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tool.join("tool.yaml"),
+        "description: Naps a minute\ncategory: perception\napproval: never\nexpose: true\ntimeout: 120\nrun: {command: [python3, nap.py]}\n",
+    )
+    .unwrap();
+    std::fs::write(tool.join("nap.py"), "import time\ntime.sleep(60)\n").unwrap();
+}
+
+fn records(home: &Path, kind: Option<quiver_store::AuditKind>) -> Vec<quiver_store::AuditRecord> {
+    let store = SqliteStore::open(home.join("state.db")).unwrap();
+    store
+        .query_audit(&quiver_store::AuditQuery {
+            kind,
+            ..Default::default()
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_call_killed_mid_run_is_recorded_as_started_and_closed_as_interrupted_at_the_next_start() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let packages = tempfile::tempdir().unwrap();
+    sleepy_package(packages.path());
+    let command = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quiver"));
+        command
+            .args(["--root", packages.path().to_str().unwrap()])
+            .args(args)
+            .env("QUIVER_HOME", home)
+            .env("HOME", home)
+            .env_remove("QUIVER_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    };
+    let mut call = command(&["call", "sleepy.nap", "--yes"]).spawn().unwrap();
+    let started = Instant::now();
+    let call_id = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the call was never recorded as started"
+        );
+        if let Some(id) = records(home, Some(quiver_store::AuditKind::CallStarted))
+            .first()
+            .and_then(|r| r.entry.call_id.clone())
+        {
+            break id;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // SIGKILL mid-call: nothing of the process can write an end.
+    call.kill().unwrap();
+    call.wait().unwrap();
+    assert!(
+        records(home, None)
+            .iter()
+            .all(|r| r.entry.call_id.as_deref() != Some(&call_id)),
+        "no end was written by the killed process"
+    );
+    // The next start of any command that opens the runtime closes it.
+    let next = command(&["call", "tool_search", "--args", r#"{"query": "nap"}"#])
+        .status()
+        .unwrap();
+    assert!(next.success());
+    let ended: Vec<_> = records(home, None)
+        .into_iter()
+        .filter(|r| r.entry.call_id.as_deref() == Some(&call_id))
+        .collect();
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!(
+        ended[0].entry.status,
+        quiver_store::AuditStatus::Interrupted
+    );
+    assert_eq!(ended[0].entry.tool.as_deref(), Some("sleepy.nap"));
+    // `quiver audit` shows it so.
+    let audit = quiver_command(home, &["audit", "--json"]).output().unwrap();
+    let listed = json(&audit);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["call_id"] == call_id.as_str() && r["status"] == "interrupted"),
+        "{listed}"
+    );
 }
