@@ -72,6 +72,10 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
         crate::out(&serde_json::to_string_pretty(&rows).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);
     }
+    // Whatever a package says is shown, never obeyed: hidden and control characters escaped.
+    let shown = |v: &serde_json::Value| {
+        quiver_package::text::escape_for_terminal(v.as_str().unwrap_or("")).into_owned()
+    };
     let mut text = String::new();
     for row in &rows {
         let shadow = if row["shadowed"] == true {
@@ -81,25 +85,27 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
         };
         text.push_str(&format!(
             "{}  {}{}  {}\n",
-            row["id"].as_str().unwrap_or(""),
-            row["scope"].as_str().unwrap_or(""),
+            shown(&row["id"]),
+            shown(&row["scope"]),
             shadow,
-            row["description"].as_str().unwrap_or("")
+            shown(&row["description"])
         ));
         for item in row["items"].as_array().into_iter().flatten() {
             text.push_str(&format!(
                 "  {:<32} {:<8} {}\n",
-                item["name"].as_str().unwrap_or(""),
-                item["kind"].as_str().unwrap_or(""),
-                item["summary"].as_str().unwrap_or("")
+                shown(&item["name"]),
+                shown(&item["kind"]),
+                shown(&item["summary"])
             ));
         }
         for skill in row["skills"].as_array().into_iter().flatten() {
             text.push_str(&format!(
                 "  {:<32} {:<8} {}\n",
-                skill["id"].as_str().unwrap_or(""),
+                shown(&skill["id"]),
                 "skill",
-                quiver_package::tool::first_sentence(skill["description"].as_str().unwrap_or(""))
+                quiver_package::text::escape_for_terminal(&quiver_package::tool::first_sentence(
+                    skill["description"].as_str().unwrap_or("")
+                ))
             ));
         }
     }
