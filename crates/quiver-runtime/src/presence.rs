@@ -191,10 +191,10 @@ pub fn reach(
 fn resident(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
     let public = item.exposed && !item.hidden;
     let platform_tool = public && catalog.tool(item).is_some_and(|t| t.platforms.is_some());
-    let pinned = public
-        && view
-            .opened
-            .contains(catalog.packages()[item.package].package.id.as_str());
+    let package = catalog.packages()[item.package].package.id.as_str();
+    // An opened package, or one loaded as a whole (seed 000: its exposed items come together).
+    let pinned =
+        public && (view.opened.contains(package) || view.loaded.iter().any(|l| l == package));
     let own_agent_tool = catalog
         .tool(item)
         .is_some_and(|t| matches!(t.scope, ToolScope::Agent(_)));
@@ -240,6 +240,23 @@ pub fn offered(
         }
     }
     out
+}
+
+/// The name that holds `item`'s place among a session's loaded slots: its package's id for an
+/// exposed item (seed 000: a package's exposed items come only together, so loading one loads
+/// them all and the slots count packages), else its own qualified name (a hidden tool named
+/// exactly, a skill's or a private tool).
+pub fn slot<'c>(catalog: &'c Catalog, item: &'c Item) -> &'c str {
+    let whole_package = item.exposed
+        && !item.hidden
+        && catalog
+            .tool(item)
+            .is_none_or(|t| t.scope == ToolScope::Package);
+    if whole_package {
+        catalog.packages()[item.package].package.id.as_str()
+    } else {
+        item.qualified.as_str()
+    }
 }
 
 /// Whether item `index` is among [`offered`], without listing the others.

@@ -65,8 +65,8 @@ fn an_exposed_agent_runs_in_an_isolated_child_session() {
     assert!(!record.is_active(), "the child session ends with its task");
     assert_eq!(
         store.loaded_tools(&s).unwrap(),
-        ["reports.writer"],
-        "the parent never loads the child's tools"
+        ["reports"],
+        "the parent loads the exposed agent's package (one slot), never the child's tools"
     );
     let child_calls = store
         .query_audit(&AuditQuery {

@@ -19,7 +19,7 @@ pub struct ToolDefinition {
     pub input_schema: Value,
 }
 
-/// What a caller is offered in a turn ([`Turn::offer`]).
+/// What a caller is offered in a turn ([`Turn::offer`](crate::Turn::offer)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Offer {
     /// The tools the model gets: meta-tools first, then the admitted items on offer.
@@ -58,7 +58,7 @@ pub enum CallStatus {
     /// It ran out of time.
     TimedOut,
     /// Nothing ran: it waits for a person's answer that a later request brings
-    /// ([`Answer::Pending`]).
+    /// ([`Answer::Pending`](crate::approver::Answer::Pending)).
     Pending,
 }
 

@@ -123,6 +123,18 @@ impl Turn<'_> {
         })
     }
 
+    /// Loads item `index` into the session's loaded slots: its whole package for an exposed
+    /// item (see [`crate::presence::slot`]), least recently used evicted first.
+    pub(in crate::runtime) fn load_item(&self, index: usize) -> Result<(), RuntimeError> {
+        let item = &self.catalog.items()[index];
+        self.runtime.store.load_tool(
+            &self.session,
+            crate::presence::slot(&self.catalog, item),
+            self.runtime.config.max_loaded,
+        )?;
+        Ok(())
+    }
+
     /// Whether the active skill `id` still has effect in this turn: its package is on and it
     /// admits this turn's sender and origin (a skill a trusted sender opened does nothing for
     /// a plain user of the same session).

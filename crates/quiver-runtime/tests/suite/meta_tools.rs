@@ -190,3 +190,50 @@ fn ask_user_is_answered_by_the_person_and_absent_when_unattended() {
     let out = turn.call("ask_user", json!({"question": "?"})).unwrap();
     assert_eq!(out.status, CallStatus::Unknown);
 }
+
+#[test]
+fn issue_12_finding_one_exposed_item_brings_its_whole_package_and_slots_count_packages() {
+    let config = quiver_runtime::RuntimeConfig {
+        max_loaded: 2,
+        ..quiver_runtime::RuntimeConfig::default()
+    };
+    let h = harness_with(config);
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let names = |turn: &quiver_runtime::Turn<'_>| -> Vec<String> {
+        turn.tools().unwrap().into_iter().map(|t| t.name).collect()
+    };
+    // Loading one of notes' exposed tools brings every exposed tool of notes (seed 000).
+    let loaded = turn
+        .call("load_tool", json!({"name": "notes__add_note"}))
+        .unwrap();
+    assert_eq!(loaded.status, CallStatus::Ok, "{loaded:?}");
+    let offered = names(&turn);
+    for tool in ["notes__add_note", "notes__sync_notes", "notes__long_list"] {
+        assert!(offered.contains(&tool.to_owned()), "{tool}: {offered:?}");
+    }
+    // A search hit does the same, and takes one slot for its package.
+    let found = turn
+        .call("tool_search", json!({"query": "天气预报"}))
+        .unwrap();
+    assert!(
+        found.content.to_string().contains("weather__forecast"),
+        "{found:?}"
+    );
+    let presence = h.runtime.store().presence(&s).unwrap();
+    assert_eq!(presence.loaded, ["weather", "notes"]);
+    // With two slots, a third package evicts the least recently used one, all of it.
+    turn.call("load_tool", json!({"name": "group-admin__master_only"}))
+        .unwrap();
+    let offered = names(&turn);
+    assert!(
+        !offered.contains(&"notes__sync_notes".to_owned()),
+        "{offered:?}"
+    );
+    assert!(
+        offered.contains(&"weather__forecast".to_owned()),
+        "{offered:?}"
+    );
+    let presence = h.runtime.store().presence(&s).unwrap();
+    assert_eq!(presence.loaded, ["group-admin", "weather"]);
+}

@@ -43,9 +43,10 @@ impl Turn<'_> {
         let offered = is_offered(catalog, &view, &always.resident, index, &|i| {
             self.admitted_unconfigured(i)
         });
+        let slot = crate::presence::slot(catalog, item);
         let touch = offered
-            && view.loaded.first() != Some(&item.qualified)
-            && view.loaded.contains(&item.qualified);
+            && view.loaded.first().map(String::as_str) != Some(slot)
+            && view.loaded.iter().any(|l| l == slot);
         let target = match item.kind {
             ItemKind::Tool => {
                 let Some(tool) = catalog.tool(item) else {

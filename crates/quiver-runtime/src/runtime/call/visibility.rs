@@ -58,20 +58,15 @@ impl Turn<'_> {
         &self,
         target: &Target<'_>,
     ) -> Result<(), RuntimeError> {
-        if target.item.is_none() {
+        let Some(index) = target.item else {
             return Ok(());
-        }
+        };
         if !target.offered {
-            self.runtime.store.load_tool(
-                &self.session,
-                &target.qualified,
-                self.runtime.config.max_loaded,
-            )?;
+            self.load_item(index)?;
         } else if target.touch {
             // A write only when the least-recently-used order changes.
-            self.runtime
-                .store
-                .touch_tool(&self.session, &target.qualified)?;
+            let slot = crate::presence::slot(&self.catalog, &self.catalog.items()[index]);
+            self.runtime.store.touch_tool(&self.session, slot)?;
         }
         Ok(())
     }

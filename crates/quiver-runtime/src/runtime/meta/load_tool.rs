@@ -1,5 +1,7 @@
 //! `load_tool(name)`: loads a tool the caller may reach into the session's tool list, so it
-//! can be called (least recently used evicted first). What it may not reach is unknown.
+//! can be called: an exposed item brings its whole package's exposed items (seed 000), and the
+//! loaded slots count packages, least recently used evicted first. What it may not reach is
+//! unknown.
 
 use serde_json::{Value, json};
 
@@ -19,12 +21,8 @@ impl Turn<'_> {
         let Some(index) = reach(&self.catalog, &view, &name, &|i| self.admitted(i)) else {
             return Ok(self.unknown(call_id, &name));
         };
+        self.load_item(index)?;
         let item = &self.catalog.items()[index];
-        self.runtime.store.load_tool(
-            &self.session,
-            &item.qualified,
-            self.runtime.config.max_loaded,
-        )?;
         Ok(CallOutcome::new(
             call_id,
             CallStatus::Ok,

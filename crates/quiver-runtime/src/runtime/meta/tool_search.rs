@@ -1,6 +1,6 @@
 //! `tool_search(query)`: searches the catalog (bilingual BM25, plus the optional English
 //! booster) for what this caller may reach, and loads the tools found into the session so the
-//! model can call them.
+//! model can call them (an exposed item with all of its package's exposed items).
 
 use quiver_catalog::EntryKind;
 use serde_json::{Value, json};
@@ -29,12 +29,8 @@ impl Turn<'_> {
         for f in found {
             let e = f.entry;
             if let (Some(index), Some(wire)) = (e.item, &e.wire) {
-                let qualified = &self.catalog.items()[index].qualified;
-                self.runtime.store.load_tool(
-                    &self.session,
-                    qualified,
-                    self.runtime.config.max_loaded,
-                )?;
+                // A hit on an exposed item brings all of its package's exposed items.
+                self.load_item(index)?;
                 results.push(
                     json!({"kind": e.kind, "name": wire, "summary": e.summary, "loaded": true}),
                 );
