@@ -30,10 +30,12 @@ mod call;
 mod meta;
 mod outcome;
 mod turn;
+mod workflow_steps;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
+pub use workflow_steps::WorkflowSteps;
 
 /// Largest skill file `read_skill` returns, in bytes.
 pub const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
@@ -405,6 +407,7 @@ impl Runtime {
             person: None,
             session_disabled: session_disabled(&record.state),
             model: None,
+            step: None,
         })
     }
 
@@ -438,6 +441,7 @@ impl Runtime {
             person: None,
             session_disabled: BTreeSet::new(),
             model: None,
+            step: None,
         };
         turn.offer()
     }
@@ -649,6 +653,8 @@ pub struct Turn<'r> {
     person: Option<Arc<dyn Approver>>,
     session_disabled: BTreeSet<String>,
     model: Option<String>,
+    /// Set when the turn runs one step of a workflow run.
+    step: Option<workflow_steps::StepContext>,
 }
 
 #[cfg(test)]
