@@ -30,6 +30,7 @@ mod call;
 mod meta;
 mod outcome;
 mod turn;
+mod workflow_calls;
 mod workflow_steps;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
@@ -163,6 +164,7 @@ pub struct Runtime {
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
+    workflow_store: std::sync::OnceLock<Arc<dyn quiver_store::WorkflowStore>>,
 }
 
 impl Runtime {
@@ -193,6 +195,7 @@ impl Runtime {
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
             agent_runner: std::sync::OnceLock::new(),
+            workflow_store: std::sync::OnceLock::new(),
         }
     }
 

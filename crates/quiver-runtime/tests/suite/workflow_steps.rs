@@ -14,7 +14,10 @@ use quiver_store::workflow::{Run, RunStatus, WaitKind, WaitStatus};
 use quiver_workflow::{Definition, Engine, Start, SystemClock};
 use serde_json::{Value, json};
 
-use super::common::{Scripted, write};
+use quiver_runtime::approver::Answer;
+use quiver_runtime::{CallStatus, Profile, SessionRequest};
+
+use super::common::{Scripted, owner, write};
 
 /// Each tool call: the tool, its arguments and the idempotency key of its call context.
 type Calls = Arc<Mutex<Vec<(String, Value, String)>>>;
@@ -24,6 +27,8 @@ struct Fixture {
     runtime: Runtime,
     store: SqliteStore,
     calls: Calls,
+    person: Arc<Scripted>,
+    db: std::path::PathBuf,
 }
 
 fn packages(root: &Path) {
@@ -51,6 +56,16 @@ fn packages(root: &Path) {
         root,
         "ledger/workflows/clear.yaml",
         "description: Clear the ledger\nsteps:\n  - id: wipe\n    tool: wipe\n",
+    );
+    write(
+        root,
+        "ledger/workflows/pay.yaml",
+        "description: Pay an amount\nexpose: true\ninput: {type: object, properties: {amount: {type: integer}}, required: [amount]}\nsteps:\n  - id: rec\n    tool: record\n    with: {amount: '{{ input.amount }}'}\noutput: {paid: '{{ steps.rec.output.booked.amount }}'}\n",
+    );
+    write(
+        root,
+        "ledger/workflows/review.yaml",
+        "description: Book after a review\nexpose: true\nsteps:\n  - id: ok\n    approval: Book it?\n  - id: rec\n    tool: record\n    with: {amount: 1}\n",
     );
     write(
         root,
@@ -94,7 +109,7 @@ fn fixture() -> Fixture {
     // The person of the runtime is there, yet an unattended run must not ask anyone.
     let person = Arc::new(Scripted::default());
     let approvers = ApproverSet {
-        person: Some(person),
+        person: Some(person.clone()),
         console: None,
         reviewer: None,
     };
@@ -110,6 +125,8 @@ fn fixture() -> Fixture {
         runtime,
         store: SqliteStore::open(&db).unwrap(),
         calls,
+        person,
+        db,
     }
 }
 
@@ -219,4 +236,54 @@ fn the_steps_idempotency_key_reaches_the_tool() {
     assert_eq!(run.status, RunStatus::Completed, "{run:?}");
     let calls = f.calls();
     assert_eq!(calls[0].2, format!("{}:rec", run.id), "{calls:?}");
+}
+
+impl Fixture {
+    /// A turn of a new interactive session whose runtime runs workflows on the same file.
+    fn call_workflow(&self, name: &str, arguments: Value) -> quiver_runtime::CallOutcome {
+        self.runtime
+            .set_workflow_store(Arc::new(SqliteStore::open(&self.db).unwrap()));
+        let session = self
+            .runtime
+            .create_session(&SessionRequest {
+                origin: quiver_policy::Origin::default(),
+                agent: "chat".into(),
+                principal: owner(),
+                profile: Profile::Interactive,
+            })
+            .unwrap();
+        // Consent to package `ledger` for the model's call of its workflow.
+        self.person.answer(&[Answer::AllowForSession]);
+        let mut turn = self.runtime.begin_turn(&session, owner(), "").unwrap();
+        turn.call(name, arguments).unwrap()
+    }
+}
+
+#[test]
+fn calling_an_exposed_workflow_returns_its_output_when_the_run_ends() {
+    let f = fixture();
+    let out = f.call_workflow("ledger__pay", json!({"amount": 4}));
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content, json!({"paid": 4}));
+    assert_eq!(f.calls().len(), 1);
+}
+
+#[test]
+fn calling_a_workflow_that_waits_returns_its_run_id_and_status() {
+    let f = fixture();
+    let out = f.call_workflow("ledger__review", json!({}));
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content["status"], "waiting", "{out:?}");
+    let run_id = out.content["run_id"].as_str().unwrap();
+    let run = f.store.run(run_id).unwrap().unwrap();
+    assert_eq!(run.workflow, "ledger.review");
+    assert!(f.calls().is_empty(), "nothing booked before the approval");
+}
+
+#[test]
+fn a_workflow_input_that_does_not_fit_its_schema_starts_nothing() {
+    let f = fixture();
+    let out = f.call_workflow("ledger__pay", json!({"amount": "four"}));
+    assert_eq!(out.status, CallStatus::Invalid, "{out:?}");
+    assert!(f.calls().is_empty());
 }

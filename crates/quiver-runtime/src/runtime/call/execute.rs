@@ -162,6 +162,9 @@ impl Turn<'_> {
                     })
                     .map_err(|e| *e))
             }
+            Runs::Workflow if self.runtime.workflow_store().is_some() => {
+                self.start_workflow(call_id, target, arguments, audit)
+            }
             Runs::Workflow => {
                 audit.decisions.push(decision(
                     "execute",
