@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use quiver_catalog::Catalog;
+use quiver_package::Package;
 use quiver_package::tool::Category;
 use quiver_store::workflow::RunStatus;
 use quiver_store::{AuditEntry, WorkflowStore};
@@ -31,6 +33,36 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// The definition a run of the workflow `qualified` (`pkg.workflow`) of the current
+    /// catalog pins, if there is one.
+    pub fn workflow_definition(&self, qualified: &str) -> Option<Definition> {
+        let catalog = self.catalog();
+        let (package, name) = qualified.split_once('.')?;
+        let package = &catalog
+            .packages()
+            .iter()
+            .find(|p| !p.shadowed && p.package.id.as_str() == package)?
+            .package;
+        let workflow = package.workflows.iter().find(|w| w.name.as_str() == name)?;
+        Some(definition_in(&catalog, package, workflow))
+    }
+}
+
+/// The definition of `workflow` of `package`, the catalog telling whether another package's
+/// tool is re-run safe.
+fn definition_in(
+    catalog: &Catalog,
+    package: &Package,
+    workflow: &quiver_package::workflow::Workflow,
+) -> Definition {
+    let rerun_safe = |qualified: &str| {
+        let tool = catalog.tool(catalog.item(qualified)?)?;
+        Some(tool.idempotent || matches!(tool.category, Category::Perception | Category::Decision))
+    };
+    Definition::new(package, workflow, &rerun_safe)
+}
+
 impl Turn<'_> {
     /// Starts a run of the workflow `target` with `arguments` as its input and drives it:
     /// its output if it ended, `{run_id, status}` if it waits, or what the caller reads
@@ -43,7 +75,11 @@ impl Turn<'_> {
         audit: &mut AuditEntry,
     ) -> Result<Result<Ran, CallOutcome>, RuntimeError> {
         let error = |status, message: String| {
-            Err(CallOutcome::new(call_id, status, json!({"error": message})))
+            Ok(Err(CallOutcome::new(
+                call_id,
+                status,
+                json!({"error": message}),
+            )))
         };
         let (Some(store), Some(workflow)) = (
             self.runtime.workflow_store.get(),
@@ -53,21 +89,12 @@ impl Turn<'_> {
                 .iter()
                 .find(|w| w.name.as_str() == target.facts.name),
         ) else {
-            return Ok(error(
+            return error(
                 CallStatus::Error,
                 format!("`{}` cannot run here: no workflow engine", target.asked_as),
-            ));
+            );
         };
-        let catalog = self.catalog.clone();
-        let rerun_safe = move |qualified: &str| {
-            let item = catalog.item(qualified)?;
-            let tool = catalog.tool(item)?;
-            Some(
-                tool.idempotent
-                    || matches!(tool.category, Category::Perception | Category::Decision),
-            )
-        };
-        let definition = Definition::new(target.package, workflow, &rerun_safe);
+        let definition = definition_in(&self.catalog, target.package, workflow);
         let steps = WorkflowSteps::new(self.runtime);
         let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
         let principal = serde_json::to_value(&self.sender).unwrap_or_default();
@@ -90,8 +117,8 @@ impl Turn<'_> {
             .and_then(|digest| engine.start(&digest, &start));
         let run = match started.and_then(|(run, _)| engine.drive(&run.id)) {
             Ok(run) => run,
-            Err(WorkflowError::Refused(why)) => return Ok(error(CallStatus::Invalid, why)),
-            Err(e) => return Ok(error(CallStatus::Error, e.to_string())),
+            Err(WorkflowError::Refused(why)) => return error(CallStatus::Invalid, why),
+            Err(e) => return error(CallStatus::Error, e.to_string()),
         };
         audit.decisions.push(decision(
             "execute",
@@ -102,7 +129,7 @@ impl Turn<'_> {
         let value = match run.status {
             RunStatus::Completed => run.output.unwrap_or(Value::Null),
             RunStatus::Failed | RunStatus::Cancelled => {
-                return Ok(error(
+                return error(
                     CallStatus::Error,
                     format!(
                         "run {} {}: {}",
@@ -110,7 +137,7 @@ impl Turn<'_> {
                         run.status.as_str(),
                         run.error.unwrap_or_default()
                     ),
-                ));
+                );
             }
             status => json!({"run_id": run.id, "status": status.as_str()}),
         };
