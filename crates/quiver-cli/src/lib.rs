@@ -44,6 +44,11 @@ enum Command {
     Session(cmd::runtime::SessionCommand),
     /// Show the audit log.
     Audit(cmd::runtime::AuditArgs),
+    /// Start a workflow run (`<package>.<workflow>`) and drive it until it ends or waits.
+    Run(cmd::runs::RunArgs),
+    /// List and show workflow runs.
+    #[command(subcommand)]
+    Runs(cmd::runs::RunsCommand),
     /// Answer the console's approval queue: list, approve, deny.
     #[command(subcommand)]
     Approvals(cmd::approvals::ApprovalsCommand),
@@ -108,6 +113,8 @@ pub fn main() -> ExitCode {
         Command::Call(args) => cmd::runtime::call(&cli.roots, args),
         Command::Session(command) => cmd::runtime::session(command),
         Command::Audit(args) => cmd::runtime::audit(args),
+        Command::Run(args) => cmd::runs::run(&cli.roots, args),
+        Command::Runs(command) => cmd::runs::runs(command),
         Command::Approvals(command) => cmd::approvals::run(command),
         Command::Control(args) => cmd::operator::control(args),
         Command::Enable(args) => cmd::operator::switch(args, true),

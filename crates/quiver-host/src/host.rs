@@ -219,6 +219,7 @@ impl Host {
         let mut runtime_config = config.runtime.clone();
         agent_meta_tools(&mut runtime_config, &loaded.catalog);
         let agent_meta_tools = runtime_config.agent_meta_tools.clone();
+        let workflows: Arc<dyn quiver_store::WorkflowStore> = store.clone();
         let runtime = Arc::new(Runtime::new(
             loaded.catalog,
             store,
@@ -226,6 +227,8 @@ impl Host {
             options.approvers,
             runtime_config,
         ));
+        // Workflow runs live in the same file: calling a workflow starts one.
+        runtime.set_workflow_store(workflows);
         // A call a killed or crashed process left running is closed as `interrupted`.
         match runtime.close_interrupted_calls() {
             Ok(closed) if !closed.is_empty() => {

@@ -23,5 +23,5 @@ pub mod sandboxed;
 
 pub use runtime::{
     ApproverSet, CallKind, CallOutcome, CallStatus, NotConfigured, Offer, Profile, Runtime,
-    RuntimeConfig, RuntimeError, SessionRequest, ToolDefinition, Trimmed, Turn,
+    RuntimeConfig, RuntimeError, SessionRequest, ToolDefinition, Trimmed, Turn, WorkflowSteps,
 };

@@ -30,10 +30,13 @@ mod call;
 mod meta;
 mod outcome;
 mod turn;
+mod workflow_calls;
+mod workflow_steps;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
+pub use workflow_steps::WorkflowSteps;
 
 /// Largest skill file `read_skill` returns, in bytes.
 pub const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
@@ -161,6 +164,7 @@ pub struct Runtime {
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
+    workflow_store: std::sync::OnceLock<Arc<dyn quiver_store::WorkflowStore>>,
 }
 
 impl Runtime {
@@ -191,6 +195,7 @@ impl Runtime {
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
             agent_runner: std::sync::OnceLock::new(),
+            workflow_store: std::sync::OnceLock::new(),
         }
     }
 
@@ -405,6 +410,7 @@ impl Runtime {
             person: None,
             session_disabled: session_disabled(&record.state),
             model: None,
+            step: None,
         })
     }
 
@@ -438,6 +444,7 @@ impl Runtime {
             person: None,
             session_disabled: BTreeSet::new(),
             model: None,
+            step: None,
         };
         turn.offer()
     }
@@ -649,6 +656,8 @@ pub struct Turn<'r> {
     person: Option<Arc<dyn Approver>>,
     session_disabled: BTreeSet<String>,
     model: Option<String>,
+    /// Set when the turn runs one step of a workflow run.
+    step: Option<workflow_steps::StepContext>,
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ pub enum Target {
 pub struct StepCall {
     /// The run.
     pub run_id: String,
+    /// The run's workflow, `pkg.workflow`: its package is the caller of the step's call.
+    pub workflow: String,
     /// The step's id.
     pub step_id: String,
     /// The step's index.

@@ -10,6 +10,7 @@ pub mod mcp_bench;
 pub mod models;
 pub mod new;
 pub mod operator;
+pub mod runs;
 pub mod runtime;
 pub mod sandbox_bench;
 pub mod sandbox_exec;

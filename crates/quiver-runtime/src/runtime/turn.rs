@@ -119,7 +119,7 @@ impl Turn<'_> {
             loaded: presence.loaded,
             active_skills,
             unlocked,
-            agent: self.own_agent.clone(),
+            agent: self.own_agent.clone().or_else(|| self.step_package()),
         })
     }
 
@@ -133,6 +133,14 @@ impl Turn<'_> {
             self.runtime.config.max_loaded,
         )?;
         Ok(())
+    }
+
+    /// For a workflow step's turn, the run's package as the session's own (its private items
+    /// may be named; agent-scoped tools stay closed: no agent is named).
+    fn step_package(&self) -> Option<(String, String)> {
+        self.step
+            .as_ref()
+            .map(|step| (step.package.clone(), String::new()))
     }
 
     /// Whether the active skill `id` still has effect in this turn: its package is on and it

@@ -9,3 +9,4 @@ mod session_state;
 mod sessions;
 mod skill_effects;
 mod skill_invokers;
+mod workflow_steps;

@@ -493,6 +493,7 @@ fn call(
         start: Box::new(start),
         call: Box::new(StepCall {
             run_id: view.run.id.clone(),
+            workflow: view.run.workflow.clone(),
             step_id: step.id.clone(),
             step: usize::try_from(s).unwrap_or_default(),
             attempt,

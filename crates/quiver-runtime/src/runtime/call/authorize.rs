@@ -44,6 +44,9 @@ impl Turn<'_> {
         match &evaluation.decision {
             Decision::Allow => Ok(None),
             Decision::Refuse(_) | Decision::Unknown => Ok(Some(self.refused(call_id, evaluation))),
+            Decision::Ask(ask) | Decision::Park(ask) if self.step.is_some() => {
+                self.step_question(call_id, ask, &target.qualified, &redacted, audit)
+            }
             Decision::Ask(ask) | Decision::Park(ask) => {
                 self.ask_or_stop(call_id, ask, &target.qualified, &redacted, audit)
             }
@@ -133,7 +136,7 @@ impl Turn<'_> {
     /// Step 5's questions for an `Ask` or `Park` decision: `None` when every answer is yes,
     /// else what the model reads — a refusal, final for the turn, or a call that waits for a
     /// later request's answer.
-    fn ask_or_stop(
+    pub(in crate::runtime) fn ask_or_stop(
         &mut self,
         call_id: &str,
         ask: &quiver_policy::Ask,

@@ -162,6 +162,9 @@ impl Turn<'_> {
                     })
                     .map_err(|e| *e))
             }
+            Runs::Workflow if self.runtime.workflow_store().is_some() => {
+                self.start_workflow(call_id, target, arguments, audit)
+            }
             Runs::Workflow => {
                 audit.decisions.push(decision(
                     "execute",
@@ -199,10 +202,15 @@ impl Turn<'_> {
         sandboxed: &Sandboxed<'_>,
         audit: &mut AuditEntry,
     ) -> Result<Result<Value, CallOutcome>, RuntimeError> {
+        // A workflow step's key is the run's (the same across retries and restarts).
+        let key = match &self.step {
+            Some(step) => step.idempotency_key.clone(),
+            None => format!("{}:{}", target.qualified, argument_digest(arguments, &[])),
+        };
         let context = self.call_context(
             call_id,
             serde_json::to_value(&evaluation.trace).unwrap_or_default(),
-            format!("{}:{}", target.qualified, argument_digest(arguments, &[])),
+            key,
         );
         let answer = |q: &str| self.person().and_then(|p| p.answer_question(q));
         let execution = Execution {

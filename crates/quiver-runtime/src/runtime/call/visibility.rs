@@ -19,6 +19,11 @@ impl Turn<'_> {
             .map_or_else(|e| *e.into_inner(), |c| *c);
         let person = !self.unattended && self.person().is_some();
         let caller = match &self.own_agent {
+            // A workflow step calls as its run's package: that package's private tools are
+            // its own (no consent question); every other package's are refused.
+            _ if self.step.is_some() => {
+                Caller::Workflow(self.step.as_ref().map_or("", |s| s.package.as_str()))
+            }
             // The policy knows an agent by its package: its own package's private items are
             // its own, without a consent question.
             Some((package, _)) if package == target.facts.package => Caller::Agent(package),
@@ -45,10 +50,19 @@ impl Turn<'_> {
         request.control = control;
         request.operator = &self.runtime.config.operator;
         request.unattended = self.unattended;
-        request.approvers = Approvers {
-            person,
-            console: self.runtime.approvers.console.is_some(),
-            model_reviewer: self.runtime.approvers.reviewer.is_some(),
+        request.approvers = match &self.step {
+            // An unattended run asks nobody: every question parks the run for the console or
+            // the CLI (`quiver approvals`), which is always there to answer it later.
+            Some(_) if self.unattended => Approvers {
+                person: false,
+                console: true,
+                model_reviewer: false,
+            },
+            _ => Approvers {
+                person,
+                console: self.runtime.approvers.console.is_some(),
+                model_reviewer: self.runtime.approvers.reviewer.is_some(),
+            },
         };
         evaluate_call(&request)
     }

@@ -1,0 +1,232 @@
+//! `quiver run` and `quiver runs`: start a workflow run and drive it with the engine the Host
+//! builds over the state database (each tool or agent step a call of the one pipeline), and
+//! read the stored runs.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_host::{Host, HostOptions};
+use quiver_runtime::approver::Approver;
+use quiver_runtime::{ApproverSet, WorkflowSteps};
+use quiver_store::WorkflowStore;
+use quiver_store::workflow::{Run, RunFilter};
+use quiver_workflow::{Engine, Start, SystemClock};
+use serde_json::{Value, json};
+
+use super::runtime::{SenderArgs, StateArgs};
+use crate::roots::RootArgs;
+
+/// How often `--wait` looks at timers and answers.
+const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// Arguments of `quiver run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The workflow, `<package>.<workflow>`.
+    pub workflow: String,
+    /// The input, as a JSON object.
+    #[arg(long, default_value = "{}")]
+    pub input: String,
+    /// An idempotency key: a second run with the same key is the first run.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Wait until the run ends (through timers and answered approvals).
+    #[arg(long)]
+    pub wait: bool,
+    /// Print the run as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub sender: SenderArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+/// `quiver runs ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunsCommand {
+    /// List the runs, newest first.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Show one run with its attempts and waits.
+    Show {
+        /// The run's id (`run-...`).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// Runs `quiver run`: exit 0 when the run completed or waits, 1 when it failed or was
+/// cancelled.
+pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
+    let input: Value = serde_json::from_str(&args.input)
+        .map_err(|e| miette::miette!("`--input` is not JSON: {e}"))?;
+    let config = crate::roots::config()?;
+    let state = args.state.state()?;
+    let sender = args.sender.principal(None)?;
+    let interactive = std::io::stdin().is_terminal();
+    let person = interactive.then(|| {
+        Arc::new(quiver_runtime::approver::TerminalApprover::new(
+            std::io::BufReader::new(std::io::stdin()),
+            std::io::stderr(),
+            true,
+            false,
+        )) as Arc<dyn Approver>
+    });
+    let host = Host::open(
+        config,
+        HostOptions {
+            roots: roots.roots.clone(),
+            state,
+            search: None,
+            approvers: ApproverSet {
+                person,
+                console: None,
+                reviewer: None,
+            },
+            launcher: crate::roots::launcher()?,
+            reload: false,
+        },
+    )
+    .map_err(crate::roots::fail)?;
+    crate::roots::notices(host.notices());
+    let runtime = host.runtime();
+    let fail = |e: &dyn std::fmt::Display| miette::miette!("{e}");
+    let definition = runtime
+        .workflow_definition(&args.workflow)
+        .ok_or_else(|| miette::miette!("no workflow `{}` in the catalog", args.workflow))?;
+    let store = runtime
+        .workflow_store()
+        .ok_or_else(|| miette::miette!("this host runs no workflow engine"))?;
+    let steps = WorkflowSteps::new(runtime);
+    let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
+    let digest = engine.pin(&definition).map_err(|e| fail(&e))?;
+    let settings = host
+        .config()
+        .runtime
+        .settings
+        .get(definition.package.as_str())
+        .cloned()
+        .unwrap_or_default();
+    let start = Start {
+        input,
+        trigger: json!({"kind": "manual", "front": "cli"}),
+        principal: serde_json::to_value(&sender).unwrap_or_default(),
+        started_by: sender
+            .user_id
+            .clone()
+            .unwrap_or_else(|| "anonymous".to_owned()),
+        attended: interactive,
+        settings: Value::Object(public(settings, &definition.package, runtime)),
+        key: args.key,
+    };
+    let (run, created) = engine.start(&digest, &start).map_err(|e| fail(&e))?;
+    if !created {
+        crate::err(&format!("{} exists already with this key", run.id));
+    }
+    let mut run = engine.drive(&run.id).map_err(|e| fail(&e))?;
+    while args.wait && !run.status.is_final() {
+        std::thread::sleep(WAIT_POLL);
+        engine.tick().map_err(|e| fail(&e))?;
+        run = engine.drive(&run.id).map_err(|e| fail(&e))?;
+    }
+    print_run(&run, args.json);
+    Ok(match run.status.as_str() {
+        "failed" | "cancelled" => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// The settings templates may read: the package's own, without its secret ones.
+fn public(
+    mut settings: serde_json::Map<String, Value>,
+    package: &str,
+    runtime: &quiver_runtime::Runtime,
+) -> serde_json::Map<String, Value> {
+    let catalog = runtime.catalog();
+    if let Some(p) = catalog
+        .packages()
+        .iter()
+        .find(|p| p.package.id.as_str() == package)
+    {
+        for secret in p.package.manifest.secret_settings() {
+            settings.remove(&secret);
+        }
+    }
+    settings
+}
+
+fn print_run(run: &Run, as_json: bool) {
+    if as_json {
+        crate::out(&serde_json::to_string_pretty(run).unwrap_or_default());
+        return;
+    }
+    let mut text = format!("{}  {}  {}", run.id, run.workflow, run.status.as_str());
+    if let Some(output) = &run.output {
+        text.push_str(&format!("\n  output: {output}"));
+    }
+    if let Some(error) = &run.error {
+        text.push_str(&format!("\n  error: {error}"));
+    }
+    crate::out(&text);
+}
+
+/// Runs `quiver runs ...`: exit 1 when the run does not exist.
+pub fn runs(command: RunsCommand) -> miette::Result<ExitCode> {
+    let fail = |e: quiver_store::StoreError| miette::miette!("{e}");
+    match command {
+        RunsCommand::List { json, state } => {
+            let store = state.open()?;
+            let mut runs = store.runs(&RunFilter::default()).map_err(fail)?;
+            runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+            if json {
+                crate::out(&serde_json::to_string_pretty(&runs).unwrap_or_default());
+            } else if runs.is_empty() {
+                crate::out("no runs");
+            } else {
+                for run in &runs {
+                    print_run(run, false);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsCommand::Show { id, json, state } => {
+            let store = state.open()?;
+            let Some(run) = store.run(&id).map_err(fail)? else {
+                crate::err(&format!("no run `{id}`"));
+                return Ok(ExitCode::FAILURE);
+            };
+            let attempts = store.attempts(&id).map_err(fail)?;
+            let waits = store.waits(&id).map_err(fail)?;
+            if json {
+                let shown = json!({"run": run, "attempts": attempts, "waits": waits});
+                crate::out(&serde_json::to_string_pretty(&shown).unwrap_or_default());
+            } else {
+                print_run(&run, false);
+                for a in &attempts {
+                    crate::out(&format!(
+                        "  step {} attempt {}: {}",
+                        a.step_id,
+                        a.attempt,
+                        serde_json::to_value(a.status).unwrap_or_default()
+                    ));
+                }
+                for w in waits.iter().filter(|w| w.status.as_str() == "pending") {
+                    crate::out(&format!("  waits ({}): {}", w.kind.as_str(), w.detail));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Calling an exposed workflow: after steps 1–5 of the pipeline (admission, the control plane,
+//! hooks, audit), step 6 starts a run with the workflow engine over the store the front set
+//! with [`Runtime::set_workflow_store`] and drives it in the caller's thread until it ends or
+//! waits (an approval, a timer, a question nobody can answer now). The caller reads the run's
+//! output when it ended, else `{run_id, status}`.
+
+use std::sync::Arc;
+
+use quiver_catalog::Catalog;
+use quiver_package::Package;
+use quiver_package::tool::Category;
+use quiver_store::workflow::RunStatus;
+use quiver_store::{AuditEntry, WorkflowStore};
+use quiver_workflow::{Definition, Engine, Start, SystemClock, WorkflowError};
+use serde_json::{Map, Value, json};
+
+use super::call::Target;
+use super::call::audit::decision;
+use super::call::execute::Ran;
+use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, WorkflowSteps};
+
+impl Runtime {
+    /// Sets the store the workflow engine keeps its runs in (the same SQLite file as the
+    /// runtime's store); without one, calling a workflow ends with a clear error. The first
+    /// store set stays.
+    pub fn set_workflow_store(&self, store: Arc<dyn WorkflowStore>) -> bool {
+        self.workflow_store.set(store).is_ok()
+    }
+
+    /// The workflow engine's store, when a front set one.
+    pub fn workflow_store(&self) -> Option<&Arc<dyn WorkflowStore>> {
+        self.workflow_store.get()
+    }
+}
+
+impl Runtime {
+    /// The definition a run of the workflow `qualified` (`pkg.workflow`) of the current
+    /// catalog pins, if there is one.
+    pub fn workflow_definition(&self, qualified: &str) -> Option<Definition> {
+        let catalog = self.catalog();
+        let (package, name) = qualified.split_once('.')?;
+        let package = &catalog
+            .packages()
+            .iter()
+            .find(|p| !p.shadowed && p.package.id.as_str() == package)?
+            .package;
+        let workflow = package.workflows.iter().find(|w| w.name.as_str() == name)?;
+        Some(definition_in(&catalog, package, workflow))
+    }
+}
+
+/// The definition of `workflow` of `package`, the catalog telling whether another package's
+/// tool is re-run safe.
+fn definition_in(
+    catalog: &Catalog,
+    package: &Package,
+    workflow: &quiver_package::workflow::Workflow,
+) -> Definition {
+    let rerun_safe = |qualified: &str| {
+        let tool = catalog.tool(catalog.item(qualified)?)?;
+        Some(tool.idempotent || matches!(tool.category, Category::Perception | Category::Decision))
+    };
+    Definition::new(package, workflow, &rerun_safe)
+}
+
+impl Turn<'_> {
+    /// Starts a run of the workflow `target` with `arguments` as its input and drives it:
+    /// its output if it ended, `{run_id, status}` if it waits, or what the caller reads
+    /// instead (an input that does not fit, a failed run).
+    pub(in crate::runtime) fn start_workflow(
+        &self,
+        call_id: &str,
+        target: &Target<'_>,
+        arguments: &Value,
+        audit: &mut AuditEntry,
+    ) -> Result<Result<Ran, CallOutcome>, RuntimeError> {
+        let error = |status, message: String| {
+            Ok(Err(CallOutcome::new(
+                call_id,
+                status,
+                json!({"error": message}),
+            )))
+        };
+        let (Some(store), Some(workflow)) = (
+            self.runtime.workflow_store.get(),
+            target
+                .package
+                .workflows
+                .iter()
+                .find(|w| w.name.as_str() == target.facts.name),
+        ) else {
+            return error(
+                CallStatus::Error,
+                format!("`{}` cannot run here: no workflow engine", target.asked_as),
+            );
+        };
+        let definition = definition_in(&self.catalog, target.package, workflow);
+        let steps = WorkflowSteps::new(self.runtime);
+        let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
+        let principal = serde_json::to_value(&self.sender).unwrap_or_default();
+        let start = Start {
+            input: arguments.clone(),
+            trigger: json!({"kind": "call", "session": self.session, "call_id": call_id}),
+            started_by: self
+                .sender
+                .user_id
+                .clone()
+                .unwrap_or_else(|| "anonymous".to_owned()),
+            principal,
+            attended: !self.unattended,
+            settings: self.public_settings(target),
+            key: None,
+        };
+        self.record_started(audit)?;
+        let started = engine
+            .pin(&definition)
+            .and_then(|digest| engine.start(&digest, &start));
+        let run = match started.and_then(|(run, _)| engine.drive(&run.id)) {
+            Ok(run) => run,
+            Err(WorkflowError::Refused(why)) => return error(CallStatus::Invalid, why),
+            Err(e) => return error(CallStatus::Error, e.to_string()),
+        };
+        audit.decisions.push(decision(
+            "execute",
+            "workflow",
+            &format!("run {} is {}", run.id, run.status.as_str()),
+        ));
+        audit.detail = Some(json!({"run_id": run.id}));
+        let value = match run.status {
+            RunStatus::Completed => run.output.unwrap_or(Value::Null),
+            RunStatus::Failed | RunStatus::Cancelled => {
+                return error(
+                    CallStatus::Error,
+                    format!(
+                        "run {} {}: {}",
+                        run.id,
+                        run.status.as_str(),
+                        run.error.unwrap_or_default()
+                    ),
+                );
+            }
+            status => json!({"run_id": run.id, "status": status.as_str()}),
+        };
+        Ok(Ok(Ran {
+            value,
+            cached: false,
+            cache_key: None,
+        }))
+    }
+
+    /// The package's configured settings without its secret ones: what templates may read.
+    fn public_settings(&self, target: &Target<'_>) -> Value {
+        let secret = target.package.manifest.secret_settings();
+        let settings: Map<String, Value> = self
+            .runtime
+            .config
+            .settings
+            .get(target.package.id.as_str())
+            .map(|all| {
+                all.iter()
+                    .filter(|(k, _)| !secret.contains(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Value::Object(settings)
+    }
+}

@@ -1,0 +1,202 @@
+//! Workflow steps as calls of the one pipeline: [`WorkflowSteps`] is the runtime's
+//! [`StepRunner`]. Each tool or agent step of a run is a call in the run's own session
+//! (`ses-<run id>`), made for the run's principal with the run's package as the caller
+//! (`Caller::Workflow`): admission, the package's private tools (its own, without a consent
+//! question; another package's are unknown), consent, approval, the dangerous gate, hooks, the
+//! control plane, the sandbox and the audit all apply. An unattended run asks nobody: a
+//! question parks the run ([`StepOutcome::NeedsPerson`]) with the card's facts and the exact
+//! arguments, and the attempt that follows a person's yes runs with it. The tool's call context
+//! carries the step's idempotency key.
+
+use quiver_package::rules::Role;
+use quiver_policy::{Ask, Principal};
+use quiver_store::{AuditEntry, NewSession, StoreError};
+use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
+use serde_json::{Value, json};
+
+use super::call::audit::decision;
+use super::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
+
+/// What a turn that runs one workflow step knows of it.
+#[derive(Debug, Clone)]
+pub(in crate::runtime) struct StepContext {
+    /// The run's package: the caller of the step's call.
+    pub package: String,
+    /// The step's idempotency key, given to the tool in its call context.
+    pub idempotency_key: String,
+    /// Who approved this call after an earlier attempt parked the run.
+    pub approved_by: Option<String>,
+    /// The card of a question nobody could be asked now; the run parks with it.
+    pub parked: Option<Value>,
+}
+
+/// The runtime's [`StepRunner`]: runs tool and agent steps through the call pipeline.
+pub struct WorkflowSteps<'r> {
+    runtime: &'r Runtime,
+}
+
+impl<'r> WorkflowSteps<'r> {
+    /// The step runner of `runtime`.
+    pub fn new(runtime: &'r Runtime) -> WorkflowSteps<'r> {
+        WorkflowSteps { runtime }
+    }
+
+    /// The run's own session, created at its first step.
+    fn session(&self, call: &StepCall) -> Result<String, RuntimeError> {
+        let id = format!("ses-{}", call.run_id);
+        let mut new = NewSession::new(id.clone(), "workflow");
+        new.principal = call.principal.clone();
+        new.catalog_version = self.runtime.catalog().version().to_string();
+        let profile = if call.attended {
+            Profile::Interactive
+        } else {
+            Profile::Schedule
+        };
+        new.state = json!({ "profile": profile, "workflow": call.workflow });
+        match self.runtime.store.create_session(&new) {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => Ok(id),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn try_run(&self, call: &StepCall) -> Result<StepOutcome, RuntimeError> {
+        let package = call
+            .workflow
+            .split_once('.')
+            .map_or(call.workflow.as_str(), |(p, _)| p);
+        let session = self.session(call)?;
+        let mut turn = self
+            .runtime
+            .begin_turn(&session, principal_from(&call.principal), "")?;
+        turn.unattended = !call.attended;
+        turn.step = Some(StepContext {
+            package: package.to_owned(),
+            idempotency_key: call.idempotency_key.clone(),
+            approved_by: call.approved_by.clone(),
+            parked: None,
+        });
+        let name = match &call.target {
+            Target::Tool(name) | Target::Agent(name) => name,
+        };
+        let outcome = turn.call(name, call.arguments.clone())?;
+        if let Some(card) = turn.step.and_then(|s| s.parked) {
+            return Ok(StepOutcome::NeedsPerson(card));
+        }
+        Ok(step_outcome(&outcome))
+    }
+}
+
+impl StepRunner for WorkflowSteps<'_> {
+    fn run(&self, call: &StepCall) -> StepOutcome {
+        self.try_run(call)
+            .unwrap_or_else(|e| StepOutcome::Failed(e.to_string()))
+    }
+}
+
+/// How a step's call ended, for the engine: a refusal, an unknown name or arguments that do not
+/// fit fail the step without retry; an error or a timeout is retried as the step says.
+fn step_outcome(outcome: &CallOutcome) -> StepOutcome {
+    let message = || {
+        outcome
+            .content
+            .get("error")
+            .and_then(Value::as_str)
+            .map_or_else(|| outcome.content.to_string(), str::to_owned)
+    };
+    match outcome.status {
+        CallStatus::Ok => StepOutcome::Output(outcome.content.clone()),
+        CallStatus::Refused | CallStatus::Unknown | CallStatus::Invalid => {
+            StepOutcome::Refused(message())
+        }
+        CallStatus::Error | CallStatus::TimedOut | CallStatus::Pending => {
+            StepOutcome::Failed(message())
+        }
+    }
+}
+
+/// The run's principal as the runtime stored it (its own record, never message text).
+fn principal_from(value: &Value) -> Principal {
+    let Some(user) = value.get("user_id").and_then(Value::as_str) else {
+        return Principal::anonymous();
+    };
+    Principal {
+        user_id: Some(user.to_owned()),
+        role: value
+            .get("role")
+            .and_then(Value::as_str)
+            .and_then(Role::parse),
+        platform_roles: value
+            .get("platform_roles")
+            .and_then(Value::as_array)
+            .map(|roles| {
+                roles
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+impl Turn<'_> {
+    /// Step 5's questions for a workflow step: a person's earlier yes to this very call
+    /// answers them; an attended run asks as any turn does; an unattended one asks nobody and
+    /// parks the run with the card (what a `Pending` answer does too).
+    pub(in crate::runtime) fn step_question(
+        &mut self,
+        call_id: &str,
+        ask: &Ask,
+        qualified: &str,
+        arguments: &Value,
+        audit: &mut AuditEntry,
+    ) -> Result<Option<CallOutcome>, RuntimeError> {
+        let approved_by = self.step.as_ref().and_then(|s| s.approved_by.clone());
+        if let Some(by) = approved_by {
+            audit.decisions.push(decision(
+                "approval",
+                "allow",
+                &format!("{by} approved this call of the workflow run"),
+            ));
+            if ask.consent.is_some() {
+                self.grants.grant_consent(&ask.package);
+                self.runtime
+                    .store
+                    .set_consent(&self.session, &ask.package, true, &by)?;
+            }
+            return Ok(None);
+        }
+        if !self.unattended {
+            let stop = self.ask_or_stop(call_id, ask, qualified, arguments, audit)?;
+            if stop
+                .as_ref()
+                .is_none_or(|o| o.status != CallStatus::Pending)
+            {
+                return Ok(stop);
+            }
+        }
+        let card = json!({
+            "tool": qualified,
+            "package": ask.package,
+            "arguments": arguments,
+            "consent": ask.consent.is_some(),
+            "reasons": ask.approval.as_ref().map(|a| a.reasons.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            "dangerous": ask.is_dangerous(),
+            "risk_categories": ask.risk_categories,
+            "permissions": ask.tool_permissions,
+        });
+        audit.decisions.push(decision(
+            "approval",
+            "park",
+            "nobody can be asked now: the workflow run waits for a person",
+        ));
+        if let Some(step) = &mut self.step {
+            step.parked = Some(card);
+        }
+        Ok(Some(CallOutcome::new(
+            call_id,
+            CallStatus::Pending,
+            json!({"pending": "the workflow run waits for a person's answer; nothing ran"}),
+        )))
+    }
+}

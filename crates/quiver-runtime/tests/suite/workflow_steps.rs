@@ -1,0 +1,289 @@
+//! Workflow steps through the one call pipeline: a real Runtime, a real SQLite file and the
+//! workflow Engine, with `WorkflowSteps` as its step runner (seed 000's rules for SOPs).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use quiver_catalog::Catalog;
+use quiver_policy::ControlPlane;
+use quiver_runtime::executor::BuiltinExecutor;
+use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig, WorkflowSteps};
+use quiver_store::SqliteStore;
+use quiver_store::WorkflowStore;
+use quiver_store::workflow::{Run, RunStatus, WaitKind, WaitStatus};
+use quiver_workflow::{Definition, Engine, Start, SystemClock};
+use serde_json::{Value, json};
+
+use quiver_runtime::approver::Answer;
+use quiver_runtime::{CallStatus, Profile, SessionRequest};
+
+use super::common::{Scripted, owner, write};
+
+/// Each tool call: the tool, its arguments and the idempotency key of its call context.
+type Calls = Arc<Mutex<Vec<(String, Value, String)>>>;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    runtime: Runtime,
+    store: SqliteStore,
+    calls: Calls,
+    person: Arc<Scripted>,
+    db: std::path::PathBuf,
+}
+
+fn packages(root: &Path) {
+    write(
+        root,
+        "ledger/quiver.yaml",
+        "id: ledger\ndescription: A ledger\n",
+    );
+    write(
+        root,
+        "ledger/tools/record/tool.yaml",
+        "description: Record an amount (private)\ncategory: action\napproval: never\ninput: {type: object, properties: {amount: {type: integer}}, required: [amount]}\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
+        "ledger/tools/wipe/tool.yaml",
+        "description: Wipe the ledger\ncategory: action\nexpose: true\nrisk: dangerous\nrisk_category: member\napproval: human\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
+        "ledger/workflows/book.yaml",
+        "description: Book an amount\nsteps:\n  - id: rec\n    tool: record\n    with: {amount: '{{ input.amount }}'}\noutput: '{{ steps.rec.output }}'\n",
+    );
+    write(
+        root,
+        "ledger/workflows/clear.yaml",
+        "description: Clear the ledger\nsteps:\n  - id: wipe\n    tool: wipe\n",
+    );
+    write(
+        root,
+        "ledger/workflows/pay.yaml",
+        "description: Pay an amount\nexpose: true\ninput: {type: object, properties: {amount: {type: integer}}, required: [amount]}\nsteps:\n  - id: rec\n    tool: record\n    with: {amount: '{{ input.amount }}'}\noutput: {paid: '{{ steps.rec.output.booked.amount }}'}\n",
+    );
+    write(
+        root,
+        "ledger/workflows/review.yaml",
+        "description: Book after a review\nexpose: true\nsteps:\n  - id: ok\n    approval: Book it?\n  - id: rec\n    tool: record\n    with: {amount: 1}\n",
+    );
+    write(
+        root,
+        "other/quiver.yaml",
+        "id: other\ndescription: Another package\nrequires:\n  packages: [ledger]\n",
+    );
+    write(
+        root,
+        "other/workflows/steal.yaml",
+        "description: Calls another package's private tool\nsteps:\n  - id: rec\n    tool: ledger.record\n    with: {amount: 5}\n",
+    );
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("packages");
+    packages(&root);
+    let catalog = Catalog::load_dirs(&[&root]);
+    assert!(
+        catalog.diagnostics().iter().all(|d| !d.is_error()),
+        "{:#?}",
+        catalog.diagnostics()
+    );
+    let db = dir.path().join("state.db");
+    let calls: Calls = Arc::default();
+    let mut executor = BuiltinExecutor::new();
+    for tool in ["ledger.record", "ledger.wipe"] {
+        let calls = calls.clone();
+        executor.register(
+            tool,
+            Arc::new(move |args: &Value, ctx| {
+                calls.lock().unwrap().push((
+                    tool.to_owned(),
+                    args.clone(),
+                    ctx.idempotency_key.clone(),
+                ));
+                Ok(json!({"booked": args}))
+            }),
+        );
+    }
+    // The person of the runtime is there, yet an unattended run must not ask anyone.
+    let person = Arc::new(Scripted::default());
+    let approvers = ApproverSet {
+        person: Some(person.clone()),
+        console: None,
+        reviewer: None,
+    };
+    let runtime = Runtime::new(
+        catalog,
+        Arc::new(SqliteStore::open(&db).unwrap()),
+        Arc::new(executor),
+        approvers,
+        RuntimeConfig::default(),
+    );
+    Fixture {
+        _dir: dir,
+        runtime,
+        store: SqliteStore::open(&db).unwrap(),
+        calls,
+        person,
+        db,
+    }
+}
+
+impl Fixture {
+    /// Pins `pkg.workflow`, starts an unattended run of it with `input` and drives it.
+    fn run(&self, package: &str, workflow: &str, input: Value) -> Run {
+        let catalog = self.runtime.catalog();
+        let pkg = &catalog
+            .packages()
+            .iter()
+            .find(|p| p.package.id.as_str() == package)
+            .unwrap()
+            .package;
+        let wf = pkg
+            .workflows
+            .iter()
+            .find(|w| w.name.as_str() == workflow)
+            .unwrap();
+        let steps = WorkflowSteps::new(&self.runtime);
+        let engine = Engine::new(&self.store, &steps, &SystemClock);
+        let digest = engine.pin(&Definition::new(pkg, wf, &|_| None)).unwrap();
+        let start = Start {
+            input,
+            trigger: json!({"kind": "schedule"}),
+            principal: json!({"user_id": "owner", "role": "master"}),
+            started_by: "scheduler".into(),
+            attended: false,
+            settings: json!({}),
+            key: None,
+        };
+        let (run, _) = engine.start(&digest, &start).unwrap();
+        engine.drive(&run.id).unwrap()
+    }
+
+    fn calls(&self) -> Vec<(String, Value, String)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+#[test]
+fn a_workflow_runs_its_own_packages_private_tool_without_a_consent_question() {
+    let f = fixture();
+    let run = f.run("ledger", "book", json!({"amount": 3}));
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(run.output, Some(json!({"booked": {"amount": 3}})));
+    let calls = f.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, "ledger.record");
+}
+
+#[test]
+fn another_packages_workflow_calling_a_private_tool_is_refused() {
+    let f = fixture();
+    let run = f.run("other", "steal", json!({}));
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert!(
+        run.error.as_deref().unwrap_or_default().contains("refused"),
+        "{run:?}"
+    );
+    assert!(f.calls().is_empty(), "nothing ran");
+}
+
+#[test]
+fn the_emergency_stop_refuses_a_step() {
+    let f = fixture();
+    f.runtime
+        .set_control(
+            ControlPlane {
+                emergency_stop: true,
+                ..ControlPlane::default()
+            },
+            "operator",
+        )
+        .unwrap();
+    let run = f.run("ledger", "book", json!({"amount": 1}));
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+    assert!(f.calls().is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_dangerous_tool_parks_the_unattended_run_with_the_exact_arguments() {
+    let f = fixture();
+    let run = f.run("ledger", "clear", json!({}));
+    assert_eq!(run.status, RunStatus::Waiting, "{run:?}");
+    assert!(f.calls().is_empty(), "nothing ran before a person answers");
+    let waits = f.store.waits(&run.id).unwrap();
+    let wait = waits
+        .iter()
+        .find(|w| w.kind == WaitKind::Approval && w.status == WaitStatus::Pending)
+        .expect("an approval wait");
+    let card = &wait.detail["card"];
+    assert_eq!(card["tool"], "ledger.wipe");
+    assert_eq!(card["arguments"], json!({}));
+    assert_eq!(card["dangerous"], true);
+    // A person's yes runs the call as the next attempt, with that answer.
+    let steps = WorkflowSteps::new(&f.runtime);
+    let engine = Engine::new(&f.store, &steps, &SystemClock);
+    let run = engine.answer(&run.id, true, "alice", None).unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(f.calls().len(), 1);
+}
+
+#[test]
+fn the_steps_idempotency_key_reaches_the_tool() {
+    let f = fixture();
+    let run = f.run("ledger", "book", json!({"amount": 2}));
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    let calls = f.calls();
+    assert_eq!(calls[0].2, format!("{}:rec", run.id), "{calls:?}");
+}
+
+impl Fixture {
+    /// A turn of a new interactive session whose runtime runs workflows on the same file.
+    fn call_workflow(&self, name: &str, arguments: Value) -> quiver_runtime::CallOutcome {
+        self.runtime
+            .set_workflow_store(Arc::new(SqliteStore::open(&self.db).unwrap()));
+        let session = self
+            .runtime
+            .create_session(&SessionRequest {
+                origin: quiver_policy::Origin::default(),
+                agent: "chat".into(),
+                principal: owner(),
+                profile: Profile::Interactive,
+            })
+            .unwrap();
+        // Consent to package `ledger` for the model's call of its workflow.
+        self.person.answer(&[Answer::AllowForSession]);
+        let mut turn = self.runtime.begin_turn(&session, owner(), "").unwrap();
+        turn.call(name, arguments).unwrap()
+    }
+}
+
+#[test]
+fn calling_an_exposed_workflow_returns_its_output_when_the_run_ends() {
+    let f = fixture();
+    let out = f.call_workflow("ledger__pay", json!({"amount": 4}));
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content, json!({"paid": 4}));
+    assert_eq!(f.calls().len(), 1);
+}
+
+#[test]
+fn calling_a_workflow_that_waits_returns_its_run_id_and_status() {
+    let f = fixture();
+    let out = f.call_workflow("ledger__review", json!({}));
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content["status"], "waiting", "{out:?}");
+    let run_id = out.content["run_id"].as_str().unwrap();
+    let run = f.store.run(run_id).unwrap().unwrap();
+    assert_eq!(run.workflow, "ledger.review");
+    assert!(f.calls().is_empty(), "nothing booked before the approval");
+}
+
+#[test]
+fn a_workflow_input_that_does_not_fit_its_schema_starts_nothing() {
+    let f = fixture();
+    let out = f.call_workflow("ledger__pay", json!({"amount": "four"}));
+    assert_eq!(out.status, CallStatus::Invalid, "{out:?}");
+    assert!(f.calls().is_empty());
+}
