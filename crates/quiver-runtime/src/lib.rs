@@ -12,7 +12,6 @@ pub mod dates;
 pub mod executor;
 pub mod hooks;
 mod ids;
-mod liveness;
 pub mod mcp_servers;
 pub mod operator;
 pub mod output;

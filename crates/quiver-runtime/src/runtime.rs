@@ -493,8 +493,8 @@ impl Runtime {
         Ok(self.store.kept_output(session, call_id)?)
     }
 
-    /// Closes, as `interrupted`, every call recorded as started by a process that is no longer
-    /// running (killed or crashed mid-call), and returns their call ids. Run at start by every
+    /// Closes, as `interrupted`, every call recorded as started by a process known to be gone
+    /// (killed or crashed mid-call; see [`quiver_store::waiter`]), and returns their call ids. Run at start by every
     /// command that opens the runtime; calls of live processes (another `quiver` on the same
     /// store) are left alone.
     pub fn close_interrupted_calls(&self) -> Result<Vec<String>, RuntimeError> {
@@ -507,7 +507,9 @@ impl Runtime {
                 .and_then(|d| d.get("process"))
                 .cloned()
                 .unwrap_or_default();
-            if crate::liveness::is_alive(&process) {
+            // The same test as for a console card's waiter: a process not known to be gone
+            // (another PID namespace, an unreadable record) is left alone.
+            if process.as_str().is_none_or(quiver_store::waiter::alive) {
                 continue;
             }
             let mut entry = record.entry;

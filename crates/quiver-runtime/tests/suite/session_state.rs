@@ -99,17 +99,15 @@ fn a_call_left_running_by_an_ended_process_is_closed_as_interrupted_and_a_live_o
         entry.detail = Some(json!({ "process": process }));
         h.runtime.store().append_audit(&entry).unwrap();
     };
-    // A pid no process has, and this very process (another live `quiver` on the same store).
-    started("call_dead", json!({"pid": u32::MAX - 7, "start": 1}));
-    let me = std::process::id();
-    let start = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
-    let start: u64 = start[start.rfind(')').unwrap() + 1..]
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap();
-    started("call_live", json!({"pid": me, "start": start}));
+    // A pid no process has, and this very process (another live `quiver` on the same store),
+    // named as the console's waiters are.
+    let me = quiver_store::waiter::current().unwrap();
+    let boot_and_namespace = me.rsplitn(3, ':').last().unwrap();
+    started(
+        "call_dead",
+        json!(format!("{boot_and_namespace}:{}:1", u32::MAX - 7)),
+    );
+    started("call_live", json!(me));
     assert_eq!(h.runtime.close_interrupted_calls().unwrap(), ["call_dead"]);
     let records = h
         .runtime

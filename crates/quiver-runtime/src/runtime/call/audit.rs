@@ -67,7 +67,7 @@ impl Turn<'_> {
         let mut started = audit.clone();
         started.kind = AuditKind::CallStarted;
         started.status = AuditStatus::Started;
-        started.detail = Some(json!({"process": crate::liveness::this_process()}));
+        started.detail = Some(json!({"process": quiver_store::waiter::current()}));
         self.runtime.store.append_audit(&started)?;
         Ok(())
     }
