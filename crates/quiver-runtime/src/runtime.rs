@@ -388,30 +388,45 @@ impl Runtime {
         for approval in self.store.once_approvals(session)? {
             grants.approve_once(&approval.tool);
         }
-        let catalog = self.catalog();
-        let agent = record.agent.clone();
-        let own_agent = agent
-            .split_once('.')
-            .map(|(p, a)| (p.to_owned(), a.to_owned()));
-        Ok(Turn {
+        let mut turn = self.blank_turn(session, &record.agent, origin, sender);
+        turn.message = message.to_owned();
+        turn.unattended = unattended;
+        turn.grants = grants;
+        turn.prompt_sections = record.prompt_versions;
+        turn.session_disabled = session_disabled(&record.state);
+        Ok(turn)
+    }
+
+    /// A turn of `session` (empty: outside any session) as `agent`, for `sender` at `origin`,
+    /// on the current catalog, with nothing granted, restricted or switched off yet.
+    fn blank_turn(
+        &self,
+        session: &str,
+        agent: &str,
+        origin: Origin,
+        sender: Principal,
+    ) -> Turn<'_> {
+        Turn {
             runtime: self,
-            catalog,
+            catalog: self.catalog(),
             session: session.to_owned(),
-            agent,
-            own_agent,
+            agent: agent.to_owned(),
+            own_agent: agent
+                .split_once('.')
+                .map(|(p, a)| (p.to_owned(), a.to_owned())),
             origin,
             sender,
-            message: message.to_owned(),
-            unattended,
-            grants,
+            message: String::new(),
+            unattended: false,
+            grants: SessionGrants::new(session),
             state: TurnState::new(),
             retries: HashMap::new(),
-            prompt_sections: record.prompt_versions.clone(),
+            prompt_sections: Value::Null,
             person: None,
-            session_disabled: session_disabled(&record.state),
+            session_disabled: BTreeSet::new(),
             model: None,
             step: None,
-        })
+        }
     }
 
     /// What `sender` at `origin`, running as `agent`, is offered outside any session (a front
@@ -425,27 +440,7 @@ impl Runtime {
         agent: &str,
     ) -> Result<Offer, RuntimeError> {
         self.refresh_operator_state()?;
-        let turn = Turn {
-            runtime: self,
-            catalog: self.catalog(),
-            session: String::new(),
-            agent: agent.to_owned(),
-            own_agent: agent
-                .split_once('.')
-                .map(|(p, a)| (p.to_owned(), a.to_owned())),
-            origin,
-            sender,
-            message: String::new(),
-            unattended: false,
-            grants: SessionGrants::new(""),
-            state: TurnState::new(),
-            retries: HashMap::new(),
-            prompt_sections: Value::Null,
-            person: None,
-            session_disabled: BTreeSet::new(),
-            model: None,
-            step: None,
-        };
+        let turn = self.blank_turn("", agent, origin, sender);
         turn.offer()
     }
 
