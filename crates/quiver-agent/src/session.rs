@@ -199,6 +199,8 @@ pub struct ChatSession<'r> {
     sender: Principal,
     person: Option<Arc<dyn Approver>>,
     conversation: Vec<Message>,
+    /// The active skills whose instructions [`ChatSession::conversation`] holds.
+    skills_in_conversation: BTreeSet<String>,
     scope: ToolScope,
     system: SystemPrompt,
 }
@@ -221,6 +223,7 @@ impl<'r> ChatSession<'r> {
             sender,
             person: None,
             conversation: Vec::new(),
+            skills_in_conversation: BTreeSet::new(),
             scope: ToolScope::All,
             system: SystemPrompt::Runtime,
         }
@@ -254,7 +257,14 @@ impl<'r> ChatSession<'r> {
             turn.set_person(person.clone());
         }
         turn.set_model(&self.options.model);
+        turn.transcript_holds(self.skills_in_conversation.iter().cloned());
         Ok(turn)
+    }
+
+    /// Notes what `turn` put into the conversation: the skills whose instructions it now
+    /// holds, so reading one again answers "already active".
+    pub fn end_turn(&mut self, turn: &Turn<'_>) {
+        self.skills_in_conversation = turn.skills_in_transcript().clone();
     }
 
     /// The runtime session's id.
@@ -270,6 +280,7 @@ impl<'r> ChatSession<'r> {
     /// `/reset`: forgets the conversation and ends every active skill (audited).
     pub fn reset(&mut self) -> Result<Vec<String>, AgentError> {
         self.conversation.clear();
+        self.skills_in_conversation.clear();
         Ok(self
             .runtime
             .reset_skills(&self.session, "reset by the user")?)
@@ -322,6 +333,7 @@ impl<'r> ChatSession<'r> {
                 text: "[Earlier messages were removed to save space. Skills you had read have ended: read them again if you need them.]".into(),
             },
         );
+        self.skills_in_conversation.clear();
         self.runtime
             .reset_skills(&self.session, "the agent loop compacted its context")?;
         Ok(true)
@@ -450,6 +462,7 @@ impl<'r> ChatSession<'r> {
                 tool_calls: Vec::new(),
             });
         }
+        self.end_turn(&turn);
         report.latency = started.elapsed();
         Ok(report)
     }

@@ -44,6 +44,7 @@ pub fn start(
     let text = text.trim();
     let mut turn = chat.begin_turn(text)?;
     let outcome = turn.start_skill_by_user(id).map_err(AgentError::from)?;
+    chat.end_turn(&turn);
     drop(turn);
     if outcome.is_error() {
         return Err(SkillCommandError::NoSuchSkill {

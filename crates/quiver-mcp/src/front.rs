@@ -2,7 +2,7 @@
 //! fixed tool list, running calls through the runtime (off the async threads), and the state
 //! machine of consent and approval questions asked through elicitation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -81,6 +81,9 @@ impl Caller {
 pub struct ConnectionSlot {
     session: Mutex<Option<String>>,
     bound: bool,
+    /// The skills whose instructions this connection delivered, by conversation: the
+    /// client's transcript holds them, so reading one again answers "already active".
+    delivered: Mutex<HashMap<String, BTreeSet<String>>>,
 }
 
 impl ConnectionSlot {
@@ -89,6 +92,28 @@ impl ConnectionSlot {
         ConnectionSlot {
             session: Mutex::new(None),
             bound: true,
+            delivered: Mutex::default(),
+        }
+    }
+
+    /// The skills whose instructions this connection delivered in `session` (none for a
+    /// stateless request: its transcript is unknown, so they are given again).
+    fn delivered(&self, session: &str) -> BTreeSet<String> {
+        self.delivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Remembers what the connection's transcript holds in `session` after a request.
+    fn remember(&self, session: &str, skills: &BTreeSet<String>) {
+        if self.bound {
+            self.delivered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(session.to_owned(), skills.clone());
         }
     }
 
@@ -750,16 +775,20 @@ impl Front {
         let name = request.name.clone();
         let arguments = request.arguments.clone();
         let held = self.held_turn(&session, request.turn.as_deref());
-        let (outcome, state) = tokio::task::spawn_blocking(move || {
+        let delivered = slot.delivered(&session);
+        let (outcome, state, delivered) = tokio::task::spawn_blocking(move || {
             let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
             turn.continue_turn(held);
+            turn.transcript_holds(delivered);
             turn.set_person(person);
             let outcome = turn.call(&name, arguments)?;
-            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone()))
+            let delivered = turn.skills_in_transcript().clone();
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone(), delivered))
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
         self.hold_turn(&session, request.turn.as_deref(), state);
+        slot.remember(&session, &delivered);
         let pending = deferred
             .pending
             .lock()
@@ -821,10 +850,12 @@ impl Front {
     }
 
     /// Activates the skill `id` in `session` exactly as `read_skill` does (dedup, allowed and
-    /// disallowed tools, the package opened, audited).
+    /// disallowed tools, the package opened, audited). The file read carries the instructions, so the connection's transcript holds them
+    /// afterwards.
     pub async fn activate_skill(
         self: &Arc<Self>,
         caller: &Caller,
+        slot: &ConnectionSlot,
         session: String,
         id: String,
         turn_id: Option<String>,
@@ -842,6 +873,11 @@ impl Front {
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
         self.hold_turn(&session, turn_id.as_deref(), state);
+        if let Some(skill) = outcome.content["skill"].as_str() {
+            let mut delivered = slot.delivered(&session);
+            delivered.insert(skill.to_owned());
+            slot.remember(&session, &delivered);
+        }
         Ok(outcome)
     }
 

@@ -531,6 +531,7 @@ impl ServerHandler for QuiverServer {
                     .front
                     .activate_skill(
                         &caller,
+                        &slot,
                         session,
                         skill.id.clone(),
                         meta_turn(request.meta.as_deref(), &context),

@@ -425,6 +425,7 @@ impl Runtime {
             person: None,
             session_disabled: BTreeSet::new(),
             model: None,
+            in_transcript: BTreeSet::new(),
             step: None,
         }
     }
@@ -653,6 +654,9 @@ pub struct Turn<'r> {
     person: Option<Arc<dyn Approver>>,
     session_disabled: BTreeSet<String>,
     model: Option<String>,
+    /// Skills whose instructions the caller's transcript holds (told by the front, plus those
+    /// this turn delivered): reading one of them again answers "already active".
+    in_transcript: BTreeSet<String>,
     /// Set when the turn runs one step of a workflow run.
     step: Option<workflow_steps::StepContext>,
 }

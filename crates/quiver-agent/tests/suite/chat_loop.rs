@@ -272,3 +272,37 @@ fn no_tool_for_a_greeting_and_compaction_ends_active_skills() {
     assert!(chat.reset().unwrap().is_empty());
     assert!(chat.conversation().is_empty());
 }
+
+/// Issue 12 defect 8: "already active" only where this conversation holds the instructions;
+/// a new chat on the same session (`quiver chat -m --session S` in the next process) gets
+/// them again.
+#[test]
+fn an_active_skill_is_read_again_in_full_by_a_chat_that_never_saw_it() {
+    let h = harness(Api::OpenAi, |_| {});
+    let read = || Move::call("read_skill", json!({"id": "weather"}));
+    h.server.push([
+        read(),
+        Move::text("ok"),
+        read(),
+        Move::text("ok"),
+        read(),
+        Move::text("ok"),
+    ]);
+    let s = session(&h);
+    let status = |report: &quiver_agent::TurnReport| {
+        let result = &report.calls[0].result;
+        (
+            result["status"].as_str().unwrap().to_owned(),
+            result.get("instructions").is_some(),
+        )
+    };
+    let mut first = chat(&h, &s);
+    let one = first.send("天气", &mut Quiet).unwrap();
+    assert_eq!(status(&one), ("activated".to_owned(), true));
+    let two = first.send("再看看", &mut Quiet).unwrap();
+    assert!(status(&two).0.starts_with("already active"), "{:?}", status(&two));
+    assert!(!status(&two).1);
+    let mut next = chat(&h, &s);
+    let three = next.send("天气", &mut Quiet).unwrap();
+    assert_eq!(status(&three), ("active".to_owned(), true));
+}

@@ -53,6 +53,45 @@ async fn a_connection_is_one_conversation() {
     assert_eq!(body(&missing)["error"], "no such skill: no-such-skill");
 }
 
+/// Issue 12 defect 8: a new client on a conversation's handle has not seen an active skill's
+/// instructions, so it gets them again; within its own connection it is told they are above.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_client_on_a_handle_gets_an_active_skills_instructions_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let front = front(dir.path());
+    let first_client = connect(front.clone(), Scripted::default()).await;
+    let first = call(&first_client, "read_skill", json!({"id": "weather"})).await;
+    assert_eq!(body(&first)["status"], "activated");
+    let conversation = handle(&first);
+    let second_client = connect(front, Scripted::default()).await;
+    let read = |client| {
+        let conversation = conversation.clone();
+        async move {
+            body(
+                &call(
+                    client,
+                    "read_skill",
+                    json!({"id": "weather", "conversation": conversation}),
+                )
+                .await,
+            )
+        }
+    };
+    let again = read(&second_client).await;
+    assert_eq!(again["status"], "active", "{again}");
+    assert!(
+        again["instructions"]
+            .as_str()
+            .is_some_and(|b| !b.is_empty())
+    );
+    let third = read(&second_client).await;
+    assert!(
+        third["status"].as_str().unwrap().contains("already active"),
+        "{third}"
+    );
+    assert!(third.get("instructions").is_none());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unknown_tool_is_a_protocol_error_but_inside_call_tool_a_result() {
     let dir = tempfile::tempdir().unwrap();

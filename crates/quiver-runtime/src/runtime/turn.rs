@@ -1,6 +1,7 @@
 //! A [`Turn`]: what its caller is admitted to and offered (tools, skills, the system prompt),
 //! and its entry points into the call pipeline.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,6 +37,26 @@ impl Turn<'_> {
     /// [`Turn::turn_state`]).
     pub fn continue_turn(&mut self, state: TurnState) {
         self.state = state;
+    }
+
+    /// Tells the turn which active skills' instructions the caller's transcript still holds
+    /// (a chat loop's conversation, an MCP connection). Reading one of them again answers
+    /// "already active"; any other active skill's instructions are given again, since a front
+    /// that does not carry its transcript (`quiver call`, a new MCP client on a handle) has
+    /// not seen them.
+    pub fn transcript_holds<I, S>(&mut self, skills: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.in_transcript
+            .extend(skills.into_iter().map(Into::into));
+    }
+
+    /// The skills whose instructions the transcript holds after this turn: those the front
+    /// told [`Turn::transcript_holds`] and those this turn delivered.
+    pub fn skills_in_transcript(&self) -> &BTreeSet<String> {
+        &self.in_transcript
     }
 
     /// Tells the runtime which model this turn talks to: skills bound to a `model` are shown
@@ -95,7 +116,7 @@ impl Turn<'_> {
             });
         }
         let presence = self.runtime.store.presence(&self.session)?;
-        let active_skills: std::collections::BTreeSet<String> = presence
+        let active_skills: BTreeSet<String> = presence
             .active_skills
             .into_iter()
             .filter(|id| self.skill_holds(id))

@@ -54,6 +54,64 @@ fn a_trimmed_result_is_read_from_the_next_process_of_the_session_only() {
     assert_eq!(stolen.status, CallStatus::Error);
 }
 
+/// Issue 12 defect 8: "already active; its instructions are above" only where the caller's
+/// transcript holds the instructions; every other reader of an active skill gets them again.
+#[test]
+fn an_active_skills_instructions_are_repeated_unless_the_transcript_holds_them() {
+    let h = harness();
+    let s = cli_session(&h);
+    let status = |turn: &mut quiver_runtime::Turn<'_>| {
+        let out = turn.call("read_skill", json!({"id": "weather"})).unwrap();
+        let has_body = out.content["instructions"].as_str().is_some();
+        (out.content["status"].as_str().unwrap().to_owned(), has_body)
+    };
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    assert_eq!(status(&mut turn), ("activated".to_owned(), true));
+    // The same turn delivered it: its transcript holds it.
+    assert!(status(&mut turn).0.starts_with("already active"));
+    assert!(turn.skills_in_transcript().contains("weather"));
+    let held = turn.skills_in_transcript().clone();
+    drop(turn);
+    // (who reads next, told the transcript holds it, expected: status and a body)
+    let cases: [(&str, bool, &str, bool); 3] = [
+        (
+            "a front that carries its transcript",
+            true,
+            "already active",
+            false,
+        ),
+        ("a front that does not (quiver call)", false, "active", true),
+        ("the next process of the session", false, "active", true),
+    ];
+    for (who, told, want_status, want_body) in cases {
+        let next;
+        let runtime = if who.starts_with("the next process") {
+            next = reopen(&h);
+            &next.runtime
+        } else {
+            &h.runtime
+        };
+        let mut turn = runtime.begin_turn(&s, owner(), "").unwrap();
+        if told {
+            turn.transcript_holds(held.iter().cloned());
+        }
+        let (got_status, got_body) = status(&mut turn);
+        assert!(got_status.starts_with(want_status), "{who}: {got_status}");
+        assert_eq!(got_body, want_body, "{who}");
+    }
+    // A repeat is not a second activation.
+    let activations = h
+        .runtime
+        .store()
+        .query_audit(&AuditQuery {
+            session: Some(s.clone()),
+            kind: Some(AuditKind::SkillActivated),
+            ..AuditQuery::default()
+        })
+        .unwrap();
+    assert_eq!(activations.len(), 1, "{activations:?}");
+}
+
 #[test]
 fn a_call_is_recorded_as_started_before_it_runs() {
     let h = harness();

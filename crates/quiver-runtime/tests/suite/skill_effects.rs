@@ -136,8 +136,10 @@ fn issue_12_disallowed_tools_leave_the_list_and_a_second_read_reapplies_them() {
     // weather's SKILL.md says `disallowed-tools: notes.add_note`.
     turn.call("read_skill", json!({"id": "weather"})).unwrap();
     assert!(!names(&turn).contains(&"notes__add_note".to_owned()));
-    // A new turn starts without the lists; reading the active skill again applies them.
+    // A new turn (of a front whose transcript holds the instructions) starts without the
+    // lists; reading the active skill again applies them.
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    turn.transcript_holds(["weather", "notes"]);
     assert!(names(&turn).contains(&"notes__add_note".to_owned()));
     let again = turn.call("read_skill", json!({"id": "weather"})).unwrap();
     assert!(

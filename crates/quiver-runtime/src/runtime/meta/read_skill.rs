@@ -110,32 +110,36 @@ impl Turn<'_> {
                     &skill.meta.allowed_tools,
                     &skill.meta.disallowed_tools,
                 );
-                if !self
+                let activated = self
                     .runtime
                     .store
-                    .activate_skill(&self.session, &skill.id)?
-                {
-                    // Reading it again applies its lists to this turn too.
-                    self.state.activate_skill(rules);
+                    .activate_skill(&self.session, &skill.id)?;
+                // Reading it again applies its lists to this turn too.
+                self.state.activate_skill(rules);
+                if !activated && self.in_transcript.contains(&skill.id) {
                     return Ok(ok(
                         json!({"skill": skill.id, "status": "already active; its instructions are above"}),
                     ));
                 }
+                // Active, but the caller's transcript does not hold its instructions (another
+                // process, a new client on the handle): they are given again.
+                self.in_transcript.insert(skill.id.clone());
                 let body = skill.body.clone();
-                self.runtime.store.open_package(&self.session, package_id)?;
-                self.state.activate_skill(rules);
-                self.runtime.audit_skill(
-                    &self.session,
-                    &skill.id,
-                    AuditKind::SkillActivated,
-                    match invoker {
-                        Invoker::Model => "read_skill",
-                        Invoker::User => "started by the user",
-                    },
-                )?;
-                audit
-                    .decisions
-                    .push(decision("skill", "activate", &skill.id));
+                if activated {
+                    self.runtime.store.open_package(&self.session, package_id)?;
+                    self.runtime.audit_skill(
+                        &self.session,
+                        &skill.id,
+                        AuditKind::SkillActivated,
+                        match invoker {
+                            Invoker::Model => "read_skill",
+                            Invoker::User => "started by the user",
+                        },
+                    )?;
+                    audit
+                        .decisions
+                        .push(decision("skill", "activate", &skill.id));
+                }
                 let files: Vec<String> = skill
                     .files
                     .iter()
@@ -151,7 +155,7 @@ impl Turn<'_> {
                     .collect();
                 Ok(ok(json!({
                     "skill": skill.id,
-                    "status": "activated",
+                    "status": if activated { "activated" } else { "active" },
                     "instructions": body,
                     "files": files,
                     "tools": exposed,
