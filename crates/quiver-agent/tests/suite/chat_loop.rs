@@ -300,7 +300,11 @@ fn an_active_skill_is_read_again_in_full_by_a_chat_that_never_saw_it() {
     let one = first.send("天气", &mut Quiet).unwrap();
     assert_eq!(status(&one), ("activated".to_owned(), true));
     let two = first.send("再看看", &mut Quiet).unwrap();
-    assert!(status(&two).0.starts_with("already active"), "{:?}", status(&two));
+    assert!(
+        status(&two).0.starts_with("already active"),
+        "{:?}",
+        status(&two)
+    );
     assert!(!status(&two).1);
     let mut next = chat(&h, &s);
     let three = next.send("天气", &mut Quiet).unwrap();

@@ -12,7 +12,7 @@ use quiver_runtime::approver::Approver;
 use quiver_runtime::{ApproverSet, WorkflowSteps};
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{Run, RunFilter};
-use quiver_workflow::{Engine, Start, SystemClock};
+use quiver_workflow::{Engine, SystemClock};
 use serde_json::{Value, json};
 
 use super::runtime::{SenderArgs, StateArgs};
@@ -112,25 +112,14 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     let steps = WorkflowSteps::new(runtime);
     let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
     let digest = engine.pin(&definition).map_err(|e| fail(&e))?;
-    let settings = host
-        .config()
-        .runtime
-        .settings
-        .get(definition.package.as_str())
-        .cloned()
-        .unwrap_or_default();
-    let start = Start {
+    let start = runtime.run_start(
+        definition.package.as_str(),
+        &sender,
         input,
-        trigger: json!({"kind": "manual", "front": "cli"}),
-        principal: serde_json::to_value(&sender).unwrap_or_default(),
-        started_by: sender
-            .user_id
-            .clone()
-            .unwrap_or_else(|| "anonymous".to_owned()),
-        attended: interactive,
-        settings: Value::Object(public(settings, &definition.package, runtime)),
-        key: args.key,
-    };
+        json!({"kind": "manual", "front": "cli"}),
+        interactive,
+        args.key,
+    );
     let (run, created) = engine.start(&digest, &start).map_err(|e| fail(&e))?;
     if !created {
         crate::err(&format!("{} exists already with this key", run.id));
@@ -146,25 +135,6 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
         "failed" | "cancelled" => ExitCode::FAILURE,
         _ => ExitCode::SUCCESS,
     })
-}
-
-/// The settings templates may read: the package's own, without its secret ones.
-fn public(
-    mut settings: serde_json::Map<String, Value>,
-    package: &str,
-    runtime: &quiver_runtime::Runtime,
-) -> serde_json::Map<String, Value> {
-    let catalog = runtime.catalog();
-    if let Some(p) = catalog
-        .packages()
-        .iter()
-        .find(|p| p.package.id.as_str() == package)
-    {
-        for secret in p.package.manifest.secret_settings() {
-            settings.remove(&secret);
-        }
-    }
-    settings
 }
 
 fn print_run(run: &Run, as_json: bool) {

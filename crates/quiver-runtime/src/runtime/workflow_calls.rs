@@ -34,6 +34,55 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// How a run of a workflow of `package` starts for `sender` (every front builds its
+    /// [`Start`] here): whose authority its steps run with, who started it, and the package's
+    /// non-secret settings its templates may read. `trigger` is what started it (JSON:
+    /// `{"kind": "manual"}`, a call, a fire, an event, a delivery); `key` an explicit
+    /// idempotency key.
+    pub fn run_start(
+        &self,
+        package: &str,
+        sender: &quiver_policy::Principal,
+        input: Value,
+        trigger: Value,
+        attended: bool,
+        key: Option<String>,
+    ) -> Start {
+        Start {
+            input,
+            trigger,
+            principal: serde_json::to_value(sender).unwrap_or_default(),
+            started_by: sender
+                .user_id
+                .clone()
+                .unwrap_or_else(|| "anonymous".to_owned()),
+            attended,
+            settings: self.public_settings(package),
+            key,
+        }
+    }
+
+    /// The package's configured settings without its secret ones: what templates may read.
+    fn public_settings(&self, package: &str) -> Value {
+        let catalog = self.catalog();
+        let secret = catalog
+            .package(package)
+            .map(|p| p.package.manifest.secret_settings())
+            .unwrap_or_default();
+        let settings: Map<String, Value> = self
+            .config
+            .settings
+            .get(package)
+            .map(|all| {
+                all.iter()
+                    .filter(|(k, _)| !secret.contains(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Value::Object(settings)
+    }
+
     /// The definition a run of the workflow `qualified` (`pkg.workflow`) of the current
     /// catalog pins, if there is one.
     pub fn workflow_definition(&self, qualified: &str) -> Option<Definition> {
@@ -97,20 +146,14 @@ impl Turn<'_> {
         let definition = definition_in(&self.catalog, target.package, workflow);
         let steps = WorkflowSteps::new(self.runtime);
         let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
-        let principal = serde_json::to_value(&self.sender).unwrap_or_default();
-        let start = Start {
-            input: arguments.clone(),
-            trigger: json!({"kind": "call", "session": self.session, "call_id": call_id}),
-            started_by: self
-                .sender
-                .user_id
-                .clone()
-                .unwrap_or_else(|| "anonymous".to_owned()),
-            principal,
-            attended: !self.unattended,
-            settings: self.public_settings(target),
-            key: None,
-        };
+        let start = self.runtime.run_start(
+            target.package.id.as_str(),
+            &self.sender,
+            arguments.clone(),
+            json!({"kind": "call", "session": self.session, "call_id": call_id}),
+            !self.unattended,
+            None,
+        );
         self.record_started(audit)?;
         let started = engine
             .pin(&definition)
@@ -146,23 +189,5 @@ impl Turn<'_> {
             cached: false,
             cache_key: None,
         }))
-    }
-
-    /// The package's configured settings without its secret ones: what templates may read.
-    fn public_settings(&self, target: &Target<'_>) -> Value {
-        let secret = target.package.manifest.secret_settings();
-        let settings: Map<String, Value> = self
-            .runtime
-            .config
-            .settings
-            .get(target.package.id.as_str())
-            .map(|all| {
-                all.iter()
-                    .filter(|(k, _)| !secret.contains(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Value::Object(settings)
     }
 }
