@@ -4,7 +4,7 @@
 
 use quiver_catalog::render::package_list;
 use quiver_policy::{Origin, Principal};
-use quiver_runtime::{Profile, Runtime, SessionRequest};
+use quiver_runtime::{Profile, Runtime, SessionRequest, presence};
 use serde::Serialize;
 
 use crate::config::ToolMode;
@@ -40,6 +40,10 @@ pub struct PackageCost {
     pub catalog_tokens: usize,
     /// Tokens of its tool definitions (eager).
     pub eager_tokens: usize,
+    /// Tokens a request grows by once `tool_search` or `load_tool` hits one of its exposed
+    /// items: the hit brings all of them (seed 000's whole-package rule) into one loaded slot.
+    /// 0 for a package that exposes nothing callable.
+    pub loaded_tokens: usize,
 }
 
 /// The cost of a catalog per turn.
@@ -53,6 +57,11 @@ pub struct CatalogCost {
     pub eager: TurnCost,
     /// `1 - progressive / eager`.
     pub reduction: f64,
+    /// Loaded slots per session (`max_loaded`), each holding one package.
+    pub loaded_slots: usize,
+    /// The most a progressive request reaches with every loaded slot held by the most
+    /// expensive packages: [`CatalogCost::progressive`] plus their [`PackageCost::loaded_tokens`].
+    pub all_slots_tokens: usize,
 }
 
 /// Measures the catalog of `runtime` for a turn of `sender` from the CLI (no platform).
@@ -89,6 +98,39 @@ pub fn measure(runtime: &Runtime, sender: &Principal) -> Result<CatalogCost, Age
             Ok((cost, per_tool))
         };
     let (progressive, _) = turn_cost("chat", false)?;
+    let loaded_tokens = |index: usize| -> Result<usize, AgentError> {
+        let catalog = runtime.catalog();
+        let Some(wire) = catalog
+            .items()
+            .iter()
+            .find(|i| {
+                i.package == index
+                    && i.wire.is_some()
+                    && presence::slot(&catalog, i) == catalog.packages()[index].package.id.as_str()
+            })
+            .and_then(|i| i.wire.clone())
+        else {
+            return Ok(0);
+        };
+        let session = runtime.create_session(&SessionRequest {
+            origin: Origin::default(),
+            agent: "chat".to_owned(),
+            principal: sender.clone(),
+            profile: Profile::Interactive,
+        })?;
+        let mut turn = runtime.begin_turn(&session, sender.clone(), "")?;
+        turn.call("load_tool", serde_json::json!({ "name": wire }))?;
+        let (system, tools) = request_parts(
+            &turn,
+            &ToolScope::All,
+            &SystemPrompt::Runtime,
+            ToolMode::Native,
+        )?;
+        let total = tokens::count(&system) + tokens::tools(&tools);
+        drop(turn);
+        runtime.end_session(&session)?;
+        Ok(total.saturating_sub(progressive.total()))
+    };
     let (eager, per_tool) = turn_cost(EAGER_AGENT, true)?;
     let catalog = runtime.catalog();
     let packages = catalog
@@ -107,13 +149,18 @@ pub fn measure(runtime: &Runtime, sender: &Principal) -> Result<CatalogCost, Age
                 })
                 .map(|(_, t)| t)
                 .sum();
-            PackageCost {
+            Ok(PackageCost {
                 package: cp.package.id.to_string(),
                 catalog_tokens: tokens::count(&lines.text),
                 eager_tokens,
-            }
+                loaded_tokens: loaded_tokens(index)?,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, AgentError>>()?;
+    let loaded_slots = runtime.max_loaded();
+    let mut by_cost: Vec<usize> = packages.iter().map(|p| p.loaded_tokens).collect();
+    by_cost.sort_unstable_by(|a, b| b.cmp(a));
+    let all_slots_tokens = progressive.total() + by_cost.iter().take(loaded_slots).sum::<usize>();
     let reduction = if eager.total() == 0 {
         0.0
     } else {
@@ -124,5 +171,7 @@ pub fn measure(runtime: &Runtime, sender: &Principal) -> Result<CatalogCost, Age
         progressive,
         eager,
         reduction,
+        loaded_slots,
+        all_slots_tokens,
     })
 }

@@ -350,6 +350,25 @@ fn inspect_cost_compares_progressive_disclosure_with_every_schema() {
     let total = v["eager"]["tool_tokens"].as_u64().unwrap();
     assert!(eager_sum.abs_diff(total) < 10, "{eager_sum} vs {total}");
     assert!(v["packages"][2]["catalog_tokens"].as_u64().unwrap() > 5);
+    // Issue 12 defect 13: a hit brings the whole package into one loaded slot; what that costs
+    // is its exposed schemas (each package here exposes one tool), and every slot held by the
+    // costliest packages is the progressive turn plus all of them (3 packages < 12 slots).
+    assert_eq!(v["loaded_slots"], 12);
+    let mut loaded_sum = 0;
+    for p in v["packages"].as_array().unwrap() {
+        let (loaded, eager) = (
+            p["loaded_tokens"].as_u64().unwrap(),
+            p["eager_tokens"].as_u64().unwrap(),
+        );
+        assert!(loaded > 0 && loaded.abs_diff(eager) < 10, "{p}");
+        loaded_sum += loaded;
+    }
+    assert_eq!(
+        v["all_slots_tokens"].as_u64().unwrap(),
+        v["progressive"]["system_tokens"].as_u64().unwrap()
+            + v["progressive"]["tool_tokens"].as_u64().unwrap()
+            + loaded_sum
+    );
     // A benchmark's tools load as packages.
     let tools = env.dir.path().join("tools.jsonl");
     let lines: Vec<String> = (0..25)

@@ -223,6 +223,12 @@ impl Runtime {
         }
     }
 
+    /// How many loaded slots a session has (`max_loaded`): each holds a whole package's exposed
+    /// items, or one item named exactly, the least recently used evicted first.
+    pub fn max_loaded(&self) -> usize {
+        self.config.max_loaded
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store

@@ -182,14 +182,14 @@ pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let mut lines = vec![format!(
-        "{:<28}{:>16}{:>16}",
-        "package", "catalog tokens", "eager tokens"
+        "{:<28}{:>16}{:>16}{:>16}",
+        "package", "catalog tokens", "eager tokens", "loaded tokens"
     )];
     if measured.packages.len() <= 50 {
         for p in &measured.packages {
             lines.push(format!(
-                "{:<28}{:>16}{:>16}",
-                p.package, p.catalog_tokens, p.eager_tokens
+                "{:<28}{:>16}{:>16}{:>16}",
+                p.package, p.catalog_tokens, p.eager_tokens, p.loaded_tokens
             ));
         }
     } else {
@@ -213,6 +213,11 @@ pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> 
     lines.push(format!(
         "progressive disclosure sends {:.1}% fewer tokens per turn (o200k_base)",
         measured.reduction * 100.0
+    ));
+    lines.push(format!(
+        "a search or load_tool hit brings its package's exposed tools into one of {} loaded slots; \
+         with every slot held by the costliest packages a turn reaches {} tokens",
+        measured.loaded_slots, measured.all_slots_tokens
     ));
     crate::out(&lines.join("\n"));
     Ok(ExitCode::SUCCESS)
