@@ -42,6 +42,7 @@ mod disk;
 pub mod identity;
 pub mod launcher;
 pub mod output;
+pub mod ownership;
 pub mod policy;
 pub mod proxy;
 mod relay;

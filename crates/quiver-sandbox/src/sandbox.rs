@@ -314,9 +314,13 @@ impl Sandbox {
         }
     }
 
-    /// The data folder of `package`.
-    pub fn data_dir(&self, package: &str) -> PathBuf {
-        self.config.state_dir.join("data").join(package)
+    /// The data folder's name (and the uid's key) of the package `id` at `package_dir`
+    /// (canonical): `<id>` for the folder that owns the id, one of its own for any other (see
+    /// [`crate::ownership`]).
+    fn data_key(&self, id: &str, package_dir: &Path) -> Result<String, SandboxError> {
+        crate::ownership::claim(&self.config.state_dir, id, package_dir).map_err(|e| {
+            SandboxError::Setup(format!("recording the owner of package id `{id}`: {e}"))
+        })
     }
 
     /// Starts `job` with piped stdio.
@@ -340,12 +344,15 @@ impl Sandbox {
             command_dir: absolute(&job.command_dir)?,
             ..job.clone()
         };
-        let data = self.data_dir(&job.package);
+        // Data, the uid and an unsandboxed tool's temporary folder belong to the package's
+        // identity (its folder), not to the id alone.
+        let key = self.data_key(&job.package, &job.package_dir)?;
+        let data = self.config.state_dir.join("data").join(&key);
         create_private_dir(&data)?;
         let tmp = if sandboxed {
             PathBuf::from("/tmp")
         } else {
-            let tmp = self.config.state_dir.join("tmp").join(&job.package);
+            let tmp = self.config.state_dir.join("tmp").join(&key);
             create_private_dir(&tmp)?;
             tmp
         };
@@ -365,7 +372,7 @@ impl Sandbox {
                 Network::Proxy { socket }
             };
             let limits = self.limits(job);
-            let uid = crate::identity::package_uid(&job.package);
+            let uid = crate::identity::package_uid(&key);
             let run_as = rustix::process::geteuid().is_root().then_some((uid, uid));
             if run_as.is_some() {
                 crate::identity::own(&data, uid).map_err(|e| {
