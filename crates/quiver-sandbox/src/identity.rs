@@ -1,7 +1,7 @@
 //! Each package's own user: when Quiver runs as root, a package's tools run as a uid (and gid)
-//! of their own, derived from the name of its data folder (its id, or for a folder that does not own the id
-//! its id and a hash of the folder; see [`crate::ownership`]), so the process limit
-//! of one package never stops another's, and files one package writes are not another's.
+//! of their own, derived from the name of its data folder (its id, or, for a folder that does
+//! not own the id, its id and a hash of the folder; see [`crate::ownership`]), so the process
+//! limit of one package never stops another's, and files one package writes are not another's.
 //!
 //! The uid is `FIRST_UID + fnv1a64(package) % UID_COUNT`: stable across runs and machines,
 //! outside the ranges distributions hand out to people (below 60000) and to user namespaces
