@@ -12,6 +12,8 @@
 //!     - { token: "s3cret-for-bob", user: bob, role: user }
 //!     - { token_env: QUIVER_TOKEN_OPS, user: ops, role: user, platform: qq, platform_roles: [admin] }
 //!   approval_wait: 60                           # seconds a non-eliciting client's call waits
+//!   conversation_idle: 86400                    # seconds without a request before a
+//!                                               # conversation is deleted (default one day)
 //! ```
 
 use std::time::Duration;
@@ -56,6 +58,7 @@ struct FileConfig {
     tokens: Vec<TokenEntry>,
     #[serde(default)]
     approval_wait: Option<u64>,
+    conversation_idle: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,6 +133,9 @@ pub struct McpConfig {
     pub approval_wait: Duration,
     /// How long an HTTP connection may take to send a request's headers (default 10 s).
     pub header_timeout: Duration,
+    /// How long a conversation may go without a request before it is deleted with what it
+    /// holds (default one day): a stateless request that never comes back leaves no row.
+    pub conversation_idle: Duration,
 }
 
 impl Default for McpConfig {
@@ -145,6 +151,7 @@ impl Default for McpConfig {
             ],
             approval_wait: Duration::from_secs(60),
             header_timeout: Duration::from_secs(10),
+            conversation_idle: Duration::from_secs(24 * 60 * 60),
         }
     }
 }
@@ -207,6 +214,9 @@ impl McpConfig {
                 principal,
                 origin,
             });
+        }
+        if let Some(secs) = file.conversation_idle {
+            config.conversation_idle = Duration::from_secs(secs.max(60));
         }
         if let Some(secs) = file.approval_wait {
             config.approval_wait = Duration::from_secs(secs);

@@ -3,6 +3,7 @@
 //! machine of consent and approval questions asked through elicitation.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -81,6 +82,8 @@ impl Caller {
 pub struct ConnectionSlot {
     session: Mutex<Option<String>>,
     bound: bool,
+    /// When the connection last marked its conversation as in use (Unix ms).
+    touched: AtomicI64,
     /// The skills whose instructions this connection delivered, by conversation: the
     /// client's transcript holds them, so reading one again answers "already active".
     delivered: Mutex<HashMap<String, BTreeSet<String>>>,
@@ -92,6 +95,7 @@ impl ConnectionSlot {
         ConnectionSlot {
             session: Mutex::new(None),
             bound: true,
+            touched: AtomicI64::new(0),
             delivered: Mutex::default(),
         }
     }
@@ -287,6 +291,19 @@ pub struct Front {
     skills: Mutex<Option<(u64, Arc<SkillIndex>)>>,
     used_states: Mutex<HashMap<String, u64>>,
     turns: Mutex<HashMap<String, HeldTurn>>,
+    /// When idle conversations were last deleted (Unix ms).
+    purged: AtomicI64,
+}
+
+/// How often a conversation in use is marked so (its `updated_at`), and idle ones are looked
+/// for: at most once a minute (or half the idle time, if shorter), so a request costs no extra
+/// write.
+const KEEP_ALIVE_MS: i64 = 60_000;
+/// Idle conversations deleted at most per look.
+const PURGE_BATCH: usize = 1_000;
+
+fn now_ms() -> i64 {
+    i64::try_from(now_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
 /// A conversation's current turn, carried between its requests.
@@ -407,6 +424,7 @@ impl Front {
             skills: Mutex::new(None),
             used_states: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),
+            purged: AtomicI64::new(0),
         }
     }
 
@@ -561,19 +579,28 @@ impl Front {
                 .store()
                 .session(&body.s)
                 .map_err(RuntimeError::from)?
-                .is_some_and(|s| s.is_active());
-            if !active {
+                .filter(|s| s.is_active())
+                .map(|s| s.updated_at);
+            let Some(updated) = active else {
                 return Err(FrontError::BadHandle(
                     "its conversation has ended; leave `conversation` out to start a new one"
                         .into(),
                 ));
+            };
+            if now_ms() - updated > self.keep_alive_every() {
+                self.keep_alive(&body.s)?;
             }
             return Ok(body.s);
         }
         let mut bound = slot.session.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(session) = bound.as_ref() {
+            let now = now_ms();
+            if now - slot.touched.swap(now, Ordering::Relaxed) > self.keep_alive_every() {
+                self.keep_alive(session)?;
+            }
             return Ok(session.clone());
         }
+        self.purge_idle()?;
         let session = self.runtime.create_session(&SessionRequest {
             origin: caller.origin.clone(),
             agent: MCP_AGENT.into(),
@@ -581,9 +608,48 @@ impl Front {
             profile: Profile::Interactive,
         })?;
         if slot.bound {
+            slot.touched.store(now_ms(), Ordering::Relaxed);
             *bound = Some(session.clone());
         }
         Ok(session)
+    }
+
+    fn idle_ms(&self) -> i64 {
+        i64::try_from(self.config.conversation_idle.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// How often a conversation in use is marked so, and idle ones are looked for.
+    fn keep_alive_every(&self) -> i64 {
+        KEEP_ALIVE_MS.min(self.idle_ms() / 2)
+    }
+
+    /// Marks `session` as in use now, so it is not taken for idle.
+    fn keep_alive(&self, session: &str) -> Result<(), FrontError> {
+        self.runtime
+            .store()
+            .touch_session(session)
+            .map_err(RuntimeError::from)?;
+        Ok(())
+    }
+
+    /// Deletes the conversations idle for longer than `conversation_idle` (at most once a
+    /// minute): a stateless request whose client never comes back leaves no row.
+    fn purge_idle(&self) -> Result<(), FrontError> {
+        let now = now_ms();
+        if now - self.purged.load(Ordering::Relaxed) < self.keep_alive_every() {
+            return Ok(());
+        }
+        self.purged.store(now, Ordering::Relaxed);
+        let idle = self.idle_ms();
+        let deleted = self
+            .runtime
+            .store()
+            .purge_idle_sessions(MCP_AGENT, now.saturating_sub(idle), PURGE_BATCH)
+            .map_err(RuntimeError::from)?;
+        if deleted > 0 {
+            tracing::info!(deleted, "deleted idle MCP conversations");
+        }
+        Ok(())
     }
 
     /// The turn state a request of `session` continues: all of the held turn (skill lists and

@@ -98,6 +98,11 @@ pub trait Store: Send + Sync {
     /// Ends the session now. `true` if it was active, `false` if it had already ended.
     fn end_session(&self, id: &str) -> Result<bool>;
 
+    /// Deletes up to `limit` top-level sessions of `agent` not updated since `before` (Unix
+    /// ms), with everything they hold (their child sessions, loaded tools, consents, cards,
+    /// kept outputs; the audit log keeps their records). Returns how many were deleted.
+    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<usize>;
+
     // --- loaded tools (LRU) ---
 
     /// Loads a tool into the session's loaded set, or marks it most recently used if it is

@@ -136,6 +136,40 @@ fn sessions() {
 }
 
 #[test]
+fn idle_sessions_of_one_agent_are_purged_with_what_they_hold() {
+    let (_dir, store) = open();
+    let mcp = |id: &str| store.create_session(&NewSession::new(id, "mcp")).unwrap();
+    mcp("old");
+    mcp("old2");
+    session(&store, "chat-old");
+    store.load_tool("old", "weather.forecast", 12).unwrap();
+    store.open_package("old", "weather").unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let cutoff = store.session("old").unwrap().unwrap().updated_at + 10;
+    thread::sleep(Duration::from_millis(20));
+    mcp("new");
+    store.touch_session("old2").unwrap();
+    // (agent, before, limit) -> deleted, then which sessions remain
+    assert_eq!(store.purge_idle_sessions("mcp", cutoff, 10).unwrap(), 1);
+    let left: Vec<String> = store
+        .list_sessions(&SessionFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(!left.contains(&"old".to_owned()), "{left:?}");
+    // What it held went with it: a new session of that id starts empty.
+    mcp("old");
+    assert!(store.loaded_tools("old").unwrap().is_empty());
+    assert!(store.opened_packages("old").unwrap().is_empty());
+    // Another agent's sessions and the limit are respected.
+    assert_eq!(store.purge_idle_sessions("mcp", i64::MAX, 1).unwrap(), 1);
+    assert_eq!(store.purge_idle_sessions("mcp", i64::MAX, 10).unwrap(), 2);
+    assert!(store.session("chat-old").unwrap().is_some());
+}
+
+#[test]
 fn session_errors() {
     let (_dir, store) = open();
     session(&store, "s1");

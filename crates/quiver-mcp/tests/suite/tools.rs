@@ -239,3 +239,71 @@ async fn subscriptions_listen_is_acknowledged() {
     let subscription = client.peer().listen(filter).await.unwrap();
     assert_eq!(subscription.acknowledged(), &SubscriptionFilter::new());
 }
+
+/// Issue 13 item 12: a stateless request that never comes back leaves no row; a conversation
+/// in use is kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_conversations_are_deleted_and_ones_in_use_are_kept() {
+    use quiver_mcp::config::McpConfig;
+    use quiver_mcp::front::{Asker, CallRequest, CallResult, Caller, ConnectionSlot};
+    use quiver_package::rules::Role;
+    use quiver_policy::Principal;
+    use quiver_store::SessionFilter;
+
+    let dir = tempfile::tempdir().unwrap();
+    let idle = std::time::Duration::from_millis(400);
+    let front = super::harness::front_with(
+        dir.path(),
+        McpConfig {
+            conversation_idle: idle,
+            ..McpConfig::default()
+        },
+    );
+    let alice = Caller::local(Principal::user("alice", Role::User));
+    let stateless = ConnectionSlot::stateless();
+    let search = |handle: Option<String>| {
+        let front = front.clone();
+        let alice = alice.clone();
+        let stateless = &stateless;
+        async move {
+            let request = CallRequest {
+                name: "tool_search".into(),
+                arguments: json!({"query": "weather"}),
+                handle,
+                resume: None,
+                turn: None,
+            };
+            match front
+                .call(&alice, stateless, request, Asker::Deferred)
+                .await
+            {
+                Ok(CallResult::Done { handle, .. }) => Ok(handle),
+                Ok(_) => panic!("a result"),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    };
+    let rows = || {
+        front
+            .runtime()
+            .store()
+            .list_sessions(&SessionFilter::default())
+            .unwrap()
+            .len()
+    };
+    let forgotten = search(None).await.unwrap();
+    let kept = search(None).await.unwrap();
+    assert_eq!(rows(), 2);
+    // `kept` is used every 150 ms (each use past half the idle time marks it); `forgotten`
+    // never again.
+    for _ in 0..4 {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        assert_eq!(search(Some(kept.clone())).await.unwrap(), kept);
+    }
+    // The next new conversation looks for idle ones.
+    search(None).await.unwrap();
+    assert_eq!(rows(), 2, "the forgotten conversation's row is gone");
+    let ended = search(Some(forgotten)).await.unwrap_err();
+    assert!(ended.contains("has ended"), "{ended}");
+    assert_eq!(search(Some(kept.clone())).await.unwrap(), kept);
+}

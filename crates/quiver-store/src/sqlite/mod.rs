@@ -253,6 +253,11 @@ impl Store for SqliteStore {
         self.write(move |c| ops::end_session(c, &id, now_ms()))
     }
 
+    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<usize> {
+        let agent = agent.to_owned();
+        self.write(move |c| ops::purge_idle_sessions(c, &agent, before, limit))
+    }
+
     fn load_tool(&self, session: &str, tool: &str, capacity: usize) -> Result<Vec<String>> {
         let (session, tool) = (session.to_owned(), tool.to_owned());
         self.write(move |c| ops::load_tool(c, &session, &tool, capacity))

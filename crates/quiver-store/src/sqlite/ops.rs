@@ -237,6 +237,21 @@ pub(crate) fn end_session(conn: &Connection, id: &str, now: i64) -> Result<bool>
     Ok(changed > 0)
 }
 
+pub(crate) fn purge_idle_sessions(
+    conn: &Connection,
+    agent: &str,
+    before: i64,
+    limit: usize,
+) -> Result<usize> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
+             WHERE agent = ?1 AND parent_id IS NULL AND updated_at < ?2 LIMIT ?3)",
+        )?
+        .execute(params![agent, before, limit])?)
+}
+
 // --- loaded tools, opened packages, active skills: per-session ordered sets ---
 
 /// The three per-session ordered sets: each row has a `seq`, larger for later (or more recently
