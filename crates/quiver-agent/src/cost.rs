@@ -64,20 +64,34 @@ pub struct CatalogCost {
     pub all_slots_tokens: usize,
 }
 
+/// What a measured turn's session holds before the request is built.
+#[derive(Clone, Copy)]
+enum Before<'a> {
+    /// Nothing: a fresh turn.
+    Nothing,
+    /// Every tool loaded (the eager baseline).
+    EveryTool,
+    /// One item loaded through `load_tool` (its whole package, for an exposed item).
+    Load(&'a str),
+}
+
 /// Measures the catalog of `runtime` for a turn of `sender` from the CLI (no platform).
 pub fn measure(runtime: &Runtime, sender: &Principal) -> Result<CatalogCost, AgentError> {
     let turn_cost =
-        |agent: &str, eager: bool| -> Result<(TurnCost, Vec<(String, usize)>), AgentError> {
+        |agent: &str, before: Before<'_>| -> Result<(TurnCost, Vec<(String, usize)>), AgentError> {
             let session = runtime.create_session(&SessionRequest {
                 origin: Origin::default(),
                 agent: agent.to_owned(),
                 principal: sender.clone(),
                 profile: Profile::Interactive,
             })?;
-            if eager {
+            if let Before::EveryTool = before {
                 load_every_tool(runtime, &session)?;
             }
-            let turn = runtime.begin_turn(&session, sender.clone(), "")?;
+            let mut turn = runtime.begin_turn(&session, sender.clone(), "")?;
+            if let Before::Load(wire) = before {
+                turn.call("load_tool", serde_json::json!({ "name": wire }))?;
+            }
             let (system, tools) = request_parts(
                 &turn,
                 &ToolScope::All,
@@ -97,41 +111,26 @@ pub fn measure(runtime: &Runtime, sender: &Principal) -> Result<CatalogCost, Age
             runtime.end_session(&session)?;
             Ok((cost, per_tool))
         };
-    let (progressive, _) = turn_cost("chat", false)?;
+    let (progressive, _) = turn_cost("chat", Before::Nothing)?;
     let loaded_tokens = |index: usize| -> Result<usize, AgentError> {
         let catalog = runtime.catalog();
-        let Some(wire) = catalog
+        let package = catalog.packages()[index].package.id.as_str();
+        let exposed = catalog
             .items()
             .iter()
             .find(|i| {
-                i.package == index
-                    && i.wire.is_some()
-                    && presence::slot(&catalog, i) == catalog.packages()[index].package.id.as_str()
+                i.package == index && i.wire.is_some() && presence::slot(&catalog, i) == package
             })
-            .and_then(|i| i.wire.clone())
-        else {
-            return Ok(0);
-        };
-        let session = runtime.create_session(&SessionRequest {
-            origin: Origin::default(),
-            agent: "chat".to_owned(),
-            principal: sender.clone(),
-            profile: Profile::Interactive,
-        })?;
-        let mut turn = runtime.begin_turn(&session, sender.clone(), "")?;
-        turn.call("load_tool", serde_json::json!({ "name": wire }))?;
-        let (system, tools) = request_parts(
-            &turn,
-            &ToolScope::All,
-            &SystemPrompt::Runtime,
-            ToolMode::Native,
-        )?;
-        let total = tokens::count(&system) + tokens::tools(&tools);
-        drop(turn);
-        runtime.end_session(&session)?;
-        Ok(total.saturating_sub(progressive.total()))
+            .and_then(|i| i.wire.as_deref());
+        Ok(match exposed {
+            Some(wire) => turn_cost("chat", Before::Load(wire))?
+                .0
+                .total()
+                .saturating_sub(progressive.total()),
+            None => 0,
+        })
     };
-    let (eager, per_tool) = turn_cost(EAGER_AGENT, true)?;
+    let (eager, per_tool) = turn_cost(EAGER_AGENT, Before::EveryTool)?;
     let catalog = runtime.catalog();
     let packages = catalog
         .packages()
