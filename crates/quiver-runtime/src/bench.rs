@@ -31,6 +31,9 @@ pub struct PipelineReport {
     pub p50_us: f64,
     /// 99th percentile, in microseconds.
     pub p99_us: f64,
+    /// Median time of computing a turn's offer (its tools, skills and resources, as a front
+    /// lists them each turn), in microseconds, measured in the same sessions.
+    pub offer_p50_us: f64,
     /// Calls that did not end `ok`.
     pub errors: usize,
     /// Median time of one `fdatasync` of a small write in the benchmark's folder, measured in
@@ -90,29 +93,53 @@ pub fn run_pipeline(
         runtime.store().set_consent(&id, "bench", true, "bench")?;
         ids.push(id);
     }
+    let calls_done = std::sync::Barrier::new(sessions);
+    let calls_ended = std::sync::OnceLock::new();
     let started = Instant::now();
-    let results: Vec<Result<(Vec<f64>, usize), RuntimeError>> = std::thread::scope(|scope| {
+    type Timed = (Vec<f64>, Vec<f64>, usize);
+    let results: Vec<Result<Timed, RuntimeError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = ids
             .iter()
             .map(|id| {
-                let runtime = &runtime;
+                let (runtime, calls_done, calls_ended) = (&runtime, &calls_done, &calls_ended);
                 scope.spawn(move || {
+                    let mut times = Vec::with_capacity(calls);
+                    let mut offers = Vec::with_capacity(calls);
+                    let mut errors = 0;
                     let mut turn = runtime.begin_turn(
                         id,
                         Principal::user("bench", quiver_package::rules::Role::Master),
                         "",
-                    )?;
-                    let mut times = Vec::with_capacity(calls);
-                    let mut errors = 0;
-                    for n in 0..calls {
-                        let t = Instant::now();
-                        let out = turn.call("bench__noop", json!({ "n": n }))?;
-                        times.push(t.elapsed().as_secs_f64() * 1e6);
-                        if out.status != CallStatus::Ok {
-                            errors += 1;
+                    );
+                    let mut failed = None;
+                    if let Ok(turn) = &mut turn {
+                        for n in 0..calls {
+                            let t = Instant::now();
+                            match turn.call("bench__noop", json!({ "n": n })) {
+                                Ok(out) => errors += usize::from(out.status != CallStatus::Ok),
+                                Err(e) => {
+                                    failed = Some(e);
+                                    break;
+                                }
+                            }
+                            times.push(t.elapsed().as_secs_f64() * 1e6);
                         }
                     }
-                    Ok((times, errors))
+                    // Every session's calls are done before any offer is timed (a session
+                    // that could not begin still passes, so none waits forever).
+                    if calls_done.wait().is_leader() {
+                        let _ = calls_ended.set(Instant::now());
+                    }
+                    let turn = turn?;
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    for _ in 0..calls {
+                        let t = Instant::now();
+                        std::hint::black_box(turn.offer()?);
+                        offers.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    Ok((times, offers, errors))
                 })
             })
             .collect();
@@ -124,15 +151,21 @@ pub fn run_pipeline(
             })
             .collect()
     });
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = calls_ended
+        .get()
+        .map_or_else(|| started.elapsed(), |end| end.duration_since(started))
+        .as_secs_f64();
     let mut times = Vec::new();
+    let mut offers = Vec::new();
     let mut errors = 0;
     for result in results {
-        let (t, e) = result?;
+        let (t, o, e) = result?;
         times.extend(t);
+        offers.extend(o);
         errors += e;
     }
     times.sort_by(f64::total_cmp);
+    offers.sort_by(f64::total_cmp);
     let fdatasync = fdatasync_p50(dir).map_err(|source| RuntimeError::Io {
         path: dir.to_path_buf(),
         source,
@@ -145,6 +178,7 @@ pub fn run_pipeline(
         calls_per_second: times.len() as f64 / elapsed,
         p50_us: pct(0.5),
         p99_us: pct(0.99),
+        offer_p50_us: percentile(&offers, 0.5),
         errors,
         fdatasync_p50_us: fdatasync,
     })

@@ -118,13 +118,15 @@ fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
         serde_json::to_string(&report).into_diagnostic()?
     } else {
         format!(
-            "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\nerrors        {}\nfdatasync p50 {:.1} µs (this disk, same run: the floor of a `full` commit)",
+            "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\noffer p50     {:.1} µs ({:.1}% of a call)\nerrors        {}\nfdatasync p50 {:.1} µs (this disk, same run: the floor of a `full` commit)",
             report.sessions,
             report.calls_per_session,
             report.synchronous,
             report.calls_per_second,
             report.p50_us,
             report.p99_us,
+            report.offer_p50_us,
+            100.0 * report.offer_p50_us / report.p50_us,
             report.errors,
             report.fdatasync_p50_us
         )
