@@ -322,11 +322,16 @@ impl Turn<'_> {
     /// The tools offered this turn: meta-tools, then resident, pinned, always-loaded and loaded
     /// items, each admitted afresh for this turn's sender.
     pub fn tools(&self) -> Result<Vec<ToolDefinition>, RuntimeError> {
-        let mut out: Vec<ToolDefinition> =
-            self.meta_tools().into_iter().map(meta_definition).collect();
         let view = self.view()?;
         let always = self.runtime.always_loaded(&self.catalog);
-        for index in offered(&self.catalog, &view, &always.resident, &|i| {
+        Ok(self.tools_in(&view, &always.resident))
+    }
+
+    /// [`Turn::tools`] over a session view read once.
+    fn tools_in(&self, view: &SessionView, always: &[usize]) -> Vec<ToolDefinition> {
+        let mut out: Vec<ToolDefinition> =
+            self.meta_tools().into_iter().map(meta_definition).collect();
+        for index in offered(&self.catalog, view, always, &|i| {
             self.admitted(i)
         }) {
             let item = &self.catalog.items()[index];
@@ -342,7 +347,7 @@ impl Turn<'_> {
                 out.push(def);
             }
         }
-        Ok(out)
+        out
     }
 
     /// What this caller is offered now: the tools of [`Turn::tools`], the skills the model may
@@ -352,9 +357,9 @@ impl Turn<'_> {
     /// loop, the CLI) translate it instead of admitting items themselves: every tool offered
     /// is one [`Turn::call`] accepts, and nothing else is.
     pub fn offer(&self) -> Result<Offer, RuntimeError> {
-        let tools = self.tools()?;
         let view = self.view()?;
         let always = self.runtime.always_loaded(&self.catalog);
+        let tools = self.tools_in(&view, &always.resident);
         let not_configured = offered(&self.catalog, &view, &always.resident, &|i| {
             self.admitted_unconfigured(i)
         })
