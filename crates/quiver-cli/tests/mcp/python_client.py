@@ -87,7 +87,13 @@ async def main():
         skill = await call(client, "read_skill", {"id": "weather"}, handle)
         check("read_skill activates", body(skill).get("status") == "activated", body(skill))
         again = await call(client, "read_skill", {"id": "weather"}, handle)
-        check("read_skill again is already active", "already active" in body(again).get("status", ""), body(again))
+        if mode == "legacy" or transport == "stdio":
+            # The connection delivered the instructions: its transcript holds them.
+            check("read_skill again is already active", "already active" in body(again).get("status", ""), body(again))
+        else:
+            # A stateless request may come from any client holding the handle: the
+            # instructions are given again (issue 12 defect 8).
+            check("read_skill again gives the instructions again", body(again).get("status") == "active" and body(again).get("instructions"), body(again))
 
         # Consent cancelled: nothing recorded, the call does not run; asked again next time.
         answers.answers = [("cancel", None)]
