@@ -193,6 +193,18 @@ pub struct Spawned {
     stderr_done: Option<mpsc::Receiver<()>>,
 }
 
+/// Sends SIGKILL to the process group `pgid` (a sandboxed job's, as [`Sandbox::run_watched`]
+/// tells it): the launcher and everything it started. `false` if there was no such group or
+/// it may not be signalled.
+pub fn kill_process_group(pgid: u32) -> bool {
+    i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|pid| {
+            rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok()
+        })
+}
+
 impl Spawned {
     /// Kills the whole process group and reaps the launcher.
     pub fn kill(&mut self) {
@@ -439,7 +451,20 @@ impl Sandbox {
     /// Runs `job` once with `input` on stdin: waits at most its timeout, reads at most the
     /// stdout limit, and leaves no process behind.
     pub fn run(&self, job: &Job, input: &[u8]) -> Result<Output, SandboxError> {
+        self.run_watched(job, input, &|_| {})
+    }
+
+    /// [`Sandbox::run`], telling `started` the id of the process group that runs the job (the
+    /// launcher's pid) as soon as it is started, so that someone else can stop it
+    /// ([`kill_process_group`]).
+    pub fn run_watched(
+        &self,
+        job: &Job,
+        input: &[u8],
+        started: &dyn Fn(u32),
+    ) -> Result<Output, SandboxError> {
         let mut spawned = self.spawn(job)?;
+        started(spawned.child.id());
         let writer = spawned.stdin.take().map(|mut stdin| {
             let input = input.to_vec();
             std::thread::spawn(move || {
