@@ -33,11 +33,10 @@ pub fn running_here(waiter: &str) -> Option<u32> {
 
 fn running_in(proc: &Path, waiter: &str) -> Option<u32> {
     let mut parts = waiter.rsplitn(4, ':');
-    let (start, pid, namespace, boot) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let (start, pid, namespace, boot) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     let (pid, start) = (pid.parse::<u32>().ok()?, start.parse::<u64>().ok()?);
-    (boot_id(proc)? == boot
-        && pid_namespace(proc)? == namespace
-        && start_time(proc, pid)? == start)
+    (boot_id(proc)? == boot && pid_namespace(proc)? == namespace && start_time(proc, pid)? == start)
         .then_some(pid)
 }
 

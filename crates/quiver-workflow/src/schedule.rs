@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
@@ -49,10 +49,12 @@ impl Compiled {
 
     /// The first fire strictly after `after`.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // Fires fall on whole seconds: `croner` keeps the fraction of `after`, which would
+        // make the same fire a different key in each process.
         self.cron
             .find_next_occurrence(&after.with_timezone(&self.zone), false)
             .ok()
-            .map(|t| t.with_timezone(&Utc))
+            .and_then(|t| t.with_timezone(&Utc).with_nanosecond(0))
     }
 
     /// The first fire strictly after `after`, in the schedule's zone.
@@ -174,6 +176,11 @@ mod tests {
             (utc(2026, 10, 24, 12, 0), utc(2026, 10, 25, 7, 0)),
             // Strictly after: a fire exactly at `after` is the next day's.
             (utc(2026, 1, 11, 7, 0), utc(2026, 1, 12, 7, 0)),
+            // A fire falls on a whole second whatever the fraction of `after`.
+            (
+                utc(2026, 1, 10, 12, 0) + chrono::Duration::nanoseconds(862_710_225),
+                utc(2026, 1, 11, 7, 0),
+            ),
         ];
         for (after, want) in cases {
             assert_eq!(berlin.next_after(after), Some(want), "after {after}");
@@ -195,15 +202,39 @@ mod tests {
     fn the_next_fire_is_shown_in_the_schedules_zone() {
         let cases = [
             // Winter in Berlin: +01:00.
-            ("0 8 * * *", "Europe/Berlin", utc(2026, 1, 10, 12, 0), "2026-01-11T08:00:00+01:00"),
+            (
+                "0 8 * * *",
+                "Europe/Berlin",
+                utc(2026, 1, 10, 12, 0),
+                "2026-01-11T08:00:00+01:00",
+            ),
             // Summer: +02:00.
-            ("0 8 * * *", "Europe/Berlin", utc(2026, 7, 10, 12, 0), "2026-07-11T08:00:00+02:00"),
-            ("30 9 * * 1", "Asia/Shanghai", utc(2026, 1, 1, 0, 0), "2026-01-05T09:30:00+08:00"),
-            ("0 0 * * *", "UTC", utc(2026, 1, 1, 0, 0), "2026-01-02T00:00:00+00:00"),
+            (
+                "0 8 * * *",
+                "Europe/Berlin",
+                utc(2026, 7, 10, 12, 0),
+                "2026-07-11T08:00:00+02:00",
+            ),
+            (
+                "30 9 * * 1",
+                "Asia/Shanghai",
+                utc(2026, 1, 1, 0, 0),
+                "2026-01-05T09:30:00+08:00",
+            ),
+            (
+                "0 0 * * *",
+                "UTC",
+                utc(2026, 1, 1, 0, 0),
+                "2026-01-02T00:00:00+00:00",
+            ),
         ];
         for (cron, zone, now, want) in cases {
             let s = schedule(cron, zone, Catchup::None);
-            assert_eq!(s.next_local(now).unwrap().to_rfc3339(), want, "{cron} {zone}");
+            assert_eq!(
+                s.next_local(now).unwrap().to_rfc3339(),
+                want,
+                "{cron} {zone}"
+            );
         }
     }
 

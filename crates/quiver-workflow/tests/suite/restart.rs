@@ -263,7 +263,9 @@ fn a_lease_of_a_process_known_gone_holds_nothing_and_settle_is_for_runs_in_doubt
     let (parked, _) = waiting.start(&digest, &start(json!({}))).unwrap();
     let parked = waiting.drive(&parked.id).unwrap();
     assert_eq!(parked.status, RunStatus::Waiting);
-    let refused = engine.settle(&parked.id, &Operator::Retry, "ops").unwrap_err();
+    let refused = engine
+        .settle(&parked.id, &Operator::Retry, "ops")
+        .unwrap_err();
     assert!(refused.to_string().contains("not in_doubt"), "{refused}");
     fake.set("pay", Act::Output(json!({"paid": true})));
     let run = engine.settle(&run_id, &Operator::Retry, "ops").unwrap();
