@@ -194,15 +194,18 @@ pub struct Spawned {
 }
 
 /// Sends SIGKILL to the process group `pgid` (a sandboxed job's, as [`Sandbox::run_watched`]
-/// tells it): the launcher and everything it started. `false` if there was no such group or
-/// it may not be signalled.
+/// tells it): the launcher and everything it started, and the launcher itself (which leads
+/// its group only once it has called `setsid`). `false` if nothing could be signalled.
 pub fn kill_process_group(pgid: u32) -> bool {
-    i32::try_from(pgid)
+    let Some(pid) = i32::try_from(pgid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
-        .is_some_and(|pid| {
-            rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok()
-        })
+    else {
+        return false;
+    };
+    let group = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok();
+    let leader = rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok();
+    group || leader
 }
 
 impl Spawned {
@@ -761,6 +764,43 @@ fn build_policy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `/proc` shows `pid` gone or a zombie.
+    fn ended(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn killing_a_process_group_stops_the_leader_and_what_it_started() {
+        use std::os::unix::process::CommandExt;
+        let mut leader = Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let child: u32 = line.trim().parse().unwrap();
+        assert!(kill_process_group(leader.id()));
+        let status = leader.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        let started = std::time::Instant::now();
+        while !ended(child) && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(ended(child), "the leader's child still runs");
+    }
 
     fn job(dir: &Path, command: &[&str]) -> Job {
         Job {
