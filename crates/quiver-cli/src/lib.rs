@@ -46,9 +46,15 @@ enum Command {
     Audit(cmd::runtime::AuditArgs),
     /// Start a workflow run (`<package>.<workflow>`) and drive it until it ends or waits.
     Run(cmd::runs::RunArgs),
-    /// List and show workflow runs.
+    /// List, show, wait for, cancel, retry and resolve workflow runs.
     #[command(subcommand)]
     Runs(cmd::runs::RunsCommand),
+    /// Emit a package event (wakes the workflow runs waiting for it).
+    #[command(subcommand)]
+    Events(cmd::events::EventsCommand),
+    /// List the workflows' schedules with their next fires.
+    #[command(subcommand)]
+    Schedules(cmd::schedules::SchedulesCommand),
     /// Answer the console's approval queue: list, approve, deny.
     #[command(subcommand)]
     Approvals(cmd::approvals::ApprovalsCommand),
@@ -114,8 +120,10 @@ pub fn main() -> ExitCode {
         Command::Session(command) => cmd::runtime::session(command),
         Command::Audit(args) => cmd::runtime::audit(args),
         Command::Run(args) => cmd::runs::run(&cli.roots, args),
-        Command::Runs(command) => cmd::runs::runs(command),
-        Command::Approvals(command) => cmd::approvals::run(command),
+        Command::Runs(command) => cmd::runs::runs(&cli.roots, command),
+        Command::Events(command) => cmd::events::run(&cli.roots, command),
+        Command::Schedules(command) => cmd::schedules::run(&cli.roots, command),
+        Command::Approvals(command) => cmd::approvals::run(&cli.roots, command),
         Command::Control(args) => cmd::operator::control(args),
         Command::Enable(args) => cmd::operator::switch(args, true),
         Command::Disable(args) => cmd::operator::switch(args, false),

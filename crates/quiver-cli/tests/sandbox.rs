@@ -778,6 +778,7 @@ fn execution<'a>(
         ask,
         script: false,
         limits: Default::default(),
+        started: None,
         mcp_command: match run {
             Run::Mcp { .. } => Some(&job.command),
             _ => None,

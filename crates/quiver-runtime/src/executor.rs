@@ -66,6 +66,20 @@ pub struct Execution<'a> {
     /// The resource limits the tool asks for (`limits:` in its `tool.yaml`), granted by the
     /// sandbox within the operator's ceiling.
     pub limits: quiver_package::limits::ResourceLimits,
+    /// Told the id of the process group that runs a `command` tool (a process of its own per
+    /// call) once it is started: a workflow step records it, so that a cancel from another
+    /// process can stop it. Workers and MCP servers serve many calls and are not told.
+    pub started: Option<Started<'a>>,
+}
+
+/// Told the process group of a call's own process ([`Execution::started`]).
+#[derive(Clone, Copy)]
+pub struct Started<'a>(pub &'a dyn Fn(u32));
+
+impl std::fmt::Debug for Started<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Started")
+    }
 }
 
 /// The person who answers a tool's question in this turn.

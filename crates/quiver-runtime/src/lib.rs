@@ -24,3 +24,4 @@ pub use runtime::{
     ApproverSet, CallKind, CallOutcome, CallStatus, NotConfigured, Offer, Profile, Runtime,
     RuntimeConfig, RuntimeError, SessionRequest, ToolDefinition, Trimmed, Turn, WorkflowSteps,
 };
+pub use runtime::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};

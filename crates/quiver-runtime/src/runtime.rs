@@ -29,6 +29,7 @@ mod cache;
 mod call;
 mod meta;
 mod outcome;
+mod run_ops;
 mod turn;
 mod workflow_calls;
 mod workflow_steps;
@@ -36,6 +37,7 @@ pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
+pub use run_ops::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
 pub use workflow_steps::WorkflowSteps;
 
 /// Largest skill file `read_skill` returns, in bytes.

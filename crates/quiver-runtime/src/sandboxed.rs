@@ -118,7 +118,15 @@ impl SandboxExecutor {
                 .to_string()
                 .into_bytes()
         };
-        let output = self.sandbox.run(&job, &input).map_err(map_error)?;
+        let started = |pgid: u32| {
+            if let Some(started) = execution.started {
+                (started.0)(pgid);
+            }
+        };
+        let output = self
+            .sandbox
+            .run_watched(&job, &input, &started)
+            .map_err(map_error)?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         if execution.script {
             return Ok(json!({

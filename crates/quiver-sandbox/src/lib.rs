@@ -53,7 +53,9 @@ mod view;
 pub mod worker;
 
 pub use policy::{LimitRequest, Limits, Network, Policy};
-pub use sandbox::{Access, Job, Output, SANDBOX_PATH, Sandbox, SandboxConfig, Spawned, support};
+pub use sandbox::{
+    Access, Job, Output, SANDBOX_PATH, Sandbox, SandboxConfig, Spawned, kill_process_group, support,
+};
 pub use sys::landlock_abi;
 
 /// Why a sandboxed run did not produce output.

@@ -193,6 +193,21 @@ pub struct Spawned {
     stderr_done: Option<mpsc::Receiver<()>>,
 }
 
+/// Sends SIGKILL to the process group `pgid` (a sandboxed job's, as [`Sandbox::run_watched`]
+/// tells it): the launcher and everything it started, and the launcher itself (which leads
+/// its group only once it has called `setsid`). `false` if nothing could be signalled.
+pub fn kill_process_group(pgid: u32) -> bool {
+    let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    let group = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok();
+    let leader = rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok();
+    group || leader
+}
+
 impl Spawned {
     /// Kills the whole process group and reaps the launcher.
     pub fn kill(&mut self) {
@@ -446,7 +461,20 @@ impl Sandbox {
     /// Runs `job` once with `input` on stdin: waits at most its timeout, reads at most the
     /// stdout limit, and leaves no process behind.
     pub fn run(&self, job: &Job, input: &[u8]) -> Result<Output, SandboxError> {
+        self.run_watched(job, input, &|_| {})
+    }
+
+    /// [`Sandbox::run`], telling `started` the id of the process group that runs the job (the
+    /// launcher's pid) as soon as it is started, so that someone else can stop it
+    /// ([`kill_process_group`]).
+    pub fn run_watched(
+        &self,
+        job: &Job,
+        input: &[u8],
+        started: &dyn Fn(u32),
+    ) -> Result<Output, SandboxError> {
         let mut spawned = self.spawn(job)?;
+        started(spawned.child.id());
         let writer = spawned.stdin.take().map(|mut stdin| {
             let input = input.to_vec();
             std::thread::spawn(move || {
@@ -743,6 +771,43 @@ fn build_policy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `/proc` shows `pid` gone or a zombie.
+    fn ended(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn killing_a_process_group_stops_the_leader_and_what_it_started() {
+        use std::os::unix::process::CommandExt;
+        let mut leader = Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let child: u32 = line.trim().parse().unwrap();
+        assert!(kill_process_group(leader.id()));
+        let status = leader.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        let started = std::time::Instant::now();
+        while !ended(child) && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(ended(child), "the leader's child still runs");
+    }
 
     fn job(dir: &Path, command: &[&str]) -> Job {
         Job {

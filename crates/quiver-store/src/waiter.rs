@@ -9,14 +9,35 @@ use std::path::Path;
 /// The waiter string of this process (`<boot id>:<pid namespace>:<pid>:<start time>`), `None`
 /// where `/proc` cannot say (then a card is never withdrawn for its waiter).
 pub fn current() -> Option<String> {
+    of(std::process::id())
+}
+
+/// The waiter string of the process `pid` of this PID namespace, `None` where `/proc` cannot
+/// say (or no such process runs).
+pub fn of(pid: u32) -> Option<String> {
     let proc = Path::new("/proc");
-    let pid = std::process::id();
     Some(format!(
         "{}:{}:{pid}:{}",
         boot_id(proc)?,
         pid_namespace(proc)?,
         start_time(proc, pid)?
     ))
+}
+
+/// The pid of the process a waiter string names, when it is a process of this boot and this
+/// PID namespace that still runs (the same start time): only then may this process signal it.
+/// `None` for one that is gone, one of another namespace, and a string this build cannot read.
+pub fn running_here(waiter: &str) -> Option<u32> {
+    running_in(Path::new("/proc"), waiter)
+}
+
+fn running_in(proc: &Path, waiter: &str) -> Option<u32> {
+    let mut parts = waiter.rsplitn(4, ':');
+    let (start, pid, namespace, boot) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let (pid, start) = (pid.parse::<u32>().ok()?, start.parse::<u64>().ok()?);
+    (boot_id(proc)? == boot && pid_namespace(proc)? == namespace && start_time(proc, pid)? == start)
+        .then_some(pid)
 }
 
 /// Whether the process a waiter string names still runs. A string this build cannot read
@@ -97,6 +118,22 @@ mod tests {
             .unwrap();
         }
         dir
+    }
+
+    #[test]
+    fn only_a_running_process_of_this_namespace_may_be_signalled() {
+        let proc = fake_proc("b-1", &[(40, "quiver|777")]);
+        let cases = [
+            ("b-1:4026531836:40:777", Some(40)),
+            ("b-1:4026531836:40:778", None),
+            ("b-1:4026531836:42:777", None),
+            ("b-0:4026531836:40:777", None),
+            ("b-1:4026532999:40:777", None),
+            ("not a waiter", None),
+        ];
+        for (waiter, want) in cases {
+            assert_eq!(running_in(proc.path(), waiter), want, "{waiter}");
+        }
     }
 
     #[test]

@@ -264,6 +264,10 @@ pub struct Attempt {
     pub started_at: i64,
     /// When it ended (Unix ms).
     pub finished_at: Option<i64>,
+    /// The process group running it, while a tool runs it in its own process (named as a
+    /// waiter is, [`crate::waiter::of`]), so a cancel from another process can kill it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
 }
 
 /// A stored wait.
@@ -460,6 +464,17 @@ pub trait WorkflowStore: Send + Sync {
 
     /// Every attempt of a run, by step then attempt.
     fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
+
+    /// Records the process group that runs an attempt ([`Attempt::process`]). `false` (and
+    /// nothing written) unless the run still runs that attempt and it has no result yet: the
+    /// caller then stops the process, whose result would be discarded.
+    fn set_attempt_process(
+        &self,
+        run_id: &str,
+        step: i64,
+        attempt: i64,
+        process: &str,
+    ) -> Result<bool>;
 
     /// Commits one step of a run's progress (see [`Advance`]). `false` if the run was no
     /// longer where the caller saw it: nothing was written.

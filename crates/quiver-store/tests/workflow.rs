@@ -168,6 +168,33 @@ fn progress_is_conditional_and_late_results_are_discarded() {
 }
 
 #[test]
+fn an_attempts_process_is_recorded_only_while_the_run_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    store.create_run(&new_run("r", None)).unwrap();
+    // No attempt started yet.
+    assert!(!store.set_attempt_process("r", 0, 1, "b:n:40:7").unwrap());
+    assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
+    assert!(store.set_attempt_process("r", 0, 1, "b:n:40:7").unwrap());
+    assert!(!store.set_attempt_process("r", 0, 2, "b:n:41:7").unwrap());
+    assert_eq!(
+        store.attempts("r").unwrap()[0].process.as_deref(),
+        Some("b:n:40:7")
+    );
+    // Cancelled: a process that starts now is not recorded (its caller stops it).
+    let mut cancel = start("r", 0, 1, 1);
+    cancel.attempts.clear();
+    cancel.to.status = RunStatus::Cancelled;
+    assert!(store.advance(&cancel).unwrap());
+    assert!(!store.set_attempt_process("r", 0, 1, "b:n:42:7").unwrap());
+    assert_eq!(
+        store.attempts("r").unwrap()[0].process.as_deref(),
+        Some("b:n:40:7")
+    );
+}
+
+#[test]
 fn a_step_result_its_move_and_its_audit_commit_together() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);

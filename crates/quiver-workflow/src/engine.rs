@@ -12,12 +12,14 @@ use quiver_store::workflow::{self as store, NewRun, Run, RunStatus, WaitKind, Wa
 use quiver_package::workflow::{Overlap, Trigger};
 
 use crate::clock::Clock;
-use crate::decide::{self, Next, Operator, View, WaitOutcome};
+use crate::decide::{self, Next, View, WaitOutcome};
 use crate::definition::Definition;
 use crate::error::{Result, WorkflowError};
 use crate::eval;
 use crate::runner::StepRunner;
 use crate::schedule;
+
+mod operator;
 
 /// How a run is started.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,11 +59,13 @@ impl<'a> Engine<'a> {
         clock: &'a dyn Clock,
     ) -> Engine<'a> {
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let process = quiver_store::waiter::current()
+            .unwrap_or_else(|| format!("pid-{}", std::process::id()));
         Engine {
             store,
             runner,
             clock,
-            owner: format!("engine-{}-{n}", std::process::id()),
+            owner: format!("{process}/{n}"),
         }
     }
 
@@ -69,7 +73,9 @@ impl<'a> Engine<'a> {
     /// process at a time may use an id (the host holds a lock for it): a process restarted
     /// under the same id recovers its interrupted attempts at once, while the attempts of
     /// another live owner are left alone until its lease runs out. The default is unique to
-    /// this engine.
+    /// this engine and names its process (`<waiter>/<n>`, [`quiver_store::waiter`]): once that
+    /// process is known to be gone (`kill -9`), its leases hold nothing and any engine recovers
+    /// its attempts at once.
     pub fn with_owner(mut self, owner: impl Into<String>) -> Engine<'a> {
         self.owner = owner.into();
         self
@@ -241,6 +247,9 @@ impl<'a> Engine<'a> {
             .run(run_id)?
             .ok_or_else(|| WorkflowError::NoRun(run_id.to_owned()))?;
         let def = self.definition(&run.digest)?;
+        // A lease of an engine whose process is known to be gone holds nothing.
+        let mut run = run;
+        run.lease = run.lease.filter(|l| owner_alive(&l.owner));
         Ok(Loaded {
             attempts: self.store.attempts(run_id)?,
             waits: self.store.waits(run_id)?,
@@ -366,56 +375,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// A person's answer to the approval a run waits on, then the run driven on. Refused when
-    /// the run waits on no approval, when it was answered already, and when the person is the
-    /// one who started the run (no self-approval).
-    pub fn answer(&self, run_id: &str, approve: bool, by: &str, note: Option<&str>) -> Result<Run> {
-        let loaded = self.load(run_id)?;
-        let wait = loaded
-            .waits
-            .iter()
-            .rfind(|w| w.kind == WaitKind::Approval && w.status == WaitStatus::Pending)
-            .ok_or_else(|| WorkflowError::Refused(format!("run {run_id} waits on no approval")))?;
-        if by == loaded.run.started_by {
-            return Err(WorkflowError::Refused(format!(
-                "{by} started run {run_id} and cannot approve it"
-            )));
-        }
-        let outcome = if approve {
-            WaitOutcome::Approved { by: by.to_owned() }
-        } else {
-            WaitOutcome::Denied {
-                by: by.to_owned(),
-                note: note.map(str::to_owned),
-            }
-        };
-        if !self.resolve(run_id, wait.id, &outcome)? {
-            return Err(WorkflowError::Refused(format!(
-                "the approval of run {run_id} was answered already"
-            )));
-        }
-        self.drive(run_id)
-    }
-
-    /// An operator's decision (retry, done, fail a run in doubt; cancel any run that has not
-    /// ended), then the run driven on.
-    pub fn operate(&self, run_id: &str, op: &Operator, by: &str) -> Result<Run> {
-        let loaded = self.load(run_id)?;
-        let view = loaded.view(self.clock.now_ms(), &self.owner);
-        let advance = decide::operate(&view, op, by).ok_or_else(|| {
-            WorkflowError::Refused(format!(
-                "run {run_id} is {}; that does not apply",
-                loaded.run.status
-            ))
-        })?;
-        if !self.store.advance(&advance)? {
-            return Err(WorkflowError::Refused(format!(
-                "run {run_id} changed meanwhile; look again"
-            )));
-        }
-        self.drive(run_id)
-    }
-
     /// Stores an event (before anything is told of it), then wakes the runs waiting on it.
     pub fn emit(&self, name: &str, source: &str, payload: &Value) -> Result<i64> {
         let id = self
@@ -424,6 +383,14 @@ impl<'a> Engine<'a> {
         self.tick()?;
         Ok(id)
     }
+}
+
+/// Whether the engine that took a lease may still be running: `false` only for a default owner
+/// id (`<waiter>/<n>`) whose process is known to be gone.
+fn owner_alive(owner: &str) -> bool {
+    owner
+        .rsplit_once('/')
+        .is_none_or(|(process, _)| quiver_store::waiter::alive(process))
 }
 
 /// Refuses an input its workflow's `input` schema does not accept.

@@ -10,7 +10,9 @@
 //! - [`StepRunner`]: what the runtime implements to run tool and agent steps through its call
 //!   pipeline;
 //! - [`Engine`]: load → decide → commit started → call the runner → commit the result and the
-//!   next step together, on any [`quiver_store::WorkflowStore`].
+//!   next step together, on any [`quiver_store::WorkflowStore`]; people's answers and
+//!   operators' decisions ([`Engine::answer_wait`], [`Engine::operate`], [`Engine::settle`]);
+//! - [`parked`]: the runs parked on a person, for the approval queue.
 //!
 //! ```no_run
 //! use quiver_workflow::{Engine, Start, SystemClock, StepCall, StepOutcome, StepRunner};
@@ -47,6 +49,7 @@ mod definition;
 mod engine;
 mod error;
 pub mod eval;
+mod parked;
 mod runner;
 pub mod schedule;
 
@@ -54,4 +57,5 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use definition::{Definition, RerunSafe, StepMeta};
 pub use engine::{Engine, Start};
 pub use error::{Result, WorkflowError};
+pub use parked::{Parked, Question, parked, parked_run};
 pub use runner::{StepCall, StepOutcome, StepRunner, Target};

@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
-use quiver_package::workflow::{Catchup, Schedule};
+use quiver_package::workflow::{Catchup, Schedule, Trigger, Workflow};
+use serde::Serialize;
 
 use crate::error::{Result, WorkflowError};
 
@@ -48,10 +49,17 @@ impl Compiled {
 
     /// The first fire strictly after `after`.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // Fires fall on whole seconds: `croner` keeps the fraction of `after`, which would
+        // make the same fire a different key in each process.
         self.cron
             .find_next_occurrence(&after.with_timezone(&self.zone), false)
             .ok()
-            .map(|t| t.with_timezone(&Utc))
+            .and_then(|t| t.with_timezone(&Utc).with_nanosecond(0))
+    }
+
+    /// The first fire strictly after `after`, in the schedule's zone.
+    pub fn next_local(&self, after: DateTime<Utc>) -> Option<DateTime<Tz>> {
+        self.next_after(after).map(|t| t.with_timezone(&self.zone))
     }
 
     /// Every fire in `(from, to]`, oldest first, at most [`MAX_CATCHUP`] (the newest kept).
@@ -91,6 +99,46 @@ impl Compiled {
     }
 }
 
+/// One `schedule` trigger of a workflow and its next fire after a moment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Upcoming {
+    /// The trigger as declared (`cron`, `timezone`, `overlap`, `catchup`).
+    #[serde(flatten)]
+    pub schedule: Schedule,
+    /// The next fire in the schedule's zone (RFC 3339 with the zone's offset then); `None`
+    /// when it never fires again or does not compile.
+    pub next: Option<String>,
+    /// The same moment in Unix milliseconds (the fire's key).
+    pub next_ms: Option<i64>,
+    /// Why its next fire cannot be computed, if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The `schedule` triggers of `workflow`, each with its next fire after `now`.
+pub fn upcoming(workflow: &Workflow, now: DateTime<Utc>) -> Vec<Upcoming> {
+    workflow
+        .triggers
+        .iter()
+        .filter_map(|t| match t {
+            Trigger::Schedule(s) => Some(s),
+            _ => None,
+        })
+        .map(|schedule| {
+            let (next, error) = match Compiled::new(schedule) {
+                Ok(compiled) => (compiled.next_local(now), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            Upcoming {
+                schedule: schedule.clone(),
+                next: next.map(|t| t.to_rfc3339()),
+                next_ms: next.map(|t| t.timestamp_millis()),
+                error,
+            }
+        })
+        .collect()
+}
+
 /// A fire's key: its fire time in Unix milliseconds.
 pub fn fire_key(at: DateTime<Utc>) -> i64 {
     at.timestamp_millis()
@@ -128,6 +176,11 @@ mod tests {
             (utc(2026, 10, 24, 12, 0), utc(2026, 10, 25, 7, 0)),
             // Strictly after: a fire exactly at `after` is the next day's.
             (utc(2026, 1, 11, 7, 0), utc(2026, 1, 12, 7, 0)),
+            // A fire falls on a whole second whatever the fraction of `after`.
+            (
+                utc(2026, 1, 10, 12, 0) + chrono::Duration::nanoseconds(862_710_225),
+                utc(2026, 1, 11, 7, 0),
+            ),
         ];
         for (after, want) in cases {
             assert_eq!(berlin.next_after(after), Some(want), "after {after}");
@@ -143,6 +196,46 @@ mod tests {
             seconds.next_after(utc(2026, 1, 1, 0, 0)),
             Some(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 30).unwrap())
         );
+    }
+
+    #[test]
+    fn the_next_fire_is_shown_in_the_schedules_zone() {
+        let cases = [
+            // Winter in Berlin: +01:00.
+            (
+                "0 8 * * *",
+                "Europe/Berlin",
+                utc(2026, 1, 10, 12, 0),
+                "2026-01-11T08:00:00+01:00",
+            ),
+            // Summer: +02:00.
+            (
+                "0 8 * * *",
+                "Europe/Berlin",
+                utc(2026, 7, 10, 12, 0),
+                "2026-07-11T08:00:00+02:00",
+            ),
+            (
+                "30 9 * * 1",
+                "Asia/Shanghai",
+                utc(2026, 1, 1, 0, 0),
+                "2026-01-05T09:30:00+08:00",
+            ),
+            (
+                "0 0 * * *",
+                "UTC",
+                utc(2026, 1, 1, 0, 0),
+                "2026-01-02T00:00:00+00:00",
+            ),
+        ];
+        for (cron, zone, now, want) in cases {
+            let s = schedule(cron, zone, Catchup::None);
+            assert_eq!(
+                s.next_local(now).unwrap().to_rfc3339(),
+                want,
+                "{cron} {zone}"
+            );
+        }
     }
 
     #[test]

@@ -2,19 +2,23 @@
 //! questions went to the console (`quiver call --console`, unattended sessions, a front whose
 //! client cannot ask the user) wait here until an operator answers, each exactly once. A card
 //! whose caller died is withdrawn when the queue is listed or answered: answering it records
-//! nothing.
+//! nothing. Workflow runs parked on a person are listed and answered here too, by run id
+//! ([`super::approvals_runs`]).
 
 use std::process::ExitCode;
 
 use quiver_runtime::approver::permission_lines_text;
 use quiver_store::{Approval, ApprovalStatus, Decision, Store, StoreError};
 
-use super::runtime::StateArgs;
+use super::approvals_runs;
+use super::runtime::{SenderArgs, StateArgs};
+use crate::roots::RootArgs;
 
 /// `quiver approvals ...`.
 #[derive(Debug, clap::Subcommand)]
 pub enum ApprovalsCommand {
-    /// List the pending approvals, oldest first.
+    /// List the pending approvals (the console's cards, then the workflow runs parked on a
+    /// person), oldest first.
     List {
         /// Only this session's.
         #[arg(long)]
@@ -25,27 +29,35 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         state: StateArgs,
     },
-    /// Approve a pending call (this call only).
+    /// Approve a pending call (this call only), or the question a run is parked on.
     Approve(AnswerArgs),
-    /// Deny a pending call.
+    /// Deny a pending call, or the question a run is parked on (the run fails).
     Deny(AnswerArgs),
 }
 
 /// Arguments of an answer.
 #[derive(Debug, clap::Args)]
 pub struct AnswerArgs {
-    /// The approval's id (`apr-...`), as `quiver approvals list` shows it.
+    /// The approval's id (`apr-...`) or the parked run's (`run-...`), as `quiver approvals
+    /// list` shows it.
     pub id: String,
     /// A note kept with the answer.
     #[arg(long)]
     pub note: Option<String>,
+    /// Print the answered approval (or the run) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Who answers a parked run (`--as USER:ROLE`; default the local owner, who cannot
+    /// answer a run they started).
+    #[command(flatten)]
+    pub sender: SenderArgs,
     #[command(flatten)]
     pub state: StateArgs,
 }
 
-/// Runs `quiver approvals ...`: exit 0 on success, 1 when the approval was already answered
-/// or does not exist.
-pub fn run(command: ApprovalsCommand) -> miette::Result<ExitCode> {
+/// Runs `quiver approvals ...`: exit 0 on success, 1 when the approval was already answered,
+/// does not exist, or (a run) the answer is refused.
+pub fn run(roots: &RootArgs, command: ApprovalsCommand) -> miette::Result<ExitCode> {
     match command {
         ApprovalsCommand::List {
             session,
@@ -57,14 +69,44 @@ pub fn run(command: ApprovalsCommand) -> miette::Result<ExitCode> {
             let pending = store
                 .pending_approvals(session.as_deref())
                 .map_err(|e| miette::miette!("{e}"))?;
+            let parked: Vec<_> = quiver_workflow::parked(store.as_ref())
+                .map_err(|e| miette::miette!("{e}"))?
+                .into_iter()
+                .filter(|p| {
+                    session
+                        .as_ref()
+                        .is_none_or(|s| *s == format!("ses-{}", p.run_id))
+                })
+                .collect();
             if json {
-                crate::out(&serde_json::to_string_pretty(&pending).unwrap_or_default());
-            } else if pending.is_empty() {
+                let mut entries: Vec<serde_json::Value> = pending
+                    .iter()
+                    .map(|a| {
+                        let mut v = serde_json::to_value(a).unwrap_or_default();
+                        if let serde_json::Value::Object(map) = &mut v {
+                            map.insert("kind".into(), "card".into());
+                        }
+                        v
+                    })
+                    .collect();
+                entries.extend(approvals_runs::entries(&parked));
+                crate::out(&serde_json::to_string_pretty(&entries).unwrap_or_default());
+            } else if pending.is_empty() && parked.is_empty() {
                 crate::out("no pending approvals");
             } else {
-                crate::out(&pending.iter().map(describe).collect::<Vec<_>>().join("\n"));
+                let lines = pending
+                    .iter()
+                    .map(describe)
+                    .chain(parked.iter().map(approvals_runs::describe));
+                crate::out(&lines.collect::<Vec<_>>().join("\n"));
             }
             Ok(ExitCode::SUCCESS)
+        }
+        ApprovalsCommand::Approve(args) if approvals_runs::is_run(&args.id) => {
+            approvals_runs::answer(roots, args, true)
+        }
+        ApprovalsCommand::Deny(args) if approvals_runs::is_run(&args.id) => {
+            approvals_runs::answer(roots, args, false)
         }
         ApprovalsCommand::Approve(args) => answer(args, Decision::Approve),
         ApprovalsCommand::Deny(args) => answer(args, Decision::Deny),
@@ -112,6 +154,10 @@ fn answer(args: AnswerArgs, decision: Decision) -> miette::Result<ExitCode> {
         std::env::var("USER").unwrap_or_else(|_| "operator".to_owned())
     );
     match store.answer_approval(&args.id, decision, &by, args.note.as_deref()) {
+        Ok(approval) if args.json => {
+            crate::out(&serde_json::to_string_pretty(&approval).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(approval) => {
             crate::out(&format!(
                 "{} {}: {}",

@@ -5,7 +5,6 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use quiver_host::{Host, HostOptions};
 use quiver_runtime::approver::Approver;
@@ -17,9 +16,6 @@ use serde_json::{Value, json};
 
 use super::runtime::{SenderArgs, StateArgs};
 use crate::roots::RootArgs;
-
-/// How often `--wait` looks at timers and answers.
-const WAIT_POLL: Duration = Duration::from_millis(200);
 
 /// Arguments of `quiver run`.
 #[derive(Debug, clap::Args)]
@@ -65,18 +61,23 @@ pub enum RunsCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Drive a run until it ends or the timeout passes (exit 0 completed, 1 failed or
+    /// cancelled, 2 still going).
+    Wait(super::runs_ops::WaitArgs),
+    /// Cancel a run: stored first, then its step's tool is killed and its questions withdrawn.
+    Cancel(super::runs_ops::OpArgs),
+    /// Run the step of a run in doubt again.
+    Retry(super::runs_ops::OpArgs),
+    /// Mark the step of a run in doubt done (`--done --output JSON`) or fail it (`--fail`).
+    Resolve(super::runs_ops::ResolveArgs),
 }
 
-/// Runs `quiver run`: exit 0 when the run completed or waits, 1 when it failed or was
-/// cancelled.
-pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
-    let input: Value = serde_json::from_str(&args.input)
-        .map_err(|e| miette::miette!("`--input` is not JSON: {e}"))?;
+/// Opens the Host over the state database (its runtime has the workflow store): the
+/// terminal's person answers questions when `person` is set.
+pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> miette::Result<Host> {
     let config = crate::roots::config()?;
-    let state = args.state.state()?;
-    let sender = args.sender.principal(None)?;
-    let interactive = std::io::stdin().is_terminal();
-    let person = interactive.then(|| {
+    let state = state.state()?;
+    let person = person.then(|| {
         Arc::new(quiver_runtime::approver::TerminalApprover::new(
             std::io::BufReader::new(std::io::stdin()),
             std::io::stderr(),
@@ -101,6 +102,17 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     )
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
+    Ok(host)
+}
+
+/// Runs `quiver run`: exit 0 when the run completed or waits, 1 when it failed or was
+/// cancelled.
+pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
+    let input: Value = serde_json::from_str(&args.input)
+        .map_err(|e| miette::miette!("`--input` is not JSON: {e}"))?;
+    let sender = args.sender.principal(None)?;
+    let interactive = std::io::stdin().is_terminal();
+    let host = open_host(roots, &args.state, interactive)?;
     let runtime = host.runtime();
     let fail = |e: &dyn std::fmt::Display| miette::miette!("{e}");
     let definition = runtime
@@ -126,7 +138,7 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     }
     let mut run = engine.drive(&run.id).map_err(|e| fail(&e))?;
     while args.wait && !run.status.is_final() {
-        std::thread::sleep(WAIT_POLL);
+        std::thread::sleep(super::runs_ops::WAIT_POLL);
         engine.tick().map_err(|e| fail(&e))?;
         run = engine.drive(&run.id).map_err(|e| fail(&e))?;
     }
@@ -137,7 +149,7 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     })
 }
 
-fn print_run(run: &Run, as_json: bool) {
+pub(super) fn print_run(run: &Run, as_json: bool) {
     if as_json {
         crate::out(&serde_json::to_string_pretty(run).unwrap_or_default());
         return;
@@ -152,10 +164,14 @@ fn print_run(run: &Run, as_json: bool) {
     crate::out(&text);
 }
 
-/// Runs `quiver runs ...`: exit 1 when the run does not exist.
-pub fn runs(command: RunsCommand) -> miette::Result<ExitCode> {
+/// Runs `quiver runs ...`: exit 1 when the run does not exist (`wait`: see its own codes).
+pub fn runs(roots: &RootArgs, command: RunsCommand) -> miette::Result<ExitCode> {
     let fail = |e: quiver_store::StoreError| miette::miette!("{e}");
     match command {
+        RunsCommand::Wait(args) => super::runs_ops::wait(roots, args),
+        RunsCommand::Cancel(args) => super::runs_ops::cancel(roots, args),
+        RunsCommand::Retry(args) => super::runs_ops::retry(roots, args),
+        RunsCommand::Resolve(args) => super::runs_ops::resolve(roots, args),
         RunsCommand::List { json, state } => {
             let store = state.open()?;
             let mut runs = store.runs(&RunFilter::default()).map_err(fail)?;

@@ -9,8 +9,8 @@
 //! carries the step's idempotency key.
 
 use quiver_package::rules::Role;
-use quiver_policy::{Ask, Principal};
-use quiver_store::{AuditEntry, NewSession, StoreError};
+use quiver_policy::{Ask, AskReason, Principal};
+use quiver_store::{AuditEntry, NewSession, StoreError, WorkflowStore};
 use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
 use serde_json::{Value, json};
 
@@ -20,6 +20,12 @@ use super::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
 /// What a turn that runs one workflow step knows of it.
 #[derive(Debug, Clone)]
 pub(in crate::runtime) struct StepContext {
+    /// The run.
+    pub run_id: String,
+    /// The step's index.
+    pub step: i64,
+    /// The attempt.
+    pub attempt: i64,
     /// The run's package: the caller of the step's call.
     pub package: String,
     /// The step's idempotency key, given to the tool in its call context.
@@ -70,6 +76,9 @@ impl<'r> WorkflowSteps<'r> {
             .begin_turn(&session, principal_from(&call.principal), "")?;
         turn.unattended = !call.attended;
         turn.step = Some(StepContext {
+            run_id: call.run_id.clone(),
+            step: i64::try_from(call.step).unwrap_or(i64::MAX),
+            attempt: call.attempt,
             package: package.to_owned(),
             idempotency_key: call.idempotency_key.clone(),
             approved_by: call.approved_by.clone(),
@@ -83,6 +92,27 @@ impl<'r> WorkflowSteps<'r> {
             return Ok(StepOutcome::NeedsPerson(card));
         }
         Ok(step_outcome(&outcome))
+    }
+}
+
+impl StepContext {
+    /// Records the process group that runs this attempt's tool, so that a cancel from another
+    /// process can kill it. When the run no longer runs this attempt (cancelled meanwhile) the
+    /// group is killed at once: its result would be discarded.
+    pub(in crate::runtime) fn record_process(&self, store: &dyn WorkflowStore, pgid: u32) {
+        let Some(process) = quiver_store::waiter::of(pgid) else {
+            return;
+        };
+        match store.set_attempt_process(&self.run_id, self.step, self.attempt, &process) {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(run = %self.run_id, "the run moved on while its step started: the step's process is stopped");
+                quiver_sandbox::kill_process_group(pgid);
+            }
+            Err(e) => {
+                tracing::warn!(run = %self.run_id, "cannot record the step's process: {e}");
+            }
+        }
     }
 }
 
@@ -182,6 +212,7 @@ impl Turn<'_> {
             "consent": ask.consent.is_some(),
             "reasons": ask.approval.as_ref().map(|a| a.reasons.iter().map(ToString::to_string).collect::<Vec<_>>()),
             "dangerous": ask.is_dangerous(),
+            "human": ask.approval.as_ref().is_some_and(|a| a.reasons.contains(&AskReason::HumanOnly)),
             "risk_categories": ask.risk_categories,
             "permissions": ask.tool_permissions,
         });

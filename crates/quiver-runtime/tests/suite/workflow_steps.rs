@@ -1,17 +1,20 @@
 //! Workflow steps through the one call pipeline: a real Runtime, a real SQLite file and the
-//! workflow Engine, with `WorkflowSteps` as its step runner (seed 000's rules for SOPs).
+//! workflow Engine, with `WorkflowSteps` as its step runner (seed 000's rules for SOPs), and
+//! `RunOps` answering a parked run.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use quiver_catalog::Catalog;
+use quiver_package::rules::Role;
 use quiver_policy::ControlPlane;
+use quiver_policy::Principal;
 use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig, WorkflowSteps};
+use quiver_runtime::{ApproverSet, RunError, RunOps, Runtime, RuntimeConfig, WorkflowSteps};
 use quiver_store::SqliteStore;
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{Run, RunStatus, WaitKind, WaitStatus};
-use quiver_workflow::{Definition, Engine, Start, SystemClock};
+use quiver_workflow::{Definition, Engine, Question, Start, SystemClock};
 use serde_json::{Value, json};
 
 use quiver_runtime::approver::Answer;
@@ -286,4 +289,47 @@ fn a_workflow_input_that_does_not_fit_its_schema_starts_nothing() {
     let out = f.call_workflow("ledger__pay", json!({"amount": "four"}));
     assert_eq!(out.status, CallStatus::Invalid, "{out:?}");
     assert!(f.calls().is_empty());
+}
+
+#[test]
+fn run_ops_need_a_workflow_store() {
+    let f = fixture();
+    assert!(matches!(RunOps::new(&f.runtime), Err(RunError::NoEngine)));
+}
+
+#[test]
+fn a_parked_dangerous_call_is_answered_by_a_named_person_other_than_the_starter() {
+    let f = fixture();
+    f.runtime
+        .set_workflow_store(Arc::new(SqliteStore::open(&f.db).unwrap()));
+    let run = f.run("ledger", "clear", json!({}));
+    assert_eq!(run.status, RunStatus::Waiting, "{run:?}");
+    let ops = RunOps::new(&f.runtime).unwrap();
+    let parked = ops.parked().unwrap();
+    assert_eq!(parked.len(), 1);
+    assert_eq!(parked[0].question, Question::Call);
+    let card = parked[0].card.clone().unwrap();
+    assert_eq!(
+        (&card["dangerous"], &card["human"]),
+        (&json!(true), &json!(true))
+    );
+    assert!(parked[0].needs_a_named_person());
+    let refused = |who: Principal, want: &str| {
+        let err = ops.answer(&run.id, true, &who, None).unwrap_err();
+        assert!(matches!(err, RunError::Refused(_)), "{err:?}");
+        assert!(err.to_string().contains(want), "{err}");
+    };
+    refused(Principal::anonymous(), "anonymous");
+    refused(Principal::user("scheduler", Role::Master), "cannot approve");
+    assert!(f.calls().is_empty(), "nothing ran on a refused answer");
+    let done = ops
+        .answer(&run.id, true, &Principal::user("alice", Role::User), None)
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    assert_eq!(f.calls().len(), 1);
+    refused(
+        Principal::user("bob", Role::User),
+        "already answered by alice",
+    );
+    assert!(ops.parked().unwrap().is_empty());
 }

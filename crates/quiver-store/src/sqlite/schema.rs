@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -306,6 +306,12 @@ CREATE TABLE wf_webhook_deliveries (
     created_at   INTEGER NOT NULL,
     PRIMARY KEY (hook, delivery_key)
 ) STRICT, WITHOUT ROWID;
+"#;
+
+/// Version 7: the process group running a workflow step's attempt (named as a waiter is:
+/// boot id, PID namespace, pid, start time), so a cancel from another process can kill it.
+const V7: &str = r#"
+ALTER TABLE wf_attempts ADD COLUMN process TEXT;
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes

@@ -51,6 +51,17 @@ impl WorkflowStore for SqliteStore {
         self.read(|c| ops::attempts(c, run_id))
     }
 
+    fn set_attempt_process(
+        &self,
+        run_id: &str,
+        step: i64,
+        attempt: i64,
+        process: &str,
+    ) -> Result<bool> {
+        let (run_id, process) = (run_id.to_owned(), process.to_owned());
+        self.write(move |c| ops::set_attempt_process(c, &run_id, step, attempt, &process))
+    }
+
     fn advance(&self, advance: &Advance) -> Result<bool> {
         let audit = advance.audit.as_ref().map(EncodedAudit::new).transpose()?;
         let advance = advance.clone();

@@ -304,7 +304,7 @@ pub(crate) enum KeyedTable {
 }
 
 const ATTEMPT_COLUMNS: &str = "run_id, step, attempt, step_id, idempotency_key, status, output, \
-     error, started_at, finished_at";
+     error, started_at, finished_at, process";
 
 pub(crate) fn attempts(conn: &Connection, run_id: &str) -> Result<Vec<Attempt>> {
     let mut stmt = conn.prepare_cached(&format!(
@@ -327,6 +327,7 @@ pub(crate) fn attempts(conn: &Connection, run_id: &str) -> Result<Vec<Attempt>> 
                 r.get::<_, Option<String>>(7)?,
             ),
             (r.get::<_, i64>(8)?, r.get::<_, Option<i64>>(9)?),
+            r.get::<_, Option<String>>(10)?,
         ))
     })?;
     rows.map(|row| {
@@ -335,6 +336,7 @@ pub(crate) fn attempts(conn: &Connection, run_id: &str) -> Result<Vec<Attempt>> 
             (step_id, idempotency_key, status),
             (output, error),
             (started_at, finished_at),
+            process,
         ) = row?;
         Ok(Attempt {
             run_id,
@@ -348,9 +350,29 @@ pub(crate) fn attempts(conn: &Connection, run_id: &str) -> Result<Vec<Attempt>> 
             error,
             started_at,
             finished_at,
+            process,
         })
     })
     .collect()
+}
+
+/// Records the process group running an attempt, if the run still runs that attempt and the
+/// attempt has no result yet.
+pub(crate) fn set_attempt_process(
+    conn: &Connection,
+    run_id: &str,
+    step: i64,
+    attempt: i64,
+    process: &str,
+) -> Result<bool> {
+    let set = conn
+        .prepare_cached(
+            "UPDATE wf_attempts SET process = ?1 WHERE run_id = ?2 AND step = ?3 AND attempt = ?4 \
+             AND status = 'started' AND EXISTS (SELECT 1 FROM wf_runs WHERE id = ?2 \
+             AND status = 'running' AND step = ?3 AND attempt = ?4)",
+        )?
+        .execute(params![process, run_id, step, attempt])?;
+    Ok(set > 0)
 }
 
 /// Writes one step of a run's progress if the run is still where the caller saw it.

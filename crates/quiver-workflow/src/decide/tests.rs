@@ -88,6 +88,7 @@ fn attempt(step: i64, attempt: i64, id: &str, status: AttemptStatus, output: Val
         error: None,
         started_at: 0,
         finished_at: None,
+        process: None,
     }
 }
 

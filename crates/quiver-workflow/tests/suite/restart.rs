@@ -222,3 +222,71 @@ fn another_live_owners_attempt_is_left_alone_until_its_lease_runs_out() {
         "a result clears the lease"
     );
 }
+
+#[test]
+fn a_lease_of_a_process_known_gone_holds_nothing_and_settle_is_for_runs_in_doubt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let def = definition(
+        "description: d\nsteps:\n  - id: pay\n    tool: x.pay\n    timeout: 1h\n",
+        &[],
+    );
+    let fake = Fake::with(&[("pay", Act::Crash)]);
+    let clock = clock();
+    // A process that ran an engine and is gone now (`kill -9`): its name as a waiter.
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let gone = quiver_store::waiter::of(child.id()).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = SqliteStore::open(&db).unwrap();
+    let run_id = {
+        let engine = Engine::new(&store, &fake, &clock).with_owner(format!("{gone}/0"));
+        let digest = engine.pin(&def).unwrap();
+        let (run, _) = engine.start(&digest, &start(json!({}))).unwrap();
+        crash(|| {
+            let _ = engine.drive(&run.id);
+        });
+        run.id
+    };
+    let run = store.run(&run_id).unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Running);
+    assert!(run.lease.is_some());
+    // Another engine (its own default owner) does not wait for the lease to run out: the
+    // action is in doubt at once. Before that, settle refuses a run that is not in doubt.
+    let engine = Engine::new(&store, &fake, &clock);
+    let waiting = Engine::new(&store, &fake, &clock);
+    let other = definition("description: d\nsteps:\n  - id: w\n    wait: 1h\n", &[]);
+    let digest = waiting.pin(&other).unwrap();
+    let (parked, _) = waiting.start(&digest, &start(json!({}))).unwrap();
+    let parked = waiting.drive(&parked.id).unwrap();
+    assert_eq!(parked.status, RunStatus::Waiting);
+    let refused = engine
+        .settle(&parked.id, &Operator::Retry, "ops")
+        .unwrap_err();
+    assert!(refused.to_string().contains("not in_doubt"), "{refused}");
+    fake.set("pay", Act::Output(json!({"paid": true})));
+    let run = engine.settle(&run_id, &Operator::Retry, "ops").unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(
+        outcomes(&store, &run_id),
+        [
+            ("pay".to_owned(), 1, AttemptStatus::Crashed),
+            ("pay".to_owned(), 2, AttemptStatus::Ok),
+        ]
+    );
+
+    // A live owner's lease (this process, under another engine) is still respected.
+    let fake = Fake::with(&[("pay", Act::Crash)]);
+    let live = Engine::new(&store, &fake, &clock);
+    let digest = live.pin(&def).unwrap();
+    let (run, _) = live.start(&digest, &start(json!({}))).unwrap();
+    crash(|| {
+        let _ = live.drive(&run.id);
+    });
+    let engine = Engine::new(&store, &fake, &clock);
+    assert_eq!(engine.drive(&run.id).unwrap().status, RunStatus::Running);
+    assert!(engine.settle(&run.id, &Operator::Retry, "ops").is_err());
+}

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::audit::decision;
 use super::{Runs, Target};
-use crate::executor::{Ask, ExecError, Execution};
+use crate::executor::{Ask, ExecError, Execution, Started};
 use crate::runtime::agent_calls::AgentTask;
 use crate::runtime::cache::CacheKey;
 use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
@@ -213,6 +213,12 @@ impl Turn<'_> {
             key,
         );
         let answer = |q: &str| self.person().and_then(|p| p.answer_question(q));
+        let step = self.step.as_ref().zip(self.runtime.workflow_store());
+        let record = |pgid: u32| {
+            if let Some((step, store)) = step {
+                step.record_process(store.as_ref(), pgid);
+            }
+        };
         let execution = Execution {
             package: target.package.id.as_str(),
             tool: sandboxed.name,
@@ -228,6 +234,7 @@ impl Turn<'_> {
             script: sandboxed.script,
             mcp_command: sandboxed.mcp_command,
             limits: sandboxed.limits,
+            started: step.is_some().then_some(Started(&record)),
         };
         if let Some(note) = self.runtime.executor.isolation_note() {
             audit.decisions.push(decision("sandbox", "off", &note));

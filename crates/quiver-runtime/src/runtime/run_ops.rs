@@ -1,0 +1,318 @@
+//! What operators and approvers do to workflow runs, for every front (the CLI's `quiver runs
+//! wait|cancel|retry|resolve`, `quiver approvals` on parked runs, `quiver events emit`,
+//! `quiver schedules list`): each through the workflow engine over the runtime's workflow
+//! store, and a step that runs again goes through the one call pipeline ([`WorkflowSteps`]).
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use quiver_policy::{Origin, Principal};
+use quiver_store::WorkflowStore;
+use quiver_store::workflow::{AttemptStatus, Run, WaitKind};
+use quiver_workflow::decide::Operator;
+use quiver_workflow::schedule::{self, Upcoming};
+use quiver_workflow::{Engine, Parked, SystemClock, WorkflowError};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Runtime, WorkflowSteps};
+
+/// Why an operation on a run did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The front gave the runtime no workflow store.
+    #[error("this runtime runs no workflow engine")]
+    NoEngine,
+    /// No run has this id.
+    #[error("no run `{0}`")]
+    NoRun(String),
+    /// It does not apply to the run as it stands, or the person may not do it (answered
+    /// already, self-approval, not an approver, not in doubt, ended).
+    #[error("{0}")]
+    Refused(String),
+    /// The engine or the store failed.
+    #[error(transparent)]
+    Engine(WorkflowError),
+}
+
+impl From<WorkflowError> for RunError {
+    fn from(e: WorkflowError) -> RunError {
+        match e {
+            WorkflowError::NoRun(id) => RunError::NoRun(id),
+            WorkflowError::Refused(why) => RunError::Refused(why),
+            other => RunError::Engine(other),
+        }
+    }
+}
+
+impl From<quiver_store::StoreError> for RunError {
+    fn from(e: quiver_store::StoreError) -> RunError {
+        RunError::Engine(e.into())
+    }
+}
+
+/// A cancelled run and what the cancel stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cancelled {
+    /// The run, now `cancelled`.
+    pub run: Run,
+    /// The process group of the step's tool that was killed, if one was running on this
+    /// machine.
+    pub killed: Option<u32>,
+    /// The console's cards of the run's session that were pending and are now expired.
+    pub expired_cards: Vec<String>,
+}
+
+/// An event stored and the runs it woke.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Emitted {
+    /// The stored event's id.
+    pub event_id: i64,
+    /// The runs whose event wait it resolved, as they stand after being driven on.
+    pub woke: Vec<Run>,
+}
+
+/// One schedule trigger of a workflow of the catalog.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleEntry {
+    /// The workflow, `pkg.workflow`.
+    pub workflow: String,
+    /// The trigger and its next fire.
+    #[serde(flatten)]
+    pub upcoming: Upcoming,
+    /// The last fire recorded for the workflow (Unix ms), if any.
+    pub last_fire_ms: Option<i64>,
+}
+
+/// The operations on workflow runs of one runtime.
+pub struct RunOps<'r> {
+    runtime: &'r Runtime,
+    store: &'r dyn WorkflowStore,
+    steps: WorkflowSteps<'r>,
+}
+
+impl<'r> RunOps<'r> {
+    /// The operations of `runtime`; [`RunError::NoEngine`] when its front set no workflow
+    /// store.
+    pub fn new(runtime: &'r Runtime) -> Result<RunOps<'r>, RunError> {
+        let store = runtime.workflow_store().ok_or(RunError::NoEngine)?;
+        Ok(RunOps {
+            runtime,
+            store: store.as_ref(),
+            steps: WorkflowSteps::new(runtime),
+        })
+    }
+
+    fn engine(&self) -> Engine<'_> {
+        Engine::new(self.store, &self.steps, &SystemClock)
+    }
+
+    /// The run with this id.
+    pub fn run(&self, id: &str) -> Result<Run, RunError> {
+        self.store
+            .run(id)?
+            .ok_or_else(|| RunError::NoRun(id.to_owned()))
+    }
+
+    /// Drives the run (timers, retries' pauses, events, answers given elsewhere) until it ends
+    /// or `timeout` passes (`None`: until it ends), looking again every `poll`; returns it as
+    /// it then stands.
+    pub fn wait(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+        poll: Duration,
+    ) -> Result<Run, RunError> {
+        let engine = self.engine();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut run = engine.drive(id)?;
+        while !run.status.is_final() {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                break;
+            }
+            std::thread::sleep(left.map_or(poll, |l| l.min(poll)));
+            engine.tick()?;
+            run = engine.drive(id)?;
+        }
+        Ok(run)
+    }
+
+    /// Cancels a run that has not ended: the cancel is stored first (withdrawing its pending
+    /// waits), so a late result of its step is discarded; then the process group of a step's
+    /// tool still running on this machine is killed, and the console's pending cards of the
+    /// run's session expire.
+    pub fn cancel(&self, id: &str, by: &str) -> Result<Cancelled, RunError> {
+        let run = self.engine().operate(id, &Operator::Cancel, by)?;
+        let killed = self
+            .store
+            .attempts(id)?
+            .iter()
+            .rfind(|a| {
+                a.step == run.step && a.attempt == run.attempt && a.status == AttemptStatus::Started
+            })
+            .and_then(|a| a.process.as_deref())
+            .and_then(quiver_store::waiter::running_here)
+            .filter(|pgid| quiver_sandbox::kill_process_group(*pgid));
+        let session = format!("ses-{id}");
+        let mut expired_cards = Vec::new();
+        for card in self.runtime.store.pending_approvals(Some(&session))? {
+            if let Ok(card) = self.runtime.store.expire_approval(&card.card.id) {
+                expired_cards.push(card.card.id);
+            }
+        }
+        tracing::info!(run = %id, ?killed, "run cancelled by {by}");
+        Ok(Cancelled {
+            run,
+            killed,
+            expired_cards,
+        })
+    }
+
+    /// Runs the step in doubt again (with the same idempotency key), then drives the run on.
+    pub fn retry(&self, id: &str, by: &str) -> Result<Run, RunError> {
+        Ok(self.engine().settle(id, &Operator::Retry, by)?)
+    }
+
+    /// Takes the step in doubt as done with `output`, then drives the run on.
+    pub fn done(&self, id: &str, output: Value, by: &str) -> Result<Run, RunError> {
+        Ok(self.engine().settle(id, &Operator::Done(output), by)?)
+    }
+
+    /// Fails the run in doubt.
+    pub fn fail(&self, id: &str, reason: &str, by: &str) -> Result<Run, RunError> {
+        Ok(self
+            .engine()
+            .settle(id, &Operator::Fail(reason.to_owned()), by)?)
+    }
+
+    /// The runs parked on a person, oldest first.
+    pub fn parked(&self) -> Result<Vec<Parked>, RunError> {
+        Ok(quiver_workflow::parked(self.store)?)
+    }
+
+    /// A person's answer to the approval run `id` is parked on, then the run driven on (an
+    /// approved call runs again with its exact arguments). Refused when the run waits on no
+    /// approval (answered already), when `answerer` started the run, when an approval step's
+    /// `approvers` do not admit them, and when an anonymous answerer meets a dangerous or
+    /// `human` call.
+    pub fn answer(
+        &self,
+        id: &str,
+        approve: bool,
+        answerer: &Principal,
+        note: Option<&str>,
+    ) -> Result<Run, RunError> {
+        let run = self.run(id)?;
+        let Some(parked) = quiver_workflow::parked_run(self.store, &run)? else {
+            return Err(RunError::Refused(self.not_parked(&run)?));
+        };
+        check_answerer(&parked, answerer)?;
+        let by = answerer.user_id.as_deref().unwrap_or("anonymous");
+        Ok(self
+            .engine()
+            .answer_wait(id, parked.wait_id, approve, by, note)?)
+    }
+
+    /// Why a run takes no answer now.
+    fn not_parked(&self, run: &Run) -> Result<String, RunError> {
+        let last = self
+            .store
+            .waits(&run.id)?
+            .into_iter()
+            .rfind(|w| w.kind == WaitKind::Approval);
+        Ok(match last {
+            Some(w) if w.resolved_by.is_some() => format!(
+                "the approval of run {} was already answered by {} ({}); nothing changed",
+                run.id,
+                w.resolved_by.unwrap_or_default(),
+                w.resolution.unwrap_or_default()
+            ),
+            Some(w) => format!(
+                "the approval of run {} was {} (the run is {}); nothing changed",
+                run.id, w.status, run.status
+            ),
+            None => format!("run {} ({}) waits on no approval", run.id, run.status),
+        })
+    }
+
+    /// Stores an event (before anything is told of it), then wakes and drives the runs whose
+    /// event wait it matches.
+    pub fn emit(&self, name: &str, source: &str, payload: &Value) -> Result<Emitted, RunError> {
+        let waiting: Vec<_> = self
+            .store
+            .pending_waits(Some(WaitKind::Event))?
+            .into_iter()
+            .filter(|w| w.event.as_deref() == Some(name))
+            .collect();
+        let event_id = self.engine().emit(name, source, payload)?;
+        let mut woke = Vec::new();
+        for wait in waiting {
+            let resolved = self.store.waits(&wait.run_id)?.into_iter().any(|w| {
+                w.id == wait.id
+                    && w.resolution.as_ref().and_then(|r| r.get("event")) == Some(&event_id.into())
+            });
+            if resolved {
+                woke.push(self.run(&wait.run_id)?);
+            }
+        }
+        Ok(Emitted { event_id, woke })
+    }
+
+    /// Every `schedule` trigger of the catalog's workflows, with its next fire after `now` in
+    /// its zone, by workflow.
+    pub fn schedules(&self, now: DateTime<Utc>) -> Result<Vec<ScheduleEntry>, RunError> {
+        let catalog = self.runtime.catalog();
+        let mut out = Vec::new();
+        for entry in catalog.packages().iter().filter(|p| !p.shadowed) {
+            let package = &entry.package;
+            for workflow in &package.workflows {
+                let qualified = format!("{}.{}", package.id.as_str(), workflow.name.as_str());
+                let last_fire_ms = self
+                    .store
+                    .schedule_fires(&qualified)?
+                    .last()
+                    .map(|(at, _)| *at);
+                out.extend(
+                    schedule::upcoming(workflow, now)
+                        .into_iter()
+                        .map(|upcoming| ScheduleEntry {
+                            workflow: qualified.clone(),
+                            upcoming,
+                            last_fire_ms,
+                        }),
+                );
+            }
+        }
+        out.sort_by(|a, b| a.workflow.cmp(&b.workflow));
+        Ok(out)
+    }
+}
+
+/// Whether `answerer` may answer `parked` (the engine refuses the run's starter itself).
+fn check_answerer(parked: &Parked, answerer: &Principal) -> Result<(), RunError> {
+    if answerer.is_anonymous() && parked.needs_a_named_person() {
+        return Err(RunError::Refused(format!(
+            "an anonymous person cannot answer run {}: its call is dangerous or needs a named person",
+            parked.run_id
+        )));
+    }
+    if !parked.approvers.is_empty() {
+        let verdict = quiver_policy::evaluate_rules(&parked.approvers, &Origin::local(), answerer);
+        if !verdict.holds {
+            let why = verdict
+                .trace
+                .iter()
+                .find(|s| s.effect != quiver_policy::DecisionKind::Allow)
+                .map(|s| s.why.clone())
+                .unwrap_or_default();
+            return Err(RunError::Refused(format!(
+                "{} is not an approver of run {} (approvers: {}): {why}",
+                answerer.user_id.as_deref().unwrap_or("anonymous"),
+                parked.run_id,
+                parked.approvers.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
