@@ -234,8 +234,9 @@ pub trait Store: Send + Sync {
     /// Audit records matching the query, newest first.
     fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>>;
 
-    /// The [`AuditKind::CallStarted`] records of calls that have no `call` record (still
-    /// running, or interrupted), oldest first.
+    /// The [`AuditKind::CallStarted`] records of calls that have no `call` record yet (still
+    /// running, or interrupted), oldest first. A start is kept apart from the log, in calls in
+    /// flight, and removed by the call's record (one transaction).
     fn unfinished_calls(&self) -> Result<Vec<AuditRecord>>;
 }
 

@@ -9,7 +9,21 @@ use std::path::Path;
 /// The waiter string of this process (`<boot id>:<pid namespace>:<pid>:<start time>`), `None`
 /// where `/proc` cannot say (then a card is never withdrawn for its waiter).
 pub fn current() -> Option<String> {
-    of(std::process::id())
+    // A process's name never changes, so it is read from `/proc` once (per pid: a forked
+    // child reads its own).
+    static CURRENT: std::sync::Mutex<Option<(u32, Option<String>)>> = std::sync::Mutex::new(None);
+    let pid = std::process::id();
+    let mut cached = CURRENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match cached.as_ref() {
+        Some((known, name)) if *known == pid => name.clone(),
+        _ => {
+            let name = of(pid);
+            *cached = Some((pid, name.clone()));
+            name
+        }
+    }
 }
 
 /// The waiter string of the process `pid` of this PID namespace, `None` where `/proc` cannot

@@ -43,6 +43,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "active_skills",
             "approvals",
             "audit",
+            "calls_in_flight",
             "consents",
             "kept_outputs",
             "loaded_tools",
@@ -284,4 +285,45 @@ fn a_version_1_file_migrates_keeping_its_approval_cards() {
         .is_err(),
         "the status check survives the migration"
     );
+}
+
+#[test]
+fn starts_recorded_in_the_log_move_to_calls_in_flight_only_while_unfinished() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("quiver.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(v1_schema()).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 1; PRAGMA application_id = {QUIVER_APPLICATION_ID};"
+        ))
+        .unwrap();
+        // (kind, call): c1 started and never ended, c2 started and ended.
+        for (time, kind, call) in [
+            (1, "call_started", "c1"),
+            (2, "call_started", "c2"),
+            (3, "call", "c2"),
+        ] {
+            conn.execute(
+                "INSERT INTO audit (time, kind, session_id, call_id, principal, origin, tool, \
+                 decisions, status, duration_ms, cached) \
+                 VALUES (?1, ?2, 's1', ?3, '{}', '{}', 'notes.add_note', '[]', 'started', 0, 0)",
+                rusqlite::params![time, kind, call],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&db).unwrap();
+    let unfinished: Vec<_> = store
+        .unfinished_calls()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.entry.call_id.unwrap())
+        .collect();
+    assert_eq!(unfinished, ["c1"]);
+    // Its end, when written, takes it out of flight.
+    let mut end = quiver_store::AuditEntry::new(quiver_store::AuditKind::Call, "s1");
+    end.call_id = Some("c1".into());
+    store.append_audit(&end).unwrap();
+    assert!(store.unfinished_calls().unwrap().is_empty());
 }

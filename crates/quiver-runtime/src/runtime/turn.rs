@@ -331,9 +331,7 @@ impl Turn<'_> {
     fn tools_in(&self, view: &SessionView, always: &[usize]) -> Vec<ToolDefinition> {
         let mut out: Vec<ToolDefinition> =
             self.meta_tools().into_iter().map(meta_definition).collect();
-        for index in offered(&self.catalog, view, always, &|i| {
-            self.admitted(i)
-        }) {
+        for index in offered(&self.catalog, view, always, &|i| self.admitted(i)) {
             let item = &self.catalog.items()[index];
             // An active skill's `disallowed-tools` takes it out of the list for the turn.
             let (package, local) = item

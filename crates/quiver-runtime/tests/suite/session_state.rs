@@ -112,8 +112,10 @@ fn an_active_skills_instructions_are_repeated_unless_the_transcript_holds_them()
     assert_eq!(activations.len(), 1, "{activations:?}");
 }
 
+/// A call's start is recorded while it runs (in calls in flight, apart from the log) and
+/// removed by its record; the CLI's `attacks_orphans` kills one mid-run to see the start.
 #[test]
-fn a_call_is_recorded_as_started_before_it_runs() {
+fn a_finished_call_leaves_one_record_and_nothing_in_flight() {
     let h = harness();
     let s = cli_session(&h);
     h.person.answer(&[Answer::AllowForSession]);
@@ -128,19 +130,17 @@ fn a_call_is_recorded_as_started_before_it_runs() {
         ..Default::default()
     };
     let store = h.runtime.store();
-    let started = store
+    let in_flight = store
         .query_audit(&query(Some(AuditKind::CallStarted)))
         .unwrap();
+    assert!(in_flight.is_empty(), "{in_flight:?}");
     let ended = store.query_audit(&query(None)).unwrap();
-    assert_eq!(started.len(), 1, "{started:?}");
-    assert_eq!(started[0].entry.status, AuditStatus::Started);
-    assert!(started[0].id < ended[0].id, "started is written first");
-    // Listed without a kind, the log shows the call once.
     assert_eq!(ended.len(), 1, "{ended:?}");
     assert_eq!(ended[0].entry.status, AuditStatus::Ok);
-    for record in started.iter().chain(&ended) {
-        assert_eq!(record.entry.call_id.as_deref(), Some(out.call_id.as_str()));
-    }
+    assert_eq!(
+        ended[0].entry.call_id.as_deref(),
+        Some(out.call_id.as_str())
+    );
     // A finished call is not closed again.
     assert!(h.runtime.close_interrupted_calls().unwrap().is_empty());
 }

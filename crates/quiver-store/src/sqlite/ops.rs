@@ -771,12 +771,25 @@ impl EncodedAudit {
     }
 }
 
+/// Appends an audit record. A call's start goes to `calls_in_flight` instead, and a call's
+/// record removes its start in the same transaction.
 pub(crate) fn append_audit(conn: &Connection, entry: &EncodedAudit) -> Result<i64> {
-    conn.prepare_cached(
-        "INSERT INTO audit (time, kind, session_id, call_id, principal, origin, tool, skill, \
+    let started = entry.kind == AuditKind::CallStarted.as_str();
+    if started {
+        require(entry.call_id.as_deref().unwrap_or(""), "call id")?;
+    }
+    if entry.kind == AuditKind::Call.as_str()
+        && let Some(call) = &entry.call_id
+    {
+        conn.prepare_cached("DELETE FROM calls_in_flight WHERE call_id = ?1")?
+            .execute(params![call])?;
+    }
+    let table = if started { "calls_in_flight" } else { "audit" };
+    conn.prepare_cached(&format!(
+        "INSERT INTO {table} (time, kind, session_id, call_id, principal, origin, tool, skill, \
          argument_digest, decisions, status, duration_ms, cached, detail) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    ))?
     .execute(params![
         entry.time,
         entry.kind,
@@ -835,7 +848,13 @@ fn audit_row(row: &Row<'_>) -> Result<AuditRecord> {
 }
 
 pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
-    let mut sql = format!("SELECT {AUDIT_COLUMNS} FROM audit WHERE 1");
+    // Calls in flight are listed when asked for by kind; the log proper holds none.
+    let table = if query.kind == Some(AuditKind::CallStarted) {
+        "calls_in_flight"
+    } else {
+        "audit"
+    };
+    let mut sql = format!("SELECT {AUDIT_COLUMNS} FROM {table} WHERE 1");
     let mut args: Vec<SqlValue> = Vec::new();
     let mut filter = |clause: &str, value: SqlValue| {
         sql.push_str(clause);
@@ -849,7 +868,7 @@ pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<A
     }
     match &query.kind {
         Some(kind) => filter(" AND kind = ?", SqlValue::Text(kind.as_str().to_owned())),
-        // A call's started record is bookkeeping for interrupted calls: listed when asked for.
+        // Starts recorded in the log by schema version 5 are bookkeeping: listed when asked.
         None => filter(" AND kind != ?", SqlValue::Text("call_started".to_owned())),
     }
     if let Some(since) = query.since {
@@ -869,10 +888,6 @@ pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<A
 }
 
 pub(crate) fn unfinished_calls(conn: &Connection) -> Result<Vec<AuditRecord>> {
-    let sql = format!(
-        "SELECT {AUDIT_COLUMNS} FROM audit AS a WHERE kind = 'call_started' AND NOT EXISTS \
-         (SELECT 1 FROM audit AS b WHERE b.call_id = a.call_id AND b.kind = 'call') \
-         ORDER BY time, id"
-    );
+    let sql = format!("SELECT {AUDIT_COLUMNS} FROM calls_in_flight ORDER BY time, id");
     collect(conn, &sql, [], audit_row)
 }

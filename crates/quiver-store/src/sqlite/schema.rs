@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -312,6 +312,38 @@ CREATE TABLE wf_webhook_deliveries (
 /// boot id, PID namespace, pid, start time), so a cancel from another process can kill it.
 const V7: &str = r#"
 ALTER TABLE wf_attempts ADD COLUMN process TEXT;
+"#;
+
+/// Version 8: calls in flight. A call's start is one small row here (the audit's columns, no
+/// index), written before its tool runs and removed in the transaction that appends the call's
+/// audit record, instead of a second audit record with four index entries per call. What a
+/// crash leaves here is closed as `interrupted` at the next start. Starts recorded in the
+/// audit by version 5 and never ended move here; `audit_by_call` served only them.
+const V8: &str = r#"
+CREATE TABLE calls_in_flight (
+    id              INTEGER PRIMARY KEY,
+    time            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    call_id         TEXT NOT NULL,
+    principal       TEXT NOT NULL,
+    origin          TEXT NOT NULL,
+    tool            TEXT,
+    skill           TEXT,
+    argument_digest TEXT,
+    decisions       TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    duration_ms     INTEGER NOT NULL,
+    cached          INTEGER NOT NULL CHECK (cached IN (0, 1)),
+    detail          TEXT
+) STRICT;
+INSERT INTO calls_in_flight (time, kind, session_id, call_id, principal, origin, tool, skill,
+    argument_digest, decisions, status, duration_ms, cached, detail)
+SELECT time, kind, session_id, call_id, principal, origin, tool, skill, argument_digest,
+    decisions, status, duration_ms, cached, detail
+FROM audit AS a WHERE kind = 'call_started' AND call_id IS NOT NULL AND NOT EXISTS
+    (SELECT 1 FROM audit AS b WHERE b.call_id = a.call_id AND b.kind = 'call');
+DROP INDEX audit_by_call;
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes
