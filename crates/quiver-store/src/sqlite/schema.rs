@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -305,6 +305,18 @@ CREATE TABLE wf_webhook_deliveries (
     run_id       TEXT NOT NULL REFERENCES wf_runs(id),
     created_at   INTEGER NOT NULL,
     PRIMARY KEY (hook, delivery_key)
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// Version 7: the workflow scheduler's durable positions (issue 14): how far the event
+/// fan-out got (`events`) and since when each workflow's schedules are watched
+/// (`schedule:<pkg>.<workflow>`), so a fan-out interrupted by a crash goes on where it was and a
+/// fire missed while nothing ran follows `catchup`.
+const V7: &str = r#"
+CREATE TABLE wf_cursors (
+    name       TEXT PRIMARY KEY NOT NULL,
+    position   INTEGER NOT NULL,        -- an event id, or a time in Unix ms
+    updated_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 "#;
 
