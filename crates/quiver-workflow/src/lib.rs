@@ -10,7 +10,10 @@
 //! - [`StepRunner`]: what the runtime implements to run tool and agent steps through its call
 //!   pipeline;
 //! - [`Engine`]: load → decide → commit started → call the runner → commit the result and the
-//!   next step together, on any [`quiver_store::WorkflowStore`].
+//!   next step together, on any [`quiver_store::WorkflowStore`]; one thread of a process drives
+//!   a run at a time; runs start from calls, schedule fires, events and webhook deliveries;
+//! - [`scheduler`]: one pass of a long-running front's scheduler (events fanned out, due fires
+//!   started, waits woken, the next wake time), without threads or sleeping.
 //!
 //! ```no_run
 //! use quiver_workflow::{Engine, Start, SystemClock, StepCall, StepOutcome, StepRunner};
@@ -44,11 +47,14 @@ pub mod backoff;
 pub mod clock;
 pub mod decide;
 mod definition;
+mod driving;
 mod engine;
 mod error;
 pub mod eval;
 mod runner;
 pub mod schedule;
+pub mod scheduler;
+mod triggers;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use definition::{Definition, RerunSafe, StepMeta};
