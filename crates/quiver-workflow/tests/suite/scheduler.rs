@@ -316,7 +316,7 @@ fn timers_wake_and_the_next_wake_is_the_soonest_wait() {
     );
     clock.advance(Duration::from_secs(600));
     let pass = scheduler::pass(&engine, &watched, &packages(&["pkg"])).unwrap();
-    assert_eq!(pass.runs, [run.id.clone()]);
+    assert_eq!(pass.runs, std::slice::from_ref(&run.id));
     assert_eq!(engine.drive(&run.id).unwrap().status, RunStatus::Completed);
     assert_eq!(fake.calls("a").len(), 1);
 }
