@@ -478,6 +478,9 @@ pub trait WorkflowStore: Send + Sync {
     /// Pending waits whose `wake_at` is at or before `now`, soonest first.
     fn due_waits(&self, now: i64) -> Result<Vec<Wait>>;
 
+    /// The soonest `wake_at` of a pending wait, if any has one.
+    fn next_wake_at(&self) -> Result<Option<i64>>;
+
     /// Stores an event (before anything is told of it) and returns its id.
     fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64>;
 

@@ -229,6 +229,7 @@ fn waits_are_stored_then_resolved_once() {
     assert_eq!(waits.len(), 1);
     assert!(store.due_waits(4999).unwrap().is_empty());
     assert_eq!(store.due_waits(5000).unwrap().len(), 1);
+    assert_eq!(store.next_wake_at().unwrap(), Some(5000));
     let answer = |by: &str| Advance {
         expect: Expect {
             status: RunStatus::Waiting,
@@ -243,6 +244,11 @@ fn waits_are_stored_then_resolved_once() {
         ..finish("r", 0, 1, json!({"approved": true}))
     };
     assert!(store.advance(&answer("boss")).unwrap());
+    assert_eq!(
+        store.next_wake_at().unwrap(),
+        None,
+        "a resolved wait wakes nothing"
+    );
     // A second answer finds the run moved on; one that raced with the run unchanged (another
     // run position is impossible here) would get a conflict.
     assert!(!store.advance(&answer("other")).unwrap());

@@ -19,16 +19,6 @@ static DRIVING: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(|| Regi
     freed: Condvar::new(),
 });
 
-/// What [`enter`] found.
-pub(crate) enum Entered {
-    /// The run is this thread's until the guard drops.
-    Held(Guard),
-    /// This thread drives the run already, further up its stack.
-    Reentered,
-    /// Another thread drives it (only when not waiting).
-    Busy,
-}
-
 /// A run held by this thread.
 pub(crate) struct Guard {
     run: String,
@@ -42,21 +32,20 @@ impl Drop for Guard {
     }
 }
 
-/// Holds `run` for this thread; `wait`: until another thread lets go of it, else
-/// [`Entered::Busy`] at once.
-pub(crate) fn enter(run: &str, wait: bool) -> Entered {
+/// Holds `run` for this thread, waiting while another thread holds it; `None` when this
+/// thread holds it already, further up its stack.
+pub(crate) fn enter(run: &str) -> Option<Guard> {
     let me = thread::current().id();
     let mut held = DRIVING.held.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
         match held.get(run) {
             None => {
                 held.insert(run.to_owned(), me);
-                return Entered::Held(Guard {
+                return Some(Guard {
                     run: run.to_owned(),
                 });
             }
-            Some(holder) if *holder == me => return Entered::Reentered,
-            Some(_) if !wait => return Entered::Busy,
+            Some(holder) if *holder == me => return None,
             Some(_) => {
                 held = DRIVING
                     .freed
@@ -71,23 +60,22 @@ pub(crate) fn enter(run: &str, wait: bool) -> Entered {
 mod tests {
     use super::*;
     use std::sync::mpsc;
+    use std::time::Duration;
 
     #[test]
     fn one_thread_at_a_time_and_reentry() {
-        let Entered::Held(guard) = enter("r-1", true) else {
-            panic!("a free run is held")
-        };
-        assert!(matches!(enter("r-1", true), Entered::Reentered));
+        let guard = enter("r-1").expect("a free run is held");
+        assert!(enter("r-1").is_none(), "the holder enters again freely");
         let (tx, rx) = mpsc::channel();
         let other = thread::spawn(move || {
-            let busy = matches!(enter("r-1", false), Entered::Busy);
-            tx.send(busy).unwrap();
-            // Waits until the first thread lets go.
-            matches!(enter("r-1", true), Entered::Held(_))
+            let held = enter("r-1").is_some();
+            tx.send(held).unwrap();
         });
-        assert!(rx.recv().unwrap(), "another thread finds the run busy");
+        // The other thread waits while this one holds the run.
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         drop(guard);
-        assert!(other.join().unwrap(), "and holds it once it is free");
-        assert!(matches!(enter("r-2", false), Entered::Held(_)));
+        assert!(rx.recv().unwrap(), "and holds it once it is free");
+        other.join().unwrap();
+        assert!(enter("r-2").is_some());
     }
 }

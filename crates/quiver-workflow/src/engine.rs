@@ -12,7 +12,7 @@ use quiver_store::workflow::{self as store, NewRun, Run, RunStatus, WaitKind, Wa
 use crate::clock::Clock;
 use crate::decide::{self, Next, Operator, View, WaitOutcome};
 use crate::definition::Definition;
-use crate::driving::{self, Entered};
+use crate::driving;
 use crate::error::{Result, WorkflowError};
 use crate::eval;
 use crate::runner::StepRunner;
@@ -162,26 +162,13 @@ impl<'a> Engine<'a> {
     /// thread of this process drives the run, this waits for it first; a thread that drives
     /// the run already (a step whose call reaches its own run) gets the run as it stands.
     pub fn drive(&self, run_id: &str) -> Result<Run> {
-        match driving::enter(run_id, true) {
-            Entered::Held(_guard) => self.drive_held(run_id),
-            Entered::Reentered | Entered::Busy => self.current(run_id),
+        match driving::enter(run_id) {
+            Some(_guard) => self.drive_held(run_id),
+            None => self
+                .store
+                .run(run_id)?
+                .ok_or_else(|| WorkflowError::NoRun(run_id.to_owned())),
         }
-    }
-
-    /// Drives a run as [`Engine::drive`] does, unless another thread of this process drives
-    /// it now: then `None` at once (that thread takes it on to where it waits or ends).
-    pub fn try_drive(&self, run_id: &str) -> Result<Option<Run>> {
-        match driving::enter(run_id, false) {
-            Entered::Held(_guard) => self.drive_held(run_id).map(Some),
-            Entered::Reentered => self.current(run_id).map(Some),
-            Entered::Busy => Ok(None),
-        }
-    }
-
-    fn current(&self, run_id: &str) -> Result<Run> {
-        self.store
-            .run(run_id)?
-            .ok_or_else(|| WorkflowError::NoRun(run_id.to_owned()))
     }
 
     fn drive_held(&self, run_id: &str) -> Result<Run> {

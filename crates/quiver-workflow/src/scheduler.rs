@@ -127,6 +127,8 @@ impl Watched {
 pub struct Pass {
     /// The runs to drive now, oldest first: started by this pass, or woken.
     pub runs: Vec<String>,
+    /// When the next schedule of the watched workflows fires (Unix ms), if ever.
+    pub next_fire: Option<i64>,
     /// When the next schedule fires or the next stored wait is due (Unix ms), if ever.
     pub next_wake: Option<i64>,
     /// The id of the last event handed over.
@@ -160,16 +162,13 @@ pub fn pass(engine: &Engine<'_>, watched: &[Watched], packages: &BTreeSet<String
     out.runs.extend(engine.wake()?);
     let mut seen = BTreeSet::new();
     out.runs.retain(|id| seen.insert(id.clone()));
-    let fires = watched
+    out.next_fire = watched
         .iter()
         .flat_map(|w| &w.schedules)
         .filter_map(|s| s.next_after(now))
-        .map(|t| t.timestamp_millis());
-    let waits = store
-        .pending_waits(None)?
-        .into_iter()
-        .filter_map(|w| w.wake_at);
-    out.next_wake = fires.chain(waits).min();
+        .map(|t| t.timestamp_millis())
+        .min();
+    out.next_wake = soonest(out.next_fire, store.next_wake_at()?);
     Ok(out)
 }
 
@@ -237,6 +236,14 @@ pub struct Woke {
     pub kicked: bool,
     /// Whether the catalog changed since the last pass.
     pub catalog_changed: bool,
+}
+
+/// The sooner of two moments.
+pub fn soonest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// How long to sleep from `now` until `next_wake`, at most [`POLL`].

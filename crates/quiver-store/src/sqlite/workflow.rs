@@ -69,6 +69,10 @@ impl WorkflowStore for SqliteStore {
         self.read(|c| ops::due_waits(c, now))
     }
 
+    fn next_wake_at(&self) -> Result<Option<i64>> {
+        self.read(ops::next_wake_at)
+    }
+
     fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64> {
         let (name, source, payload) = (name.to_owned(), source.to_owned(), encode(payload));
         self.write(move |c| ops::emit_event(c, &name, &source, &payload, now))

@@ -559,6 +559,12 @@ pub(crate) fn due_waits(conn: &Connection, now: i64) -> Result<Vec<Wait>> {
     )
 }
 
+pub(crate) fn next_wake_at(conn: &Connection) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT min(wake_at) FROM wf_waits WHERE status = 'pending'")?
+        .query_row([], |r| r.get(0))?)
+}
+
 pub(crate) fn emit_event(
     conn: &Connection,
     name: &str,
