@@ -31,9 +31,10 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// The package `clock`: a tool that appends its step's idempotency key to a ledger in its data
-/// folder and returns its arguments, an exposed workflow that naps a second, one started by a
-/// webhook and, with `tick`, one fired every second.
+/// The package `clock`: a tool (perception, so re-run safe) that appends its step's idempotency
+/// key to a ledger in its data folder, sleeps `sleep` seconds and returns its arguments; an
+/// exposed workflow that naps a second, two started by webhooks and, with `tick`, one fired
+/// every second.
 fn package(root: &Path, tick: bool) {
     write(
         root,
@@ -48,7 +49,7 @@ fn package(root: &Path, tick: bool) {
     write(
         root,
         "clock/tools/mark/main.py",
-        "import json, os, sys\nrequest = json.load(sys.stdin)\nkey = request['context']['idempotency_key']\nwith open(os.path.join(os.environ['QUIVER_DATA_DIR'], 'ledger'), 'a') as f:\n    f.write(key + '\\n')\nprint(json.dumps({'args': request['arguments'], 'key': key}))\n",
+        "import json, os, sys, time\nrequest = json.load(sys.stdin)\nkey = request['context']['idempotency_key']\nwith open(os.path.join(os.environ['QUIVER_DATA_DIR'], 'ledger'), 'a') as f:\n    f.write(key + '\\n')\ntime.sleep(request['arguments'].get('sleep', 0))\nprint(json.dumps({'args': request['arguments'], 'key': key}))\n",
     );
     if tick {
         write(
@@ -61,6 +62,11 @@ fn package(root: &Path, tick: bool) {
         root,
         "clock/workflows/nap.yaml",
         "description: Naps a second, then marks the text\nexpose: true\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nsteps:\n  - id: nap\n    wait: 1s\n  - id: m\n    tool: mark\n    with: {t: '{{ input.text }}'}\noutput: {said: '{{ steps.m.output.args.t }}'}\n",
+    );
+    write(
+        root,
+        "clock/workflows/slow.yaml",
+        "description: A slow delivery\ntrigger: {webhook: {name: slow, secret: hook_secret}}\ninput: {type: object, properties: {sleep: {type: number}}, required: [sleep]}\nsteps:\n  - id: m\n    tool: mark\n    with: {sleep: '{{ input.sleep }}'}\n",
     );
     write(
         root,
@@ -379,4 +385,57 @@ fn get_run_through_the_python_sdk_reads_a_run_the_scheduler_finishes() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+#[test]
+fn a_run_interrupted_by_kill_9_resumes_when_serve_starts_again() {
+    let env = Env::new(false);
+    let (server, port) = env.serve();
+    let body = br#"{"sleep": 60}"#;
+    let (status, answer) = post(
+        port,
+        "/hooks/clock/slow",
+        &[("X-Quiver-Signature", &sign(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{answer}");
+    let key = format!("{}:m", answer["run_id"].as_str().unwrap());
+    let started = Instant::now();
+    while env.ledger().get(&key).is_none() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the step never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Killed in the middle of the step; the next server takes the same engine owner id and
+    // runs the (re-run safe) step again at once, with the same key, instead of waiting out
+    // the dead process's lease. The new attempt sleeps 60 s too: only the crash is checked.
+    drop(server);
+    let (_server, _) = env.serve();
+    let started = Instant::now();
+    while env.ledger().get(&key) != Some(&2) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run was not resumed: {:?}",
+            env.ledger()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let run = env
+        .runs()
+        .into_iter()
+        .find(|r| format!("{}:m", r["id"].as_str().unwrap()) == key)
+        .unwrap();
+    assert_eq!(run["status"], "running", "{run}");
+    let shown = support::json(
+        &env.command()
+            .args(["runs", "show", run["id"].as_str().unwrap(), "--json"])
+            .output()
+            .unwrap(),
+    );
+    let statuses: Vec<&str> = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["crashed", "started"], "{shown:#}");
 }
