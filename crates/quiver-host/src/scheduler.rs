@@ -117,7 +117,8 @@ pub struct Scheduler {
     shared: Arc<Shared>,
     looper: Option<JoinHandle<()>>,
     workers: Vec<(JoinHandle<()>, mpsc::Receiver<()>)>,
-    owner: Option<OwnerLock>,
+    // Held while the scheduler lives: the engines of this process use its id.
+    _owner: Option<OwnerLock>,
 }
 
 impl Scheduler {
@@ -173,13 +174,8 @@ impl Scheduler {
             shared,
             looper: Some(looper),
             workers,
-            owner,
+            _owner: owner,
         })
-    }
-
-    /// The engine owner id this process holds, if it got one.
-    pub fn owner(&self) -> Option<&str> {
-        self.owner.as_ref().map(|o| o.id.as_str())
     }
 
     /// Asks for a pass now.
@@ -357,4 +353,29 @@ fn owner_dir(db: &Path) -> PathBuf {
     let mut name = db.file_name().unwrap_or_default().to_owned();
     name.push(".engines");
     db.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One live holder per owner id: a second lock takes the next id, and an id comes free when
+    /// its holder goes (the kernel drops the lock of a killed process the same way).
+    #[test]
+    fn owner_ids_are_one_per_live_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let first = OwnerLock::acquire(&db).unwrap();
+        let second = OwnerLock::acquire(&db).unwrap();
+        assert_eq!(
+            (first.id.as_str(), second.id.as_str()),
+            ("serve-0", "serve-1")
+        );
+        drop(first);
+        assert_eq!(OwnerLock::acquire(&db).unwrap().id, "serve-0");
+        // Another database has ids of its own.
+        let other = OwnerLock::acquire(&dir.path().join("other.db")).unwrap();
+        assert_eq!(other.id, "serve-0");
+        assert!(dir.path().join("state.db.engines/1.lock").is_file());
+    }
 }
