@@ -62,7 +62,7 @@ fn inspector_lists_calls_and_verifies_skills() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_skill", "tool_search", "call_tool"]);
+    assert_eq!(names, ["read_skill", "tool_search", "call_tool", "get_run"]);
 
     let call = inspector(
         dir.path(),

@@ -294,6 +294,13 @@ impl Host {
         Ok(profile)
     }
 
+    /// Starts the workflow scheduler over this host's runtime and state database, with
+    /// `workers` threads driving runs (see [`crate::scheduler`]). It runs until stopped or
+    /// dropped.
+    pub fn start_scheduler(&self, workers: usize) -> Result<crate::Scheduler, HostError> {
+        crate::Scheduler::start(self.runtime.clone(), &self.db, workers)
+    }
+
     /// The secret that seals the MCP front's conversation handles and pending questions: 32
     /// random bytes kept beside the state database, so handles survive a restart.
     pub fn mcp_secret(&self) -> Result<Vec<u8>, HostError> {

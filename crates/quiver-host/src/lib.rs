@@ -2,7 +2,8 @@
 //! once into one typed [`Config`] (file and line in its errors); [`Host::open`] builds the
 //! runtime, the sandbox executor and the catalog (with its reload when an external MCP server's
 //! tool list changes) from it, the same for `quiver call`, `quiver chat` and `quiver serve`,
-//! and later the console.
+//! and later the console; [`Host::start_scheduler`] starts the workflow [`Scheduler`] a
+//! long-running front runs.
 //!
 //! ```no_run
 //! use quiver_host::{Config, Host, HostOptions, State};
@@ -24,6 +25,7 @@ pub mod config;
 mod host;
 pub mod paths;
 mod reload;
+pub mod scheduler;
 pub mod search;
 
 use std::path::PathBuf;
@@ -32,6 +34,7 @@ pub use config::{Config, SearchWeights};
 pub use host::{
     CatalogSource, Host, HostOptions, Loaded, State, agent_meta_tools, executor, sandbox_config,
 };
+pub use scheduler::Scheduler;
 pub use search::SearchModels;
 
 /// Why the host could not be assembled.
@@ -65,6 +68,9 @@ pub enum HostError {
         /// Why.
         why: String,
     },
+    /// The workflow scheduler cannot start.
+    #[error("cannot start the workflow scheduler: {0}")]
+    Scheduler(String),
     /// An installed embedding model does not load.
     #[error(
         "{what} does not load: {why}\n\nhint: reinstall it with `quiver models install PATH`, or remove it with `quiver models remove {name}`"

@@ -483,8 +483,8 @@ impl Front {
             .collect()
     }
 
-    /// The fixed tool list: `read_skill`, `tool_search`, `call_tool`, then the
-    /// `always_loaded` tools the caller is admitted to.
+    /// The fixed tool list: `read_skill`, `tool_search`, `call_tool`, `get_run` (where the
+    /// runtime runs workflows), then the `always_loaded` tools the caller is admitted to.
     pub fn tools(&self, caller: &Caller) -> Vec<ToolSpec> {
         let handle_prop = json!({
             "type": "string",
@@ -526,6 +526,9 @@ impl Front {
                 destructive: true,
             },
         ];
+        if self.runtime.workflow_store().is_some() {
+            out.push(crate::runs::spec());
+        }
         // The package tools the runtime offers a caller outside any conversation (the
         // `always_loaded` ones it is admitted to), translated; the runtime's own meta-tools
         // are replaced by the three above.

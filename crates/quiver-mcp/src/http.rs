@@ -164,7 +164,8 @@ async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Respons
     response
 }
 
-/// The axum router serving MCP at [`MCP_PATH`] for connections to `local`.
+/// The axum router serving MCP at [`MCP_PATH`] for connections to `local`, and webhooks at
+/// [`HOOKS_PATH`](crate::hooks::HOOKS_PATH).
 pub fn router(front: Arc<Front>, local: SocketAddr, shutdown: CancellationToken) -> Router {
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     let ip = local.ip().to_string();
@@ -187,12 +188,15 @@ pub fn router(front: Arc<Front>, local: SocketAddr, shutdown: CancellationToken)
         config,
     );
     let gate_state = Gate {
-        front,
+        front: front.clone(),
         sessions: Arc::new(Sessions::default()),
     };
+    let hooks = crate::hooks::router(front.clone());
     Router::new()
         .route_service(MCP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(gate_state, gate))
+        // Webhooks authenticate by their signature, not by the MCP gate's bearer token.
+        .merge(hooks)
 }
 
 /// How long open connections get to finish after `shutdown`.

@@ -23,8 +23,10 @@
 
 pub mod config;
 pub mod front;
+pub mod hooks;
 pub mod http;
 pub mod owner_token;
+pub mod runs;
 pub mod seal;
 pub mod sessions;
 pub mod skills;

@@ -363,6 +363,15 @@ impl ServerHandler for QuiverServer {
         } else {
             (request.name.to_string(), Value::Object(arguments))
         };
+        if name == crate::runs::GET_RUN {
+            let result = match self.front.get_run(&caller, &arguments) {
+                Ok(run) => CallToolResult::success(vec![ContentBlock::text(run.to_string())]),
+                Err(why) => CallToolResult::error(vec![ContentBlock::text(
+                    json!({"error": why}).to_string(),
+                )]),
+            };
+            return Ok(result.into());
+        }
         if let Some(responses) = &request.input_responses
             && let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object())
         {

@@ -21,7 +21,8 @@ pub mod runtime;
 pub mod sandboxed;
 
 pub use runtime::{
-    ApproverSet, CallKind, CallOutcome, CallStatus, NotConfigured, Offer, Profile, Runtime,
-    RuntimeConfig, RuntimeError, SessionRequest, ToolDefinition, Trimmed, Turn, WorkflowSteps,
+    ApproverSet, CallKind, CallOutcome, CallStatus, Delivery, HookError, NotConfigured, Offer,
+    Profile, RunWaker, Runtime, RuntimeConfig, RuntimeError, SCHEDULER_USER, SIGNATURE_HEADER,
+    SessionRequest, ToolDefinition, Trimmed, Turn, WEBHOOK_USER, WorkflowSteps,
 };
 pub use runtime::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};

@@ -31,14 +31,18 @@ mod meta;
 mod outcome;
 mod run_ops;
 mod turn;
+mod webhooks;
 mod workflow_calls;
 mod workflow_steps;
+mod workflow_triggers;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
 pub use run_ops::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
+pub use webhooks::{Delivery, HookError, SIGNATURE_HEADER, WEBHOOK_USER};
 pub use workflow_steps::WorkflowSteps;
+pub use workflow_triggers::{RunWaker, SCHEDULER_USER};
 
 /// Largest skill file `read_skill` returns, in bytes.
 pub const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
@@ -167,6 +171,8 @@ pub struct Runtime {
     hooks: Vec<Arc<dyn Hook>>,
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
     workflow_store: std::sync::OnceLock<Arc<dyn quiver_store::WorkflowStore>>,
+    workflow_owner: std::sync::OnceLock<String>,
+    run_waker: std::sync::OnceLock<workflow_triggers::RunWaker>,
 }
 
 impl Runtime {
@@ -198,6 +204,8 @@ impl Runtime {
             hooks,
             agent_runner: std::sync::OnceLock::new(),
             workflow_store: std::sync::OnceLock::new(),
+            workflow_owner: std::sync::OnceLock::new(),
+            run_waker: std::sync::OnceLock::new(),
         }
     }
 

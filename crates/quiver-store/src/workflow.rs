@@ -421,15 +421,19 @@ pub struct Advance {
     pub now: i64,
 }
 
-/// A concurrency limit checked in the same transaction as a run's first move.
+/// A limit checked in the same transaction as a run's first move: a workflow's concurrency
+/// limit, or the queue of a schedule with `overlap: queue`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gate {
     /// The qualified workflow.
     pub workflow: String,
-    /// The rendered concurrency key.
-    pub key: String,
-    /// Most runs with this key that may have begun and not ended.
+    /// The rendered concurrency key; `None` counts every run of the workflow.
+    pub key: Option<String>,
+    /// Most runs (with this key) that may have begun and not ended.
     pub limit: i64,
+    /// Also count the runs created before this one that have not ended, begun or not, so
+    /// held-back runs start in the order they were created (a queue).
+    pub ordered: bool,
 }
 
 /// The durable state of workflow runs. Object-safe and `Send + Sync`; every write method
@@ -489,6 +493,9 @@ pub trait WorkflowStore: Send + Sync {
     /// Pending waits whose `wake_at` is at or before `now`, soonest first.
     fn due_waits(&self, now: i64) -> Result<Vec<Wait>>;
 
+    /// The soonest `wake_at` of a pending wait, if any has one.
+    fn next_wake_at(&self) -> Result<Option<i64>>;
+
     /// Stores an event (before anything is told of it) and returns its id.
     fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64>;
 
@@ -500,4 +507,22 @@ pub trait WorkflowStore: Send + Sync {
 
     /// The recorded fires of a schedule (fire time, run id), oldest first.
     fn schedule_fires(&self, workflow: &str) -> Result<Vec<(i64, String)>>;
+
+    /// The newest recorded fire time of a workflow's schedules, if any.
+    fn last_schedule_fire(&self, workflow: &str) -> Result<Option<i64>>;
+
+    /// Events of any name with an id above `after`, oldest first, at most `limit`.
+    fn events_since(&self, after: i64, limit: usize) -> Result<Vec<Event>>;
+
+    /// A named position of the scheduler (how far the event fan-out got, since when a
+    /// workflow's schedules are watched), if it was ever set.
+    fn cursor(&self, name: &str) -> Result<Option<i64>>;
+
+    /// Sets the position `name` to `position` unless it is set already, and returns the
+    /// stored one (the first writer across processes wins).
+    fn init_cursor(&self, name: &str, position: i64) -> Result<i64>;
+
+    /// Moves the position `name` forward to `position` (never back), and returns the stored
+    /// one.
+    fn advance_cursor(&self, name: &str, position: i64) -> Result<i64>;
 }

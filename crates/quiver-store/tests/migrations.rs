@@ -52,6 +52,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "operator_state",
             "sessions",
             "wf_attempts",
+            "wf_cursors",
             "wf_definitions",
             "wf_events",
             "wf_runs",

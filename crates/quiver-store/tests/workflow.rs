@@ -256,6 +256,7 @@ fn waits_are_stored_then_resolved_once() {
     assert_eq!(waits.len(), 1);
     assert!(store.due_waits(4999).unwrap().is_empty());
     assert_eq!(store.due_waits(5000).unwrap().len(), 1);
+    assert_eq!(store.next_wake_at().unwrap(), Some(5000));
     let answer = |by: &str| Advance {
         expect: Expect {
             status: RunStatus::Waiting,
@@ -270,6 +271,11 @@ fn waits_are_stored_then_resolved_once() {
         ..finish("r", 0, 1, json!({"approved": true}))
     };
     assert!(store.advance(&answer("boss")).unwrap());
+    assert_eq!(
+        store.next_wake_at().unwrap(),
+        None,
+        "a resolved wait wakes nothing"
+    );
     // A second answer finds the run moved on; one that raced with the run unchanged (another
     // run position is impossible here) would get a conflict.
     assert!(!store.advance(&answer("other")).unwrap());
@@ -359,4 +365,99 @@ fn events_are_read_after_a_point() {
         store.emit_event("", "x", &json!({}), 1),
         Err(StoreError::Invalid(_))
     ));
+}
+
+#[test]
+fn the_fan_out_reads_every_event_after_a_point_and_the_last_fire() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    let ids: Vec<i64> = ["a", "b", "a", "c"]
+        .iter()
+        .map(|name| store.emit_event(name, "shop", &json!({}), 10).unwrap())
+        .collect();
+    let names = |after, limit| -> Vec<String> {
+        store
+            .events_since(after, limit)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    };
+    assert_eq!(names(0, 10), ["a", "b", "a", "c"]);
+    assert_eq!(names(ids[1], 10), ["a", "c"]);
+    assert_eq!(names(0, 2), ["a", "b"]);
+    assert!(names(ids[3], 10).is_empty());
+    assert_eq!(store.last_schedule_fire("pkg.wf").unwrap(), None);
+    store
+        .fire_schedule("pkg.wf", 120_000, &new_run("f2", None))
+        .unwrap();
+    store
+        .fire_schedule("pkg.wf", 60_000, &new_run("f1", None))
+        .unwrap();
+    assert_eq!(store.last_schedule_fire("pkg.wf").unwrap(), Some(120_000));
+}
+
+#[test]
+fn cursors_start_once_and_only_move_forward_across_two_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (store(&dir), store(&dir));
+    assert_eq!(a.cursor("events").unwrap(), None);
+    // The first writer's start stays.
+    assert_eq!(a.init_cursor("schedule:pkg.wf", 500).unwrap(), 500);
+    assert_eq!(b.init_cursor("schedule:pkg.wf", 900).unwrap(), 500);
+    // Forward only.
+    assert_eq!(a.advance_cursor("events", 7).unwrap(), 7);
+    assert_eq!(b.advance_cursor("events", 3).unwrap(), 7);
+    assert_eq!(b.advance_cursor("events", 9).unwrap(), 9);
+    assert_eq!(a.cursor("events").unwrap(), Some(9));
+    assert_eq!(a.cursor("schedule:pkg.wf").unwrap(), Some(500));
+}
+
+/// A run's first move behind an ordered gate over the whole workflow (a schedule's
+/// `overlap: queue`): held while a run has begun, and while an older run waits.
+#[test]
+fn an_ordered_gate_holds_a_run_behind_older_and_begun_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    let run = |id: &str, now: i64, key: Option<&str>| {
+        let mut new = new_run(id, None);
+        new.now = now;
+        new.concurrency_key = key.map(str::to_owned);
+        store.create_run(&new).unwrap();
+    };
+    run("a", 1000, Some("k"));
+    run("b", 1001, None);
+    run("c", 1002, None);
+    let queued = |id: &str| {
+        let mut first = start(id, 0, 1, 0);
+        first.gate = Some(quiver_store::workflow::Gate {
+            workflow: "pkg.wf".into(),
+            key: None,
+            limit: 1,
+            ordered: true,
+        });
+        first
+    };
+    // `c` waits behind the older `a` and `b`, though neither has begun.
+    assert!(!store.advance(&queued("c")).unwrap());
+    // `a` is the oldest: it starts; then `b` waits behind it, begun.
+    assert!(store.advance(&queued("a")).unwrap());
+    assert!(!store.advance(&queued("b")).unwrap());
+    // `a` ends: `b` goes, and `c` still waits behind `b`.
+    let mut done = finish("a", 0, 1, json!(1));
+    done.to.status = RunStatus::Completed;
+    assert!(store.advance(&done).unwrap());
+    assert!(store.advance(&queued("b")).unwrap());
+    assert!(!store.advance(&queued("c")).unwrap());
+    // An unordered gate with a key counts only begun runs with that key.
+    let mut keyed = start("c", 0, 1, 0);
+    keyed.gate = Some(quiver_store::workflow::Gate {
+        workflow: "pkg.wf".into(),
+        key: Some("k".into()),
+        limit: 1,
+        ordered: false,
+    });
+    assert!(store.advance(&keyed).unwrap());
 }

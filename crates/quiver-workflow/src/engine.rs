@@ -9,15 +9,13 @@ use serde_json::{Value, json};
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{self as store, NewRun, Run, RunStatus, WaitKind, WaitStatus};
 
-use quiver_package::workflow::{Overlap, Trigger};
-
 use crate::clock::Clock;
 use crate::decide::{self, Next, View, WaitOutcome};
 use crate::definition::Definition;
+use crate::driving;
 use crate::error::{Result, WorkflowError};
 use crate::eval;
 use crate::runner::StepRunner;
-use crate::schedule;
 
 mod operator;
 
@@ -43,9 +41,9 @@ pub struct Start {
 
 /// Drives workflow runs over a store, a step runner and a clock.
 pub struct Engine<'a> {
-    store: &'a dyn WorkflowStore,
+    pub(crate) store: &'a dyn WorkflowStore,
     runner: &'a dyn StepRunner,
-    clock: &'a dyn Clock,
+    pub(crate) clock: &'a dyn Clock,
     owner: String,
 }
 
@@ -92,7 +90,7 @@ impl<'a> Engine<'a> {
         Ok(digest)
     }
 
-    fn definition(&self, digest: &str) -> Result<Definition> {
+    pub(crate) fn definition(&self, digest: &str) -> Result<Definition> {
         let stored = self
             .store
             .definition(digest)?
@@ -104,7 +102,7 @@ impl<'a> Engine<'a> {
     }
 
     /// The new run's record, before it is stored: its key rendered, its id made.
-    fn new_run(&self, digest: &str, def: &Definition, start: &Start) -> Result<NewRun> {
+    pub(crate) fn new_run(&self, digest: &str, def: &Definition, start: &Start) -> Result<NewRun> {
         let now = self.clock.now_ms();
         let ctx = json!({"input": start.input, "trigger": start.trigger, "settings": start.settings, "run": {"id": null}});
         let key = match (&start.key, &def.workflow.idempotency_key) {
@@ -151,96 +149,6 @@ impl<'a> Engine<'a> {
         Ok(self.store.create_run(&new)?)
     }
 
-    /// Starts the run of one schedule fire (keyed by its fire time): once across crashes and
-    /// processes.
-    pub fn fire(&self, digest: &str, fire_at: i64, start: &Start) -> Result<(Run, bool)> {
-        let def = self.definition(digest)?;
-        let new = self.new_run(digest, &def, start)?;
-        Ok(self.store.fire_schedule(&def.qualified(), fire_at, &new)?)
-    }
-
-    /// Starts the runs of every schedule fire of the definition that is due now: the fires
-    /// after the last one recorded (or after `since`, when none is), as each schedule's
-    /// `catchup` says. Each fire is keyed by its fire time, so it starts one run however many
-    /// processes call this; a fire recorded already returns its run with `false`. With
-    /// `overlap: skip`, no fire starts while a run of the workflow is still going.
-    pub fn fire_due(&self, digest: &str, since: i64, start: &Start) -> Result<Vec<(Run, bool)>> {
-        let def = self.definition(digest)?;
-        let workflow = def.qualified();
-        let now = self.clock.now();
-        let last = self
-            .store
-            .schedule_fires(&workflow)?
-            .last()
-            .map_or(since, |(at, _)| (*at).max(since));
-        let mut out = Vec::new();
-        for trigger in &def.workflow.triggers {
-            let Trigger::Schedule(schedule) = trigger else {
-                continue;
-            };
-            let compiled = schedule::Compiled::new(schedule)?;
-            for fire in compiled.due(crate::clock::from_ms(last), now) {
-                if schedule.overlap == Overlap::Skip && self.going(&workflow)? {
-                    continue;
-                }
-                let start = Start {
-                    trigger: json!({"kind": "schedule", "cron": schedule.cron,
-                                    "timezone": schedule.timezone, "fire_at": fire.to_rfc3339()}),
-                    key: None,
-                    ..start.clone()
-                };
-                out.push(self.fire(digest, schedule::fire_key(fire), &start)?);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Starts the run an event asks for, if one of the definition's `event` triggers names it
-    /// and its `if` holds over `event` (the payload) and `settings`. The run is keyed by the
-    /// event's id, so handing the same stored event over again (after a crash, by a second
-    /// process) returns the same run with `false`.
-    pub fn on_event(
-        &self,
-        digest: &str,
-        event: &store::Event,
-        start: &Start,
-    ) -> Result<Option<(Run, bool)>> {
-        let def = self.definition(digest)?;
-        let ctx = json!({"event": event.payload, "settings": start.settings, "trigger": {}});
-        for trigger in &def.workflow.triggers {
-            let Trigger::Event(t) = trigger else { continue };
-            if t.name != event.name {
-                continue;
-            }
-            if let Some(condition) = &t.condition
-                && !eval::condition(condition, &ctx)?
-            {
-                continue;
-            }
-            let start = Start {
-                trigger: json!({"kind": "event", "name": event.name, "id": event.id,
-                                "source": event.source, "payload": event.payload}),
-                key: Some(format!("event:{}", event.id)),
-                ..start.clone()
-            };
-            return self.start(digest, &start).map(Some);
-        }
-        Ok(None)
-    }
-
-    /// Whether a run of the workflow has not ended.
-    fn going(&self, workflow: &str) -> Result<bool> {
-        Ok(!self
-            .store
-            .runs(&store::RunFilter {
-                statuses: vec![RunStatus::Running, RunStatus::Waiting, RunStatus::InDoubt],
-                workflow: Some(workflow.to_owned()),
-                limit: Some(1),
-                ..Default::default()
-            })?
-            .is_empty())
-    }
-
     fn load(&self, run_id: &str) -> Result<Loaded> {
         let run = self
             .store
@@ -259,8 +167,20 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Drives a run until it waits, is in doubt or ends, and returns it then.
+    /// Drives a run until it waits, is in doubt or ends, and returns it then. While another
+    /// thread of this process drives the run, this waits for it first; a thread that drives
+    /// the run already (a step whose call reaches its own run) gets the run as it stands.
     pub fn drive(&self, run_id: &str) -> Result<Run> {
+        match driving::enter(run_id) {
+            Some(_guard) => self.drive_held(run_id),
+            None => self
+                .store
+                .run(run_id)?
+                .ok_or_else(|| WorkflowError::NoRun(run_id.to_owned())),
+        }
+    }
+
+    fn drive_held(&self, run_id: &str) -> Result<Run> {
         loop {
             let loaded = self.load(run_id)?;
             let view = loaded.view(self.clock.now_ms(), &self.owner);
@@ -310,6 +230,15 @@ impl<'a> Engine<'a> {
     /// Resolves what is due now (timers, retries' pauses, approval and event timeouts) and
     /// event waits whose event has come, then drives those runs. Returns the runs it moved.
     pub fn tick(&self) -> Result<Vec<Run>> {
+        self.wake()?.iter().map(|id| self.drive(id)).collect()
+    }
+
+    /// What [`Engine::tick`] resolves, without driving: the ids of the runs to drive now
+    /// (woken, matched, timed out, or queued at their first step behind a concurrency limit or
+    /// an `overlap: queue`), oldest first. A resolution is committed before its id is
+    /// returned; a run so left `running` is driven by whoever drives it next (or by
+    /// [`Engine::resume`] after a restart).
+    pub fn wake(&self) -> Result<Vec<String>> {
         let now = self.clock.now_ms();
         let mut moved = Vec::new();
         // Events first: one stored before an event wait's timeout wins over the timeout.
@@ -338,19 +267,19 @@ impl<'a> Engine<'a> {
                 moved.push(wait.run_id.clone());
             }
         }
-        // Runs queued behind a concurrency limit try again.
-        let queued = self.store.runs(&store::RunFilter {
+        // Runs held back at their first step try again, oldest first.
+        let mut queued = self.store.runs(&store::RunFilter {
             statuses: vec![RunStatus::Running],
             ..Default::default()
         })?;
-        moved.extend(
-            queued
-                .into_iter()
-                .filter(|r| r.step == 0 && r.attempt == 0 && r.concurrency_key.is_some())
-                .map(|r| r.id),
-        );
-        moved.dedup();
-        moved.iter().map(|id| self.drive(id)).collect()
+        queued.retain(|r| {
+            r.step == 0 && r.attempt == 0 && (r.concurrency_key.is_some() || decide::queued_fire(r))
+        });
+        queued.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        moved.extend(queued.into_iter().map(|r| r.id));
+        let mut seen = std::collections::HashSet::new();
+        moved.retain(|id| seen.insert(id.clone()));
+        Ok(moved)
     }
 
     /// Resolves one wait of a run; `false` if it no longer fits (resolved meanwhile, the run
@@ -394,7 +323,7 @@ fn owner_alive(owner: &str) -> bool {
 }
 
 /// Refuses an input its workflow's `input` schema does not accept.
-fn check_input(def: &Definition, input: &Value) -> Result<()> {
+pub(crate) fn check_input(def: &Definition, input: &Value) -> Result<()> {
     let validator = quiver_package::schema::compile(&def.workflow.input)
         .map_err(|e| WorkflowError::Refused(format!("the input schema is invalid: {e}")))?;
     match quiver_package::schema::first_error(&validator, input) {

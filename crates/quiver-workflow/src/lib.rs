@@ -10,9 +10,13 @@
 //! - [`StepRunner`]: what the runtime implements to run tool and agent steps through its call
 //!   pipeline;
 //! - [`Engine`]: load → decide → commit started → call the runner → commit the result and the
-//!   next step together, on any [`quiver_store::WorkflowStore`]; people's answers and
-//!   operators' decisions ([`Engine::answer_wait`], [`Engine::operate`], [`Engine::settle`]);
-//! - [`parked`]: the runs parked on a person, for the approval queue.
+//!   next step together, on any [`quiver_store::WorkflowStore`]; one thread of a process drives
+//!   a run at a time; runs start from calls, schedule fires, events and webhook deliveries;
+//!   people's answers and operators' decisions ([`Engine::answer_wait`], [`Engine::operate`],
+//!   [`Engine::settle`]);
+//! - [`parked`]: the runs parked on a person, for the approval queue;
+//! - [`scheduler`]: one pass of a long-running front's scheduler (events fanned out, due fires
+//!   started, waits woken, the next wake time), without threads or sleeping.
 //!
 //! ```no_run
 //! use quiver_workflow::{Engine, Start, SystemClock, StepCall, StepOutcome, StepRunner};
@@ -46,12 +50,15 @@ pub mod backoff;
 pub mod clock;
 pub mod decide;
 mod definition;
+mod driving;
 mod engine;
 mod error;
 pub mod eval;
 mod parked;
 mod runner;
 pub mod schedule;
+pub mod scheduler;
+mod triggers;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use definition::{Definition, RerunSafe, StepMeta};

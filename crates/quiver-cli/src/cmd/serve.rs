@@ -1,4 +1,5 @@
-//! `quiver serve`: the MCP front over stdio or Streamable HTTP.
+//! `quiver serve`: the MCP front over stdio or Streamable HTTP (with webhooks beside it),
+//! and the workflow scheduler (schedules, events, timers, resumed runs) while it serves.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -17,6 +18,9 @@ use crate::roots::RootArgs;
 
 /// The address `quiver serve` listens on when it serves HTTP without `--http`.
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8931";
+
+/// Threads of the workflow scheduler that drive runs.
+const SCHEDULER_WORKERS: usize = 4;
 
 /// Arguments of `quiver serve`.
 #[derive(Debug, clap::Args)]
@@ -118,6 +122,11 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     )
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
+    // Schedules fire, events start workflows, timers wake and interrupted runs resume while
+    // the front serves.
+    let scheduler = host
+        .start_scheduler(SCHEDULER_WORKERS)
+        .map_err(crate::roots::fail)?;
     let secret = host.mcp_secret().map_err(crate::roots::fail)?;
     let front = Arc::new(Front::new(host.runtime().clone(), mcp, secret));
     let tokio = tokio::runtime::Builder::new_multi_thread()
@@ -152,7 +161,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 ));
             }
             crate::err(&format!(
-                "quiver: MCP over Streamable HTTP at http://{local}{} (packages: {}; state: {}); Ctrl-C stops",
+                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {}; state: {}); Ctrl-C stops",
                 quiver_mcp::http::MCP_PATH,
                 roots.roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
                 db.display()
@@ -170,6 +179,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 .map_err(|e| miette::miette!("{e}"))
         }
     })?;
+    scheduler.stop();
     drop(host);
     Ok(ExitCode::SUCCESS)
 }

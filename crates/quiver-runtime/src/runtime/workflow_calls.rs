@@ -11,7 +11,7 @@ use quiver_package::Package;
 use quiver_package::tool::Category;
 use quiver_store::workflow::RunStatus;
 use quiver_store::{AuditEntry, WorkflowStore};
-use quiver_workflow::{Definition, Engine, Start, SystemClock, WorkflowError};
+use quiver_workflow::{Definition, Start, WorkflowError};
 use serde_json::{Map, Value, json};
 
 use super::call::Target;
@@ -130,8 +130,9 @@ impl Turn<'_> {
                 json!({"error": message}),
             )))
         };
-        let (Some(store), Some(workflow)) = (
-            self.runtime.workflow_store.get(),
+        let steps = WorkflowSteps::new(self.runtime);
+        let (Some(engine), Some(workflow)) = (
+            self.runtime.workflow_engine(&steps),
             target
                 .package
                 .workflows
@@ -144,8 +145,6 @@ impl Turn<'_> {
             );
         };
         let definition = definition_in(&self.catalog, target.package, workflow);
-        let steps = WorkflowSteps::new(self.runtime);
-        let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
         let start = self.runtime.run_start(
             target.package.id.as_str(),
             &self.sender,

@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -344,6 +344,18 @@ SELECT time, kind, session_id, call_id, principal, origin, tool, skill, argument
 FROM audit AS a WHERE kind = 'call_started' AND call_id IS NOT NULL AND NOT EXISTS
     (SELECT 1 FROM audit AS b WHERE b.call_id = a.call_id AND b.kind = 'call');
 DROP INDEX audit_by_call;
+"#;
+
+/// Version 9: the workflow scheduler's durable positions (issue 14): how far the event
+/// fan-out got (`events`) and since when each workflow's schedules are watched
+/// (`schedule:<pkg>.<workflow>`), so a fan-out interrupted by a crash goes on where it was and a
+/// fire missed while nothing ran follows `catchup`.
+const V9: &str = r#"
+CREATE TABLE wf_cursors (
+    name       TEXT PRIMARY KEY NOT NULL,
+    position   INTEGER NOT NULL,        -- an event id, or a time in Unix ms
+    updated_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`] in one `IMMEDIATE` transaction (so two processes

@@ -80,6 +80,10 @@ impl WorkflowStore for SqliteStore {
         self.read(|c| ops::due_waits(c, now))
     }
 
+    fn next_wake_at(&self) -> Result<Option<i64>> {
+        self.read(ops::next_wake_at)
+    }
+
     fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64> {
         let (name, source, payload) = (name.to_owned(), source.to_owned(), encode(payload));
         self.write(move |c| ops::emit_event(c, &name, &source, &payload, now))
@@ -95,5 +99,27 @@ impl WorkflowStore for SqliteStore {
 
     fn schedule_fires(&self, workflow: &str) -> Result<Vec<(i64, String)>> {
         self.read(|c| ops::schedule_fires(c, workflow))
+    }
+
+    fn last_schedule_fire(&self, workflow: &str) -> Result<Option<i64>> {
+        self.read(|c| ops::last_schedule_fire(c, workflow))
+    }
+
+    fn events_since(&self, after: i64, limit: usize) -> Result<Vec<Event>> {
+        self.read(|c| ops::events_since(c, after, limit))
+    }
+
+    fn cursor(&self, name: &str) -> Result<Option<i64>> {
+        self.read(|c| ops::cursor(c, name))
+    }
+
+    fn init_cursor(&self, name: &str, position: i64) -> Result<i64> {
+        let name = name.to_owned();
+        self.write(move |c| ops::set_cursor(c, &name, position, false, now_ms()))
+    }
+
+    fn advance_cursor(&self, name: &str, position: i64) -> Result<i64> {
+        let name = name.to_owned();
+        self.write(move |c| ops::set_cursor(c, &name, position, true, now_ms()))
     }
 }

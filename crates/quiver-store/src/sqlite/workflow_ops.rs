@@ -382,14 +382,21 @@ pub(crate) fn advance(
     audit: Option<&EncodedAudit>,
 ) -> Result<bool> {
     if let Some(gate) = &a.gate {
-        let begun: i64 = conn
+        // Runs of the workflow (with the key) that have begun and not ended; for an ordered
+        // gate, also the ones created before this run that have not ended, begun or not.
+        let ahead: i64 = conn
             .prepare_cached(
-                "SELECT count(*) FROM wf_runs WHERE workflow = ?1 AND concurrency_key = ?2 \
-                 AND status IN ('running', 'waiting', 'in_doubt') AND (step > 0 OR attempt > 0) \
-                 AND id != ?3",
+                "SELECT count(*) FROM wf_runs AS o WHERE o.workflow = ?1 \
+                 AND (?2 IS NULL OR o.concurrency_key = ?2) \
+                 AND o.status IN ('running', 'waiting', 'in_doubt') AND o.id != ?3 \
+                 AND ((o.step > 0 OR o.attempt > 0) OR (?4 AND (o.created_at, o.id) < \
+                      (SELECT created_at, id FROM wf_runs WHERE id = ?3)))",
             )?
-            .query_row(params![gate.workflow, gate.key, a.run_id], |r| r.get(0))?;
-        if begun >= gate.limit {
+            .query_row(
+                params![gate.workflow, gate.key, a.run_id, gate.ordered],
+                |r| r.get(0),
+            )?;
+        if ahead >= gate.limit {
             return Ok(false);
         }
     }
@@ -574,6 +581,12 @@ pub(crate) fn due_waits(conn: &Connection, now: i64) -> Result<Vec<Wait>> {
     )
 }
 
+pub(crate) fn next_wake_at(conn: &Connection) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT min(wake_at) FROM wf_waits WHERE status = 'pending'")?
+        .query_row([], |r| r.get(0))?)
+}
+
 pub(crate) fn emit_event(
     conn: &Connection,
     name: &str,
@@ -595,15 +608,24 @@ pub(crate) fn events_after(conn: &Connection, name: &str, after: i64) -> Result<
     let mut stmt = conn.prepare_cached(
         "SELECT id, name, source, payload, created_at FROM wf_events WHERE name = ?1 AND id > ?2 ORDER BY id",
     )?;
-    let rows = stmt.query_map(params![name, after], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, i64>(4)?,
-        ))
-    })?;
+    events(stmt.query_map(params![name, after], event_row)?)
+}
+
+pub(crate) fn events_since(conn: &Connection, after: i64, limit: usize) -> Result<Vec<Event>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, name, source, payload, created_at FROM wf_events WHERE id > ?1 ORDER BY id LIMIT ?2",
+    )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    events(stmt.query_map(params![after, limit], event_row)?)
+}
+
+type EventRow = (i64, String, String, String, i64);
+
+fn event_row(r: &Row<'_>) -> rusqlite::Result<EventRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn events(rows: impl Iterator<Item = rusqlite::Result<EventRow>>) -> Result<Vec<Event>> {
     rows.map(|row| {
         let (id, name, source, payload, created_at) = row?;
         Ok(Event {
@@ -621,6 +643,41 @@ pub(crate) fn last_event_id(conn: &Connection) -> Result<i64> {
     Ok(conn
         .prepare_cached("SELECT coalesce(max(id), 0) FROM wf_events")?
         .query_row([], |r| r.get(0))?)
+}
+
+pub(crate) fn last_schedule_fire(conn: &Connection, workflow: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT max(fire_at) FROM wf_schedule_fires WHERE workflow = ?1")?
+        .query_row([workflow], |r| r.get(0))?)
+}
+
+pub(crate) fn cursor(conn: &Connection, name: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT position FROM wf_cursors WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()?)
+}
+
+/// Sets a cursor: inserted if absent; an existing one moves forward when `forward`, else
+/// stays. Returns the stored position.
+pub(crate) fn set_cursor(
+    conn: &Connection,
+    name: &str,
+    position: i64,
+    forward: bool,
+    now: i64,
+) -> Result<i64> {
+    let sql = if forward {
+        "INSERT INTO wf_cursors (name, position, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position), \
+         updated_at = excluded.updated_at"
+    } else {
+        "INSERT INTO wf_cursors (name, position, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (name) DO NOTHING"
+    };
+    conn.prepare_cached(sql)?
+        .execute(params![name, position, now])?;
+    cursor(conn, name)?.ok_or_else(|| corrupt("wf_cursors", format!("cursor `{name}` vanished")))
 }
 
 pub(crate) fn schedule_fires(conn: &Connection, workflow: &str) -> Result<Vec<(i64, String)>> {

@@ -287,20 +287,37 @@ pub fn decide(view: &View<'_>) -> Next {
     }
 }
 
-/// Holds a run's first move behind its workflow's concurrency limit.
+/// Whether a run is a schedule's fire with `overlap: queue` (its trigger says so).
+pub fn queued_fire(run: &Run) -> bool {
+    run.trigger.get("kind").and_then(Value::as_str) == Some("schedule")
+        && run.trigger.get("overlap").and_then(Value::as_str) == Some("queue")
+}
+
+/// Holds a run's first move behind its workflow's concurrency limit, or, for a schedule's fire
+/// with `overlap: queue`, until every run of the workflow created before it has ended and
+/// none has begun (which also keeps any concurrency limit).
 fn gated(view: &View<'_>, next: Next) -> Next {
-    let (Some(concurrency), Some(key)) =
-        (&view.def.workflow.concurrency, &view.run.concurrency_key)
-    else {
-        return next;
-    };
     if view.run.step != 0 {
         return next;
     }
-    let gate = quiver_store::workflow::Gate {
-        workflow: view.run.workflow.clone(),
-        key: key.clone(),
-        limit: i64::from(concurrency.limit),
+    let gate = if queued_fire(view.run) {
+        quiver_store::workflow::Gate {
+            workflow: view.run.workflow.clone(),
+            key: None,
+            limit: 1,
+            ordered: true,
+        }
+    } else if let (Some(concurrency), Some(key)) =
+        (&view.def.workflow.concurrency, &view.run.concurrency_key)
+    {
+        quiver_store::workflow::Gate {
+            workflow: view.run.workflow.clone(),
+            key: Some(key.clone()),
+            limit: i64::from(concurrency.limit),
+            ordered: false,
+        }
+    } else {
+        return next;
     };
     match next {
         Next::Commit(mut a) if a.to.status != RunStatus::Failed => {

@@ -1,5 +1,6 @@
 mod common;
 mod definition;
 mod restart;
+mod scheduler;
 mod schedules;
 mod semantics;
