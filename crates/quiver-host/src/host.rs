@@ -294,6 +294,22 @@ impl Host {
         Ok(profile)
     }
 
+    /// Lets agents (a workflow's `agent` steps, exposed agents, forked skills) run on the
+    /// models of the agent configuration (`QUIVER_AGENT_CONFIG`, else
+    /// `~/.config/quiver/agent.yaml`, and the `QUIVER_*` provider variables). `Ok(false)` when
+    /// no provider is configured: an agent step then ends with an error that says so. A front
+    /// with a runner of its own (`quiver chat`) sets it instead.
+    pub fn run_agents_with_configured_models(&self) -> Result<bool, quiver_agent::AgentError> {
+        let config = quiver_agent::AgentConfig::load(None)?;
+        if config.default_provider().is_err() {
+            return Ok(false);
+        }
+        let providers = std::sync::Arc::new(quiver_agent::Providers::new(config));
+        Ok(self
+            .runtime
+            .set_agent_runner(std::sync::Arc::new(quiver_agent::SubAgents::new(providers))))
+    }
+
     /// Starts the workflow scheduler over this host's runtime and state database, with
     /// `workers` threads driving runs (see [`crate::scheduler`]). It runs until stopped or
     /// dropped.

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use quiver_package::agent::Agent;
 use quiver_package::prompt::{Layer, Retention};
 use quiver_package::tool::{Approval, Category, Risk, RiskCategory, Run, Tool, ToolScope};
-use quiver_package::workflow::{Schedule, StepAction, Trigger};
+use quiver_package::workflow::{Catchup, Overlap, Schedule, StepAction, Trigger};
 use quiver_package::{Package, Severity, load_package};
 use serde_json::{Value, json};
 
@@ -128,7 +128,7 @@ fn ids_and_item_names() {
         ("calc", &["evaluate"], &[], &[], &[], &[]),
         (
             "daily-report",
-            &["week_range"],
+            &["publish", "week_range"],
             &["editor", "reporter"],
             &["compile"],
             &["daily-report/weekly"],
@@ -240,8 +240,20 @@ fn exposed_tools_have_examples_and_negative_examples() {
                 );
             }
         }
-        // Everything in the examples is exposed: nothing is deliberately private.
-        assert!(p.tools.iter().all(|t| t.expose && !t.hidden), "{folder}");
+        // Everything in the examples is exposed but daily-report's `publish`, private on
+        // purpose: only its own workflow calls it (seed 000).
+        let private: Vec<&str> = p
+            .tools
+            .iter()
+            .filter(|t| !t.expose || t.hidden)
+            .map(|t| t.name.as_str())
+            .collect();
+        let expected: &[&str] = if folder == "daily-report" {
+            &["publish"]
+        } else {
+            &[]
+        };
+        assert_eq!(private, expected, "{folder}");
     }
 }
 
@@ -375,12 +387,15 @@ fn daily_report_parts() {
     assert!(workflow.expose);
     assert_eq!(
         workflow.triggers,
-        [Trigger::Schedule(Schedule {
-            cron: "0 18 * * 1-5".into(),
-            timezone: "UTC".into(),
-            overlap: Default::default(),
-            catchup: Default::default(),
-        })]
+        [
+            Trigger::Manual,
+            Trigger::Schedule(Schedule {
+                cron: "0 18 * * 1-5".into(),
+                timezone: "Asia/Shanghai".into(),
+                overlap: Overlap::Skip,
+                catchup: Catchup::Latest,
+            })
+        ]
     );
     let kinds: Vec<&str> = workflow
         .steps
@@ -392,7 +407,16 @@ fn daily_report_parts() {
             StepAction::Wait { .. } => "wait",
         })
         .collect();
-    assert_eq!(kinds, ["tool", "agent", "agent", "approval"]);
+    assert_eq!(kinds, ["tool", "agent", "agent", "approval", "tool"]);
+    let publish = p
+        .tools
+        .iter()
+        .find(|t| t.name.as_str() == "publish")
+        .unwrap();
+    assert_eq!(
+        (publish.risk, publish.approval, publish.category),
+        (Some(Risk::Dangerous), Approval::Human, Category::Action)
+    );
     assert!(
         matches!(&workflow.steps[0].action, StepAction::Tool { name, .. } if name == "notes.list_notes")
     );
@@ -764,7 +788,13 @@ fn tools_named_in_descriptions_exist() {
     let loaded: Vec<Package> = PACKAGES.into_iter().map(load).collect();
     let known: BTreeSet<String> = loaded
         .iter()
-        .flat_map(|p| p.tools.iter().map(move |t| format!("{}.{}", p.id, t.name)))
+        .flat_map(|p| {
+            let tools = p.tools.iter().map(|t| t.name.as_str());
+            let workflows = p.workflows.iter().map(|w| w.name.as_str());
+            tools
+                .chain(workflows)
+                .map(move |name| format!("{}.{name}", p.id))
+        })
         .collect();
     for p in &loaded {
         for t in &p.tools {

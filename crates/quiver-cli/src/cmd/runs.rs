@@ -102,6 +102,9 @@ pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> mi
     )
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
+    // Driving a run may reach an `agent` step.
+    host.run_agents_with_configured_models()
+        .map_err(|e| miette::miette!(help = "see docs/agent.md for the configuration", "{e}"))?;
     Ok(host)
 }
 

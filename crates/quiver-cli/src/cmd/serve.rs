@@ -122,6 +122,10 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     )
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
+    // Workflow `agent` steps and exposed agents run on the configured models.
+    if let Err(e) = host.run_agents_with_configured_models() {
+        tracing::warn!("agents cannot run: {e}");
+    }
     // Schedules fire, events start workflows, timers wake and interrupted runs resume while
     // the front serves.
     let scheduler = host
