@@ -121,6 +121,14 @@ pub trait Executor: Send + Sync {
     fn isolation_note(&self) -> Option<String> {
         None
     }
+
+    /// Whether `execution` runs in the runtime's own thread (a built-in tool, microseconds):
+    /// then a crash during it is a crash of the runtime before the call's record, and no
+    /// start is recorded first. Anything that runs elsewhere (a process, a worker, an MCP
+    /// server) is recorded as started before it runs. The default is `false`.
+    fn in_process(&self, _execution: &Execution<'_>) -> bool {
+        false
+    }
 }
 
 /// A built-in tool: a function of the arguments and context.
@@ -159,5 +167,9 @@ impl Executor for BuiltinExecutor {
                 "`{key}` cannot run: package tools run only in Quiver's sandbox (`SandboxExecutor`), and this executor runs built-in tools only; nothing was executed"
             ))),
         }
+    }
+
+    fn in_process(&self, execution: &Execution<'_>) -> bool {
+        self.has(&format!("{}.{}", execution.package, execution.tool))
     }
 }

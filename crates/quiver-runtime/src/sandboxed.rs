@@ -310,6 +310,10 @@ impl Executor for SandboxExecutor {
         }
     }
 
+    fn in_process(&self, execution: &Execution<'_>) -> bool {
+        self.builtins.in_process(execution)
+    }
+
     fn isolation_note(&self) -> Option<String> {
         matches!(self.sandbox.isolation(), Ok(false)).then(|| {
             "package code ran WITHOUT the sandbox: this machine cannot enforce it and the operator allowed unsandboxed execution (`runtime.allow_unsandboxed` or QUIVER_ALLOW_UNSANDBOXED=1)".to_owned()

@@ -239,7 +239,9 @@ impl Turn<'_> {
         if let Some(note) = self.runtime.executor.isolation_note() {
             audit.decisions.push(decision("sandbox", "off", &note));
         }
-        self.record_started(audit)?;
+        if !self.runtime.executor.in_process(&execution) {
+            self.record_started(audit)?;
+        }
         let error = match self.runtime.executor.execute(&execution) {
             Ok(value) => return Ok(Ok(value)),
             Err(error) => error,
