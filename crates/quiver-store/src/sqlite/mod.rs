@@ -311,13 +311,7 @@ impl Store for SqliteStore {
     }
 
     fn presence(&self, session: &str) -> Result<SessionPresence> {
-        self.read(|c| {
-            Ok(SessionPresence {
-                opened: ops::set_list(c, SetTable::Packages, session)?,
-                loaded: ops::loaded_tools(c, session)?,
-                active_skills: ops::set_list(c, SetTable::Skills, session)?,
-            })
-        })
+        self.read(|c| ops::presence(c, session))
     }
 
     fn set_consent(
