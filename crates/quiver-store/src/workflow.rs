@@ -374,7 +374,8 @@ pub struct RunMove {
     pub crashes: i64,
     /// Its output, when it completes.
     pub output: Option<Value>,
-    /// Its error, when it fails or is cancelled.
+    /// Its error, when it fails, is cancelled or is in doubt; `None` clears the error of an
+    /// earlier move (a run in doubt that an operator settled goes on without it).
     pub error: Option<String>,
     /// The lease of the engine that starts an attempt (`None` clears it).
     pub lease: Option<Lease>,

@@ -10,6 +10,7 @@ use quiver_store::WorkflowStore;
 use quiver_store::workflow::{self as store, NewRun, Run, RunStatus, WaitKind, WaitStatus};
 
 use crate::clock::Clock;
+use crate::crash;
 use crate::decide::{self, Next, View, WaitOutcome};
 use crate::definition::Definition;
 use crate::driving;
@@ -146,7 +147,9 @@ impl<'a> Engine<'a> {
         let def = self.definition(digest)?;
         check_input(&def, &start.input)?;
         let new = self.new_run(digest, &def, start)?;
-        Ok(self.store.create_run(&new)?)
+        let started = self.store.create_run(&new)?;
+        crash::point("run_created");
+        Ok(started)
     }
 
     fn load(&self, run_id: &str) -> Result<Loaded> {
@@ -187,10 +190,14 @@ impl<'a> Engine<'a> {
             match decide::decide(&view) {
                 Next::Idle => return Ok(loaded.run),
                 Next::Commit(advance) => {
-                    if !self.store.advance(&advance)? && advance.gate.is_some() {
-                        // Queued behind the concurrency limit: `tick` tries again.
-                        return Ok(loaded.run);
+                    if !self.store.advance(&advance)? {
+                        if advance.gate.is_some() {
+                            // Queued behind the concurrency limit: `tick` tries again.
+                            return Ok(loaded.run);
+                        }
+                        continue;
                     }
+                    crash::committed(&advance, "step_committed");
                 }
                 Next::Call { start, call } => {
                     if !self.store.advance(&start)? {
@@ -200,7 +207,9 @@ impl<'a> Engine<'a> {
                         // Someone else moved the run first: look again.
                         continue;
                     }
+                    crash::point("attempt_started");
                     let outcome = self.runner.run(&call);
+                    crash::point("tool_exited");
                     let done = decide::after_call(
                         &View {
                             now: self.clock.now_ms(),
@@ -211,7 +220,9 @@ impl<'a> Engine<'a> {
                     );
                     // `false`: the run was cancelled or taken over meanwhile; the late result is
                     // discarded.
-                    self.store.advance(&done)?;
+                    if self.store.advance(&done)? {
+                        crash::committed(&done, "result_committed");
+                    }
                 }
             }
         }
@@ -298,7 +309,12 @@ impl<'a> Engine<'a> {
             return Ok(false);
         };
         match self.store.advance(&advance) {
-            Ok(done) => Ok(done),
+            Ok(done) => {
+                if done {
+                    crash::point("wait_resolved");
+                }
+                Ok(done)
+            }
             Err(quiver_store::StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e.into()),
         }

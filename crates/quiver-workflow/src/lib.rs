@@ -48,6 +48,7 @@
 
 pub mod backoff;
 pub mod clock;
+mod crash;
 pub mod decide;
 mod definition;
 mod driving;

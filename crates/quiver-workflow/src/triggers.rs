@@ -8,6 +8,7 @@ use serde_json::json;
 use quiver_package::workflow::{Overlap, Trigger};
 use quiver_store::workflow::{self as store, Run, RunStatus};
 
+use crate::crash;
 use crate::engine::{Engine, Start, check_input};
 use crate::error::Result;
 use crate::{eval, schedule};
@@ -18,7 +19,9 @@ impl Engine<'_> {
     pub fn fire(&self, digest: &str, fire_at: i64, start: &Start) -> Result<(Run, bool)> {
         let def = self.definition(digest)?;
         let new = self.new_run(digest, &def, start)?;
-        Ok(self.store.fire_schedule(&def.qualified(), fire_at, &new)?)
+        let started = self.store.fire_schedule(&def.qualified(), fire_at, &new)?;
+        crash::point("run_created");
+        Ok(started)
     }
 
     /// Starts the runs of every schedule fire of the definition that is due now: the fires
@@ -123,7 +126,9 @@ impl Engine<'_> {
         let def = self.definition(digest)?;
         check_input(&def, &start.input)?;
         let new = self.new_run(digest, &def, start)?;
-        Ok(self.store.deliver_webhook(hook, delivery_key, &new)?)
+        let started = self.store.deliver_webhook(hook, delivery_key, &new)?;
+        crash::point("run_created");
+        Ok(started)
     }
 
     /// Whether a run of the workflow has not ended.

@@ -403,7 +403,7 @@ pub(crate) fn advance(
     let moved = conn
         .prepare_cached(
             "UPDATE wf_runs SET status = ?1, step = ?2, attempt = ?3, crashes = ?4, \
-             output = coalesce(?5, output), error = coalesce(?6, error), updated_at = ?7, \
+             output = coalesce(?5, output), error = ?6, updated_at = ?7, \
              lease_owner = ?12, lease_until = ?13 \
              WHERE id = ?8 AND status = ?9 AND step = ?10 AND attempt = ?11",
         )?

@@ -102,6 +102,7 @@ impl Engine<'_> {
                 "run {run_id} changed meanwhile; look again"
             )));
         }
+        crate::crash::point("operator_committed");
         self.drive(run_id)
     }
 }

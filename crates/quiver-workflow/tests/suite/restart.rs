@@ -99,6 +99,7 @@ fn approval_restart_and_an_in_doubt_action() {
         fake.set("publish", Act::Output(json!({"url": "https://blog/1"})));
         let run = engine.operate(&run_id, &Operator::Retry, "ops").unwrap();
         assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+        assert_eq!(run.error, None, "a settled run drops its in-doubt error");
         assert_eq!(
             run.output,
             Some(json!({"url": "https://blog/1", "count": 2}))

@@ -343,6 +343,9 @@ fn an_in_doubt_step_can_be_marked_done_or_failed() {
         assert_eq!(done.status, want, "{op:?}");
         if let Operator::Done(v) = op {
             assert_eq!(done.output, Some(v));
+            assert_eq!(done.error, None, "a settled run drops its in-doubt error");
+        } else {
+            assert_eq!(done.error.as_deref(), Some("failed by ops: gave up"));
         }
         assert_eq!(w.fake.calls("a").len(), 1);
         // Retry of a run that is no longer in doubt does not apply.
