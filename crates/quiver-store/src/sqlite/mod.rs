@@ -311,7 +311,13 @@ impl Store for SqliteStore {
     }
 
     fn presence(&self, session: &str) -> Result<SessionPresence> {
-        self.read(|c| ops::presence(c, session))
+        self.read(|c| {
+            Ok(SessionPresence {
+                opened: ops::set_list(c, SetTable::Packages, session)?,
+                loaded: ops::loaded_tools(c, session)?,
+                active_skills: ops::set_list(c, SetTable::Skills, session)?,
+            })
+        })
     }
 
     fn set_consent(

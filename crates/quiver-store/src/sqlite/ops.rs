@@ -9,7 +9,7 @@ use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, Consent, Decision, NewSession, OnceApproval, Session, SessionFilter,
-    SessionPresence, SessionStatus,
+    SessionStatus,
 };
 
 // --- helpers ---
@@ -408,30 +408,6 @@ pub(crate) fn set_clear(conn: &Connection, table: SetTable, session: &str) -> Re
 }
 
 /// A session's items, oldest (least recently used) first.
-/// The session's three ordered sets in one statement (a turn reads them on every call).
-pub(crate) fn presence(conn: &Connection, session: &str) -> Result<SessionPresence> {
-    let rows = collect(
-        conn,
-        "SELECT 0, package, seq FROM opened_packages WHERE session_id = ?1 \
-         UNION ALL SELECT 1, tool, seq FROM loaded_tools WHERE session_id = ?1 \
-         UNION ALL SELECT 2, skill, seq FROM active_skills WHERE session_id = ?1 \
-         ORDER BY 1, 3",
-        [session],
-        |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
-    )?;
-    let mut presence = SessionPresence::default();
-    for (set, name) in rows {
-        match set {
-            0 => presence.opened.push(name),
-            1 => presence.loaded.push(name),
-            _ => presence.active_skills.push(name),
-        }
-    }
-    // Loaded tools are listed most recently used first.
-    presence.loaded.reverse();
-    Ok(presence)
-}
-
 pub(crate) fn set_list(conn: &Connection, table: SetTable, session: &str) -> Result<Vec<String>> {
     Ok(items(conn, table, session)?
         .into_iter()
