@@ -27,6 +27,8 @@ fn steps_know_their_targets_and_what_may_re_run() {
             meta(Some("daily-report.reporter"), false),
             meta(Some("daily-report.editor"), false),
             meta(None, true),
+            // The private dangerous `publish` action: never re-run silently.
+            meta(Some("daily-report.publish"), false),
         ]
     );
     assert_eq!(def.qualified(), "daily-report.compile");
