@@ -26,6 +26,23 @@ pub enum BenchCommand {
     Sandbox(super::sandbox_bench::SandboxBenchArgs),
     /// The MCP front: `tools/call` of a no-op tool over HTTP, against a Python MCP server.
     Mcp(super::mcp_bench::McpBenchArgs),
+    /// The workflow engine: runs of a three-step workflow of built-in no-op tools, each step a
+    /// call of the whole pipeline, on one SQLite file.
+    Workflow(WorkflowArgs),
+}
+
+/// Arguments of `quiver bench workflow`.
+#[derive(Debug, clap::Args)]
+pub struct WorkflowArgs {
+    /// Runs, one after another.
+    #[arg(long, default_value_t = 500)]
+    runs: usize,
+    /// SQLite durability: `full` or `normal`.
+    #[arg(long, default_value = "full", value_parser = ["full", "normal"])]
+    sync: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `quiver bench pipeline`.
@@ -102,18 +119,58 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Pipeline(args) => pipeline(args),
         BenchCommand::Sandbox(args) => super::sandbox_bench::run(args),
         BenchCommand::Mcp(args) => super::mcp_bench::run(args),
+        BenchCommand::Workflow(args) => workflow(args),
     }
+}
+
+fn synchronous(setting: &str) -> Synchronous {
+    if setting == "normal" {
+        Synchronous::Normal
+    } else {
+        Synchronous::Full
+    }
+}
+
+fn workflow(args: WorkflowArgs) -> miette::Result<ExitCode> {
+    let dir = tempfile::tempdir().into_diagnostic()?;
+    let report = quiver_runtime::bench::workflow::run_workflows(
+        dir.path(),
+        args.runs,
+        synchronous(&args.sync),
+    )
+    .map_err(|e| miette!("{e}"))?;
+    let text = if args.json {
+        serde_json::to_string(&report).into_diagnostic()?
+    } else {
+        format!(
+            "runs          {}\nsynchronous   {}\nruns/s        {:.0} (one thread, {} steps each)\nrun p50       {:.1} µs\nrun p99       {:.1} µs\nper step p50  {:.1} µs (the engine and the pipeline; the no-op tool costs nothing)\nerrors        {}",
+            report.runs,
+            report.synchronous,
+            report.runs_per_second,
+            quiver_runtime::bench::workflow::STEPS,
+            report.run_p50_us,
+            report.run_p99_us,
+            report.step_p50_us,
+            report.errors
+        )
+    };
+    crate::out(&text);
+    Ok(if report.errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
     let dir = tempfile::tempdir().into_diagnostic()?;
-    let sync = if args.sync == "normal" {
-        Synchronous::Normal
-    } else {
-        Synchronous::Full
-    };
-    let report = quiver_runtime::bench::run_pipeline(dir.path(), args.sessions, args.calls, sync)
-        .map_err(|e| miette!("{e}"))?;
+    let report = quiver_runtime::bench::run_pipeline(
+        dir.path(),
+        args.sessions,
+        args.calls,
+        synchronous(&args.sync),
+    )
+    .map_err(|e| miette!("{e}"))?;
     let text = if args.json {
         serde_json::to_string(&report).into_diagnostic()?
     } else {

@@ -1,5 +1,7 @@
 //! Benchmarks of the pipeline: its own overhead for a built-in no-op call, and many concurrent
-//! sessions against one SQLite file.
+//! sessions against one SQLite file; [`workflow`]: runs of a no-op workflow.
+
+pub mod workflow;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -185,7 +187,7 @@ pub fn run_pipeline(
 }
 
 /// The `p` quantile of sorted `times`.
-fn percentile(times: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(times: &[f64], p: f64) -> f64 {
     times
         .get(((times.len() as f64 * p).ceil() as usize).saturating_sub(1))
         .copied()
