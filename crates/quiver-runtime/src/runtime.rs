@@ -127,6 +127,9 @@ pub enum RuntimeError {
     /// A worker thread of a benchmark panicked.
     #[error("a benchmark thread panicked")]
     ThreadPanicked,
+    /// The workflow engine failed (the workflow benchmark's runs).
+    #[error("workflow: {0}")]
+    Workflow(#[from] quiver_workflow::WorkflowError),
     /// The system prompt cannot be assembled.
     #[error(transparent)]
     Prompt(#[from] PromptError),

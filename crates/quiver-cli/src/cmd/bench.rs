@@ -139,9 +139,7 @@ fn workflow(args: WorkflowArgs) -> miette::Result<ExitCode> {
         synchronous(&args.sync),
     )
     .map_err(|e| miette!("{e}"))?;
-    let text = if args.json {
-        serde_json::to_string(&report).into_diagnostic()?
-    } else {
+    print_report(&report, args.json, report.errors, || {
         format!(
             "runs          {}\nsynchronous   {}\nruns/s        {:.0} (one thread, {} steps each)\nrun p50       {:.1} µs\nrun p99       {:.1} µs\nper step p50  {:.1} µs (the engine and the pipeline; the no-op tool costs nothing)\nerrors        {}",
             report.runs,
@@ -153,9 +151,23 @@ fn workflow(args: WorkflowArgs) -> miette::Result<ExitCode> {
             report.step_p50_us,
             report.errors
         )
+    })
+}
+
+/// Prints `report` as JSON or as the table `table` makes; exit 1 when it counted `errors`.
+fn print_report(
+    report: &impl serde::Serialize,
+    json: bool,
+    errors: usize,
+    table: impl FnOnce() -> String,
+) -> miette::Result<ExitCode> {
+    let text = if json {
+        serde_json::to_string(report).into_diagnostic()?
+    } else {
+        table()
     };
     crate::out(&text);
-    Ok(if report.errors == 0 {
+    Ok(if errors == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -171,9 +183,7 @@ fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
         synchronous(&args.sync),
     )
     .map_err(|e| miette!("{e}"))?;
-    let text = if args.json {
-        serde_json::to_string(&report).into_diagnostic()?
-    } else {
+    print_report(&report, args.json, report.errors, || {
         format!(
             "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\noffer p50     {:.1} µs ({:.1}% of a call)\nerrors        {}\nfdatasync p50 {:.1} µs (this disk, same run: the floor of a `full` commit)",
             report.sessions,
@@ -187,12 +197,6 @@ fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
             report.errors,
             report.fdatasync_p50_us
         )
-    };
-    crate::out(&text);
-    Ok(if report.errors == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     })
 }
 

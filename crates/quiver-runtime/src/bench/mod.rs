@@ -43,18 +43,46 @@ pub struct PipelineReport {
     pub fdatasync_p50_us: f64,
 }
 
-/// Writes the benchmark's package: one `decision` tool that needs no approval.
-fn write_package(dir: &Path) -> std::io::Result<()> {
-    let tool = dir.join("bench/tools/noop");
-    std::fs::create_dir_all(&tool)?;
-    std::fs::write(
-        dir.join("bench/quiver.yaml"),
-        "id: bench\ndescription: Pipeline benchmark\n",
-    )?;
-    std::fs::write(
-        tool.join("tool.yaml"),
-        "description: Does nothing.\ncategory: decision\napproval: never\nexpose: true\ninput: {type: object, properties: {n: {type: integer}}}\nrun: {command: [none]}\n",
-    )
+/// Writes the benchmark's package `bench` into `dir`: one `decision` tool `noop` that needs no
+/// approval, plus `files` (path under the package, text), and returns a runtime over it with a
+/// built-in `bench.noop` and a SQLite store in `dir` (the store too, for a workflow engine).
+fn bench_runtime(
+    dir: &Path,
+    synchronous: Synchronous,
+    files: &[(&str, String)],
+) -> Result<(Runtime, Arc<SqliteStore>), RuntimeError> {
+    let io = |source| RuntimeError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let package = dir.join("bench");
+    let noop = "description: Does nothing.\ncategory: decision\napproval: never\nexpose: true\ninput: {type: object, properties: {n: {type: integer}}}\nrun: {command: [none]}\n";
+    let manifest = "id: bench\ndescription: Benchmark\n";
+    for (path, text) in [("quiver.yaml", manifest), ("tools/noop/tool.yaml", noop)]
+        .into_iter()
+        .chain(files.iter().map(|(path, text)| (*path, text.as_str())))
+    {
+        let path = package.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(path, text).map_err(io)?;
+    }
+    let options = StoreOptions {
+        synchronous,
+        ..StoreOptions::default()
+    };
+    let store = Arc::new(SqliteStore::open_with(dir.join("bench.db"), &options)?);
+    let mut executor = BuiltinExecutor::new();
+    executor.register("bench.noop", Arc::new(|_, _| Ok(json!({"ok": true}))));
+    let runtime = Runtime::new(
+        Catalog::load_dirs(&[dir]),
+        store.clone(),
+        Arc::new(executor),
+        ApproverSet::default(),
+        RuntimeConfig::default(),
+    );
+    Ok((runtime, store))
 }
 
 /// Runs `sessions` threads, each a session making `calls` calls of a built-in no-op tool,
@@ -65,25 +93,7 @@ pub fn run_pipeline(
     calls: usize,
     synchronous: Synchronous,
 ) -> Result<PipelineReport, RuntimeError> {
-    write_package(dir).map_err(|source| RuntimeError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let catalog = Catalog::load_dirs(&[dir]);
-    let options = StoreOptions {
-        synchronous,
-        ..StoreOptions::default()
-    };
-    let store = Arc::new(SqliteStore::open_with(dir.join("bench.db"), &options)?);
-    let mut executor = BuiltinExecutor::new();
-    executor.register("bench.noop", Arc::new(|_, _| Ok(json!({"ok": true}))));
-    let runtime = Runtime::new(
-        catalog,
-        store,
-        Arc::new(executor),
-        ApproverSet::default(),
-        RuntimeConfig::default(),
-    );
+    let (runtime, _) = bench_runtime(dir, synchronous, &[])?;
     let mut ids = Vec::with_capacity(sessions);
     for _ in 0..sessions {
         let id = runtime.create_session(&SessionRequest {

@@ -3,20 +3,17 @@
 //! SQLite file (every commit of docs/workflows.md's order included).
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_catalog::Catalog;
 use quiver_policy::Principal;
+use quiver_store::Synchronous;
 use quiver_store::workflow::RunStatus;
-use quiver_store::{SqliteStore, StoreOptions, Synchronous};
-use quiver_workflow::{Engine, SystemClock};
+use quiver_workflow::{Engine, SystemClock, WorkflowError};
 use serde::Serialize;
 use serde_json::json;
 
 use super::percentile;
-use crate::executor::BuiltinExecutor;
-use crate::{ApproverSet, Runtime, RuntimeConfig, RuntimeError, WorkflowSteps};
+use crate::{RuntimeError, WorkflowSteps};
 
 /// Steps of the benchmark's workflow.
 pub const STEPS: usize = 3;
@@ -41,27 +38,6 @@ pub struct WorkflowReport {
     pub errors: usize,
 }
 
-fn write_package(dir: &Path) -> std::io::Result<()> {
-    let tool = dir.join("bench/tools/noop");
-    std::fs::create_dir_all(&tool)?;
-    std::fs::create_dir_all(dir.join("bench/workflows"))?;
-    std::fs::write(
-        dir.join("bench/quiver.yaml"),
-        "id: bench\ndescription: Workflow benchmark\n",
-    )?;
-    std::fs::write(
-        tool.join("tool.yaml"),
-        "description: Does nothing.\ncategory: decision\napproval: never\ninput: {type: object, properties: {n: {type: integer}}}\nrun: {command: [none]}\n",
-    )?;
-    let steps: String = (0..STEPS)
-        .map(|i| format!("  - id: s{i}\n    tool: noop\n    with: {{n: {i}}}\n"))
-        .collect();
-    std::fs::write(
-        dir.join("bench/workflows/three.yaml"),
-        format!("description: Three no-op steps.\nsteps:\n{steps}"),
-    )
-}
-
 /// Starts and drives `runs` runs of a three-step no-op workflow, one after another, against a
 /// SQLite file in `dir`.
 pub fn run_workflows(
@@ -69,40 +45,19 @@ pub fn run_workflows(
     runs: usize,
     synchronous: Synchronous,
 ) -> Result<WorkflowReport, RuntimeError> {
-    let io = |source| RuntimeError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    write_package(dir).map_err(io)?;
-    let options = StoreOptions {
-        synchronous,
-        ..StoreOptions::default()
-    };
-    let store = Arc::new(SqliteStore::open_with(dir.join("bench.db"), &options)?);
-    let mut executor = BuiltinExecutor::new();
-    executor.register("bench.noop", Arc::new(|_, _| Ok(json!({"ok": true}))));
-    let runtime = Runtime::new(
-        Catalog::load_dirs(&[dir]),
-        store.clone(),
-        Arc::new(executor),
-        ApproverSet::default(),
-        RuntimeConfig::default(),
-    );
+    let steps: String = (0..STEPS)
+        .map(|i| format!("  - id: s{i}\n    tool: noop\n    with: {{n: {i}}}\n"))
+        .collect();
+    let workflow = format!("description: Three no-op steps.\nsteps:\n{steps}");
+    let (runtime, store) =
+        super::bench_runtime(dir, synchronous, &[("workflows/three.yaml", workflow)])?;
     runtime.set_workflow_store(store.clone());
-    let definition =
-        runtime
-            .workflow_definition("bench.three")
-            .ok_or_else(|| RuntimeError::Io {
-                path: dir.to_path_buf(),
-                source: std::io::Error::other("the benchmark's workflow did not load"),
-            })?;
+    let definition = runtime
+        .workflow_definition("bench.three")
+        .ok_or_else(|| WorkflowError::Refused("the benchmark's workflow did not load".into()))?;
     let steps = WorkflowSteps::new(&runtime);
     let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
-    let workflow_error = |e: quiver_workflow::WorkflowError| RuntimeError::Io {
-        path: dir.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    };
-    let digest = engine.pin(&definition).map_err(workflow_error)?;
+    let digest = engine.pin(&definition)?;
     let sender = Principal::user("bench", quiver_package::rules::Role::Master);
     let mut times = Vec::with_capacity(runs);
     let mut errors = 0;
@@ -117,8 +72,8 @@ pub fn run_workflows(
             true,
             None,
         );
-        let (run, _) = engine.start(&digest, &start).map_err(workflow_error)?;
-        let run = engine.drive(&run.id).map_err(workflow_error)?;
+        let (run, _) = engine.start(&digest, &start)?;
+        let run = engine.drive(&run.id)?;
         times.push(t.elapsed().as_secs_f64() * 1e6);
         errors += usize::from(run.status != RunStatus::Completed);
     }
