@@ -11,6 +11,7 @@ use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The name of the data folder (and the key of the uid) a package at `package_dir` with id
 /// `id` gets, given the id's recorded owner: its id when it is the owner or there is none
@@ -33,7 +34,10 @@ pub(crate) fn claim(state_dir: &Path, id: &str, package_dir: &Path) -> io::Resul
     if !record.exists() {
         // Written whole under a name of its own, then linked into place: a reader never sees
         // a half-written record, and a link that exists already means another claimant won.
-        let draft = owners.join(format!(".{id}.{}", std::process::id()));
+        // Its own name per claim: two threads of one process may claim one id at once.
+        static CLAIMS: AtomicU64 = AtomicU64::new(0);
+        let claim = CLAIMS.fetch_add(1, Ordering::Relaxed);
+        let draft = owners.join(format!(".{id}.{}.{claim}", std::process::id()));
         let mut file = std::fs::File::create(&draft)?;
         file.write_all(package_dir.as_os_str().as_bytes())?;
         file.sync_all()?;
@@ -101,5 +105,26 @@ mod tests {
         let other = claim(state.path(), "notes", b).unwrap();
         assert!(other.starts_with("notes@"), "{other}");
         assert_eq!(claim(state.path(), "weather", b).unwrap(), "weather");
+    }
+
+    #[test]
+    fn of_folders_claiming_a_new_id_at_once_exactly_one_owns_it() {
+        let state = tempfile::tempdir().unwrap();
+        let owners: usize = std::thread::scope(|scope| {
+            let claims: Vec<_> = (0..8)
+                .map(|i| {
+                    let state = state.path();
+                    scope.spawn(move || {
+                        let dir = std::path::PathBuf::from(format!("/p/{i}/notes"));
+                        claim(state, "notes", &dir).unwrap() == "notes"
+                    })
+                })
+                .collect();
+            claims
+                .into_iter()
+                .map(|c| usize::from(c.join().unwrap()))
+                .sum()
+        });
+        assert_eq!(owners, 1);
     }
 }
