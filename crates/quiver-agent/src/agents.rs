@@ -338,6 +338,7 @@ impl SubAgents {
         if let Some(steps) = max_steps {
             options.max_steps = steps.max(1);
         }
+        options.deadline = task.deadline;
         let mut chat = ChatSession::new(runtime, provider, options, &child, task.sender.clone())
             .with_scope(ToolScope::Only(tools))
             .with_system(SystemPrompt::Fixed(system));

@@ -17,6 +17,14 @@ pub enum AgentError {
     /// The configuration is wrong.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The run's time ran out before the turn finished (a workflow step's `timeout`).
+    #[error("the agent ran out of time after {steps} model requests ({seconds:.1} s allowed)")]
+    OutOfTime {
+        /// The model requests made.
+        steps: usize,
+        /// The time allowed, in seconds.
+        seconds: f64,
+    },
     /// No such agent in the catalog.
     #[error("no agent `{0}` in the catalog (agents are `<package>.<agent>`)")]
     UnknownAgent(String),

@@ -63,6 +63,9 @@ pub struct LoopOptions {
     /// Count the tokens of each turn's system prompt and tool definitions
     /// ([`TurnReport::prompt_tokens`]); loading the tokenizer takes a moment once per process.
     pub count_tokens: bool,
+    /// When a turn must end (a workflow step's `timeout`): no model request starts after it,
+    /// and the turn ends with [`AgentError::OutOfTime`].
+    pub deadline: Option<Instant>,
 }
 
 impl LoopOptions {
@@ -79,6 +82,7 @@ impl LoopOptions {
             max_tokens: None,
             temperature: None,
             count_tokens: false,
+            deadline: None,
         }
     }
 }
@@ -359,6 +363,14 @@ impl<'r> ChatSession<'r> {
         let native = self.options.mode == ToolMode::Native;
         let mut answered = false;
         while report.steps < self.options.max_steps {
+            if let Some(deadline) = self.options.deadline
+                && Instant::now() >= deadline
+            {
+                return Err(AgentError::OutOfTime {
+                    steps: report.steps,
+                    seconds: (deadline - started).as_secs_f64(),
+                });
+            }
             let (system, tools) = self.prepare(&turn)?;
             if report.steps == 0 && self.options.count_tokens {
                 report.prompt_tokens =

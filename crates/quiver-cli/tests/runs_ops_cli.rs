@@ -397,6 +397,13 @@ fn a_run_in_doubt_after_kill_9_is_retried_marked_done_or_failed() {
         env.json(&["runs", "show", &id, "--json"])["run"]["status"],
         "running"
     );
+    // Waiting on it stops at once: only an operator moves a run in doubt on.
+    let started = Instant::now();
+    let out = env.quiver(&["runs", "wait", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(parse(&out)["status"], "in_doubt");
+    assert!(stderr(&out).contains("runs retry"), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(20));
     let run = env.json(&["runs", "retry", &id, "--json", "--as", "ops:master"]);
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["output"], json!({"paid": 9, "calls": 2}));

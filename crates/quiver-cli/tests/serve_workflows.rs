@@ -4,7 +4,8 @@
 //! `202 {run_id}` and a run, the same `Idempotency-Key` is the same run, and a bad signature,
 //! an unknown hook, a body too large and a body that does not fit the input are refused; and
 //! `get_run` through the pinned Python MCP SDK reads a run a call started, once it waits and
-//! once the scheduler woke it to its end.
+//! once the scheduler woke it to its end, and a call whose step runs longer than
+//! `workflow_call_wait` returns `{run_id, status: running}` while the run goes on.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -33,8 +34,8 @@ fn write(root: &Path, rel: &str, text: &str) {
 
 /// The package `clock`: a tool (perception, so re-run safe) that appends its step's idempotency
 /// key to a ledger in its data folder, sleeps `sleep` seconds and returns its arguments; an
-/// exposed workflow that naps a second, two started by webhooks and, with `tick`, one fired
-/// every second.
+/// exposed workflow that naps a second, one whose step takes 3 s, two started by webhooks and,
+/// with `tick`, one fired every second.
 fn package(root: &Path, tick: bool) {
     write(
         root,
@@ -62,6 +63,11 @@ fn package(root: &Path, tick: bool) {
         root,
         "clock/workflows/nap.yaml",
         "description: Naps a second, then marks the text\nexpose: true\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nsteps:\n  - id: nap\n    wait: 1s\n  - id: m\n    tool: mark\n    with: {t: '{{ input.text }}'}\noutput: {said: '{{ steps.m.output.args.t }}'}\n",
+    );
+    write(
+        root,
+        "clock/workflows/lag.yaml",
+        "description: Marks the text slowly\nexpose: true\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nsteps:\n  - id: m\n    tool: mark\n    with: {t: '{{ input.text }}', sleep: 3}\noutput: {said: '{{ steps.m.output.args.t }}'}\n",
     );
     write(
         root,
@@ -93,7 +99,7 @@ impl Env {
             env.home.path(),
             "config.yaml",
             &format!(
-                "runtime:\n  settings:\n    clock:\n      hook_secret: {SECRET}\nmcp:\n  tokens:\n    - {{token: alice-token, user: alice, role: trusted}}\n    - {{token: bob-token, user: bob, role: user}}\n"
+                "runtime:\n  workflow_call_wait: 0.5\n  settings:\n    clock:\n      hook_secret: {SECRET}\nmcp:\n  tokens:\n    - {{token: alice-token, user: alice, role: trusted}}\n    - {{token: bob-token, user: bob, role: user}}\n"
             ),
         );
         env

@@ -16,8 +16,8 @@ fn write(root: &Path, rel: &str, text: &str) {
     fs::write(path, text).unwrap();
 }
 
-/// The package `flows`: a private tool that returns its text and the call's idempotency key,
-/// and three workflows.
+/// The package `flows`: a private tool (1 s timeout) that sleeps `sleep` seconds and returns
+/// its text and the call's idempotency key, and the workflows the tests run.
 fn flows(root: &Path) {
     write(
         root,
@@ -27,12 +27,12 @@ fn flows(root: &Path) {
     write(
         root,
         "flows/tools/stamp/tool.yaml",
-        "description: Stamps the text with the call's idempotency key\ncategory: perception\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nrun: {command: [python3, main.py]}\n",
+        "description: Stamps the text with the call's idempotency key\ncategory: perception\ninput: {type: object, properties: {text: {type: string}, sleep: {type: number}}, required: [text]}\ntimeout: 1s\nrun: {command: [python3, main.py]}\n",
     );
     write(
         root,
         "flows/tools/stamp/main.py",
-        "import json, sys\nrequest = json.load(sys.stdin)\nprint(json.dumps({\"text\": request[\"arguments\"][\"text\"], \"key\": request[\"context\"][\"idempotency_key\"]}))\n",
+        "import json, sys, time\nrequest = json.load(sys.stdin)\ntime.sleep(request[\"arguments\"].get(\"sleep\", 0))\nprint(json.dumps({\"text\": request[\"arguments\"][\"text\"], \"key\": request[\"context\"][\"idempotency_key\"]}))\n",
     );
     write(
         root,
@@ -43,6 +43,16 @@ fn flows(root: &Path) {
         root,
         "flows/workflows/forecast.yaml",
         "description: Another package's tool\nsteps:\n  - id: f\n    tool: weather.forecast\n    with: {city: 北京}\n",
+    );
+    write(
+        root,
+        "flows/workflows/timed.yaml",
+        "description: A step's own timeout, longer than the tool's 1 s\ninput: {type: object, properties: {sleep: {type: number}}, required: [sleep]}\nsteps:\n  - id: long\n    tool: stamp\n    with: {text: long, sleep: '{{ input.sleep }}'}\n    timeout: 4s\n    retry: {max_attempts: 1}\n",
+    );
+    write(
+        root,
+        "flows/workflows/hurried.yaml",
+        "description: A step whose timeout is shorter than its tool's work\nsteps:\n  - id: s\n    tool: stamp\n    with: {text: late, sleep: 10}\n    timeout: 500ms\n    retry: {max_attempts: 1}\n",
     );
     write(
         root,
@@ -143,4 +153,27 @@ fn run_refuses_an_unknown_workflow_and_an_input_that_misfits() {
     let out = env.quiver(&["run", "flows.stamped", "--input", r#"{"text": 1}"#]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not fit its schema"));
+}
+
+#[test]
+fn a_steps_own_timeout_replaces_its_tools() {
+    let env = Env::new();
+    // 2 s of work: past the tool's own 1 s, within the step's 4 s.
+    let run = env.json(&["run", "flows.timed", "--input", r#"{"sleep": 2}"#, "--json"]);
+    assert_eq!(run["status"], "completed", "{run}");
+    // Past the step's own 500 ms (shorter than the tool's 1 s): stopped long before its
+    // 10 s of work, not retried.
+    let started = std::time::Instant::now();
+    let run = env.json(&["run", "flows.hurried", "--json"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    assert_eq!(run["status"], "failed", "{run}");
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 0.5 s"),
+        "{run}"
+    );
+    let shown = env.json(&["runs", "show", run["id"].as_str().unwrap(), "--json"]);
+    assert_eq!(shown["attempts"].as_array().unwrap().len(), 1, "{shown}");
 }

@@ -311,9 +311,13 @@ impl Host {
     }
 
     /// Starts the workflow scheduler over this host's runtime and state database, with
-    /// `workers` threads driving runs (see [`crate::scheduler`]). It runs until stopped or
-    /// dropped.
+    /// `workers` threads driving runs (see [`crate::scheduler`]), and makes calls of workflows
+    /// wait for their runs at most `workflow_call_wait`
+    /// ([`Runtime::drive_workflow_calls_in_background`]). It runs until stopped or dropped.
     pub fn start_scheduler(&self, workers: usize) -> Result<crate::Scheduler, HostError> {
+        // This process outlives its calls: a call of a workflow waits for its run at most
+        // `workflow_call_wait`, and the run goes on.
+        self.runtime.drive_workflow_calls_in_background();
         crate::Scheduler::start(self.runtime.clone(), &self.db, workers)
     }
 

@@ -46,6 +46,9 @@ pub struct RuntimeSection {
     /// Run package tools without the sandbox where this machine cannot enforce it (default
     /// off: they are refused).
     pub allow_unsandboxed: bool,
+    /// Seconds a call of a workflow waits for its run in `quiver serve` before it returns
+    /// `{run_id, status}` while the run goes on (default 10).
+    pub workflow_call_wait: Option<f64>,
 }
 
 /// One agent profile.
@@ -116,6 +119,9 @@ pub enum ConfigError {
     /// A limit is zero.
     #[error("`{0}` must be at least 1")]
     Zero(&'static str),
+    /// A time is not a number of seconds (negative, not finite).
+    #[error("`{0}` is a number of seconds, not {1}")]
+    NotSeconds(&'static str, String),
     /// A hook has no command, or two hooks share a name.
     #[error("hook `{name}`: {problem}")]
     Hook {
@@ -148,6 +154,10 @@ impl RuntimeSection {
         }
         if let Some(n) = self.max_retries {
             config.max_retries = n;
+        }
+        if let Some(seconds) = self.workflow_call_wait {
+            config.workflow_call_wait = std::time::Duration::try_from_secs_f64(seconds)
+                .map_err(|_| ConfigError::NotSeconds("workflow_call_wait", seconds.to_string()))?;
         }
         if let Some(n) = self.system_prompt_max_chars {
             config.budget.sections = n;

@@ -72,6 +72,9 @@ pub struct RuntimeConfig {
     /// Whether package tools may run without the sandbox where this machine cannot enforce it
     /// (the operator's explicit choice; the audit record of each such call notes it).
     pub allow_unsandboxed: bool,
+    /// How long a call of a workflow waits for its run in a long-running front
+    /// ([`Runtime::drive_workflow_calls_in_background`]) before it returns `{run_id, status}`.
+    pub workflow_call_wait: std::time::Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -92,6 +95,7 @@ impl Default for RuntimeConfig {
             settings: HashMap::new(),
             hooks: Vec::new(),
             allow_unsandboxed: false,
+            workflow_call_wait: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -176,6 +180,7 @@ pub struct Runtime {
     workflow_store: std::sync::OnceLock<Arc<dyn quiver_store::WorkflowStore>>,
     workflow_owner: std::sync::OnceLock<String>,
     run_waker: std::sync::OnceLock<workflow_triggers::RunWaker>,
+    background: std::sync::OnceLock<std::sync::Weak<Runtime>>,
 }
 
 impl Runtime {
@@ -209,6 +214,7 @@ impl Runtime {
             workflow_store: std::sync::OnceLock::new(),
             workflow_owner: std::sync::OnceLock::new(),
             run_waker: std::sync::OnceLock::new(),
+            background: std::sync::OnceLock::new(),
         }
     }
 

@@ -240,6 +240,30 @@ fn the_step_limit_ends_a_turn() {
 }
 
 #[test]
+fn a_deadline_starts_no_model_request_after_it() {
+    let h = harness(Api::OpenAi, |_| {});
+    h.server.push([
+        Move::call("tool_search", json!({"query": "x"})),
+        Move::text("done"),
+    ]);
+    let s = session(&h);
+    let (provider, mut options) = h.providers.for_agent(None, None).unwrap();
+    options.deadline = Some(std::time::Instant::now());
+    let mut chat = ChatSession::new(&h.runtime, provider.clone(), options.clone(), &s, owner());
+    let error = chat.send("go", &mut Quiet).unwrap_err();
+    assert!(
+        matches!(error, quiver_agent::AgentError::OutOfTime { steps: 0, .. }),
+        "{error}"
+    );
+    assert_eq!(h.server.requests().len(), 0);
+    // Time enough: the turn runs as without one.
+    options.deadline = Some(std::time::Instant::now() + std::time::Duration::from_secs(60));
+    let mut chat = ChatSession::new(&h.runtime, provider, options, &s, owner());
+    assert_eq!(chat.send("go", &mut Quiet).unwrap().reply, "done");
+    assert_eq!(h.server.requests().len(), 2);
+}
+
+#[test]
 fn no_tool_for_a_greeting_and_compaction_ends_active_skills() {
     let h = harness(Api::OpenAi, |c| c.limits.context_chars = 400);
     h.server.push([

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use quiver_host::{Host, HostOptions};
 use quiver_runtime::approver::Approver;
-use quiver_runtime::{ApproverSet, WorkflowSteps};
+use quiver_runtime::{ApproverSet, RunOps, WorkflowSteps};
 use quiver_store::WorkflowStore;
-use quiver_store::workflow::{Run, RunFilter};
+use quiver_store::workflow::{Run, RunFilter, RunStatus};
 use quiver_workflow::{Engine, SystemClock};
 use serde_json::{Value, json};
 
@@ -28,7 +28,7 @@ pub struct RunArgs {
     /// An idempotency key: a second run with the same key is the first run.
     #[arg(long)]
     pub key: Option<String>,
-    /// Wait until the run ends (through timers and answered approvals).
+    /// Wait until the run ends (through timers and answered approvals), or stands in doubt.
     #[arg(long)]
     pub wait: bool,
     /// Print the run as JSON.
@@ -61,8 +61,8 @@ pub enum RunsCommand {
         #[command(flatten)]
         state: StateArgs,
     },
-    /// Drive a run until it ends or the timeout passes (exit 0 completed, 1 failed or
-    /// cancelled, 2 still going).
+    /// Drive a run until it ends, stands in doubt or the timeout passes (exit 0 completed, 1
+    /// failed or cancelled, 2 in doubt or still going).
     Wait(super::runs_ops::WaitArgs),
     /// Cancel a run: stored first, then its step's tool is killed and its questions withdrawn.
     Cancel(super::runs_ops::OpArgs),
@@ -109,7 +109,7 @@ pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> mi
 }
 
 /// Runs `quiver run`: exit 0 when the run completed or waits, 1 when it failed or was
-/// cancelled.
+/// cancelled, 2 when `--wait` stopped at a run in doubt (an operator decides).
 pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     let input: Value = serde_json::from_str(&args.input)
         .map_err(|e| miette::miette!("`--input` is not JSON: {e}"))?;
@@ -139,15 +139,20 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     if !created {
         crate::err(&format!("{} exists already with this key", run.id));
     }
-    let mut run = engine.drive(&run.id).map_err(|e| fail(&e))?;
-    while args.wait && !run.status.is_final() {
-        std::thread::sleep(super::runs_ops::WAIT_POLL);
-        engine.tick().map_err(|e| fail(&e))?;
-        run = engine.drive(&run.id).map_err(|e| fail(&e))?;
-    }
+    let run = if args.wait {
+        RunOps::new(runtime)
+            .and_then(|ops| ops.wait(&run.id, None, super::runs_ops::WAIT_POLL))
+            .map_err(|e| fail(&e))?
+    } else {
+        engine.drive(&run.id).map_err(|e| fail(&e))?
+    };
     print_run(&run, args.json);
-    Ok(match run.status.as_str() {
-        "failed" | "cancelled" => ExitCode::FAILURE,
+    Ok(match run.status {
+        RunStatus::Failed | RunStatus::Cancelled => ExitCode::FAILURE,
+        RunStatus::InDoubt if args.wait => {
+            super::runs_ops::in_doubt_help(&run);
+            ExitCode::from(2)
+        }
         _ => ExitCode::SUCCESS,
     })
 }

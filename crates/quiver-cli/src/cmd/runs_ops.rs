@@ -73,7 +73,7 @@ pub struct ResolveArgs {
 }
 
 /// `quiver runs wait`: exit 0 when the run completed, 1 when it failed or was cancelled, 2
-/// when it still waits (or is in doubt) at the timeout.
+/// when it is in doubt (at once: only an operator moves it on) or still waits at the timeout.
 pub fn wait(roots: &RootArgs, args: WaitArgs) -> miette::Result<ExitCode> {
     let timeout = args
         .timeout
@@ -91,6 +91,10 @@ pub fn wait(roots: &RootArgs, args: WaitArgs) -> miette::Result<ExitCode> {
     Ok(match run.status {
         RunStatus::Completed => ExitCode::SUCCESS,
         RunStatus::Failed | RunStatus::Cancelled => ExitCode::FAILURE,
+        RunStatus::InDoubt => {
+            in_doubt_help(&run);
+            ExitCode::from(2)
+        }
         _ => {
             crate::err(&format!(
                 "{} is still {} after the timeout",
@@ -99,6 +103,16 @@ pub fn wait(roots: &RootArgs, args: WaitArgs) -> miette::Result<ExitCode> {
             ExitCode::from(2)
         }
     })
+}
+
+/// Tells the operator how to move a run in doubt on.
+pub(super) fn in_doubt_help(run: &Run) {
+    crate::err(&format!(
+        "{id} is in doubt: its step may have changed the world before a crash; decide with \
+         `quiver runs retry {id}`, `quiver runs resolve {id} --done --output JSON` or \
+         `quiver runs resolve {id} --fail`",
+        id = run.id
+    ));
 }
 
 /// `quiver runs cancel`: exit 0 when the run is cancelled, 1 when it had ended or does not

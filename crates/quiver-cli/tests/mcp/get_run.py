@@ -1,7 +1,8 @@
 """`get_run` through the pinned Python MCP SDK against `quiver serve --http`: calling an
 exposed workflow that waits on a timer returns `{run_id, status}`; `get_run` reads the waiting
 run, another user does not see it, and once the server's scheduler woke the timer it reads the
-run's output.
+run's output; a call whose step outlasts the server's `workflow_call_wait` returns the running
+run, whose end `get_run` reads later.
 
     python get_run.py URL MODE OWNER_TOKEN OTHER_TOKEN
 
@@ -50,6 +51,20 @@ async def main():
             await asyncio.sleep(0.3)
             read = body(await client.call_tool("get_run", {"run_id": run_id}))
         check("get_run: completed with the output", read["status"] == "completed" and read.get("output") == {"said": "hi"}, read)
+
+        # A step longer than the server's `workflow_call_wait` (0.5 s): the call returns while
+        # the run goes on, and get_run reads its end.
+        began = time.monotonic()
+        lagging = body(await client.call_tool("call_tool", {"name": "clock__lag", "arguments": {"text": "late"}}))
+        took = time.monotonic() - began
+        check("a long step: the call returns the running run", lagging.get("status") == "running" and took < 2.5, (lagging, took))
+        run_id = lagging["run_id"]
+        deadline = time.monotonic() + 15
+        read = body(await client.call_tool("get_run", {"run_id": run_id}))
+        while read["status"] != "completed" and time.monotonic() < deadline:
+            await asyncio.sleep(0.3)
+            read = body(await client.call_tool("get_run", {"run_id": run_id}))
+        check("get_run: the long run completed", read["status"] == "completed" and read.get("output") == {"said": "late"}, read)
     print("all ok", flush=True)
 
 

@@ -43,6 +43,16 @@ fn runtime(dir: &Path) -> Arc<Runtime> {
         "flows/workflows/review.yaml",
         "description: Drafts a text, then waits for a reviewer\nexpose: true\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nsteps:\n  - id: draft\n    tool: draft\n    with: {text: '{{ input.text }}'}\n  - id: ok\n    approval: 'Publish {{ input.text }}?'\noutput: {published: '{{ steps.draft.output.drafted }}'}\n",
     );
+    write(
+        &root,
+        "flows/tools/send/tool.yaml",
+        "description: Sends a text\ncategory: action\napproval: always\ninput: {type: object, properties: {text: {type: string}}}\nrun: {command: [python3, main.py]}\n",
+    );
+    write(
+        &root,
+        "flows/workflows/notify.yaml",
+        "description: Sends a text once someone says yes\nexpose: true\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nsteps:\n  - id: send\n    tool: send\n    with: {text: '{{ input.text }}'}\noutput: {sent: '{{ steps.send.output.sent }}'}\n",
+    );
     let roots = [Root {
         path: root,
         scope: Scope::Project,
@@ -53,6 +63,10 @@ fn runtime(dir: &Path) -> Arc<Runtime> {
     executor.register(
         "flows.draft",
         Arc::new(|args, _ctx| Ok(json!({"drafted": args["text"]}))),
+    );
+    executor.register(
+        "flows.send",
+        Arc::new(|args, _ctx| Ok(json!({"sent": args["text"]}))),
     );
     let runtime = Runtime::new(
         catalog,
@@ -167,4 +181,32 @@ async fn get_run_reads_a_parked_run_and_later_its_output() {
         body(&no_id)["error"],
         Value::String("`get_run` needs `run_id`: the `run_id` a call returned".into())
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attended_runs_question_reaches_the_client_that_called_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(dir.path());
+    let alice = Scripted::default();
+    let client = connect(
+        front_for(&runtime, Principal::user("alice", Role::Trusted)),
+        alice.clone(),
+    )
+    .await;
+    let notify = json!({"name": "flows__notify", "arguments": {"text": "hi"}});
+    // The package's consent, then the `always` tool's approval inside the run: both asked of
+    // the client whose call waits on the run.
+    alice.answer("accept", Some("allow_conversation"));
+    alice.answer("accept", Some("allow_once"));
+    let done = body(&call(&client, "call_tool", notify.clone()).await);
+    assert_eq!(done, json!({"sent": "hi"}), "{done}");
+    let asked = alice.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[1].contains("flows.send"), "{}", asked[1]);
+
+    // A no ends the run's step without running the tool.
+    alice.answer("decline", None);
+    let refused = call(&client, "call_tool", notify).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(alice.asked().len(), 3);
 }

@@ -5,6 +5,7 @@
 //! session and returns its last reply.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use quiver_policy::Principal;
 
@@ -29,6 +30,8 @@ pub struct AgentTask {
     pub sender: Principal,
     /// Who answers the parent turn's questions (the child asks the same person).
     pub person: Option<Arc<dyn Approver>>,
+    /// When the run must end (a workflow step's `timeout`): no model request starts after it.
+    pub deadline: Option<Instant>,
 }
 
 /// What a run returns: the child session and its last reply.

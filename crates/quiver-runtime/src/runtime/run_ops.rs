@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use quiver_policy::{Origin, Principal};
 use quiver_store::WorkflowStore;
-use quiver_store::workflow::{AttemptStatus, Run, WaitKind};
+use quiver_store::workflow::{AttemptStatus, Run, RunStatus, WaitKind};
 use quiver_workflow::decide::Operator;
 use quiver_workflow::schedule::{self, Upcoming};
 use quiver_workflow::{Engine, Parked, SystemClock, WorkflowError};
@@ -114,9 +114,10 @@ impl<'r> RunOps<'r> {
             .ok_or_else(|| RunError::NoRun(id.to_owned()))
     }
 
-    /// Drives the run (timers, retries' pauses, events, answers given elsewhere) until it ends
-    /// or `timeout` passes (`None`: until it ends), looking again every `poll`; returns it as
-    /// it then stands.
+    /// Drives the run (timers, retries' pauses, events, answers given elsewhere) until it ends,
+    /// is in doubt (only an operator's `retry` or `resolve` moves it on: waiting would never
+    /// end by itself) or `timeout` passes (`None`: no limit), looking again every `poll`;
+    /// returns it as it then stands.
     pub fn wait(
         &self,
         id: &str,
@@ -126,7 +127,7 @@ impl<'r> RunOps<'r> {
         let engine = self.engine();
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut run = engine.drive(id)?;
-        while !run.status.is_final() {
+        while !run.status.is_final() && run.status != RunStatus::InDoubt {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
                 break;

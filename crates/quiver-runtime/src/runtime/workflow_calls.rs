@@ -1,23 +1,28 @@
 //! Calling an exposed workflow: after steps 1–5 of the pipeline (admission, the control plane,
 //! hooks, audit), step 6 starts a run with the workflow engine over the store the front set
-//! with [`Runtime::set_workflow_store`] and drives it in the caller's thread until it ends or
-//! waits (an approval, a timer, a question nobody can answer now). The caller reads the run's
-//! output when it ended, else `{run_id, status}`.
+//! with [`Runtime::set_workflow_store`] and drives it until it ends or waits (an approval, a
+//! timer, a question nobody can answer now): in the caller's thread, or, in a long-running
+//! front ([`Runtime::drive_workflow_calls_in_background`]), in a thread of its own for at most
+//! `workflow_call_wait`, after which the call returns and the thread drives on. The caller
+//! reads the run's output when it ended, else `{run_id, status}`. An attended run's questions
+//! go to the caller's person (an MCP client's elicitation, a chat's terminal).
 
-use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Weak};
 
 use quiver_catalog::Catalog;
 use quiver_package::Package;
 use quiver_package::tool::Category;
-use quiver_store::workflow::RunStatus;
+use quiver_store::workflow::{Run, RunStatus};
 use quiver_store::{AuditEntry, WorkflowStore};
-use quiver_workflow::{Definition, Start, WorkflowError};
+use quiver_workflow::{Definition, Engine, Start, WorkflowError};
 use serde_json::{Map, Value, json};
 
 use super::call::Target;
 use super::call::audit::decision;
 use super::call::execute::Ran;
 use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, WorkflowSteps};
+use crate::approver::Approver;
 
 impl Runtime {
     /// Sets the store the workflow engine keeps its runs in (the same SQLite file as the
@@ -30,6 +35,54 @@ impl Runtime {
     /// The workflow engine's store, when a front set one.
     pub fn workflow_store(&self) -> Option<&Arc<dyn WorkflowStore>> {
         self.workflow_store.get()
+    }
+
+    /// Makes a call of a workflow drive its run in a thread of its own and wait for it at most
+    /// `workflow_call_wait` (a long-running front, whose process outlives the call; a one-shot
+    /// process drives the run in the caller's thread, since its exit would cut a step short).
+    pub fn drive_workflow_calls_in_background(self: &Arc<Runtime>) -> bool {
+        self.background.set(Arc::downgrade(self)).is_ok()
+    }
+
+    /// Drives run `id` for a caller with `steps` in its thread, or in a thread of its own for
+    /// at most `workflow_call_wait` when the front asked for that; the run as it then stands.
+    fn drive_for_caller(
+        &self,
+        engine: &Engine<'_>,
+        id: &str,
+        person: Option<Arc<dyn Approver>>,
+    ) -> Result<Run, WorkflowError> {
+        let Some(runtime) = self.background.get().and_then(Weak::upgrade) else {
+            return engine.drive(id);
+        };
+        let (sent, received) = mpsc::channel();
+        let run_id = id.to_owned();
+        let spawned = std::thread::Builder::new()
+            .name("quiver-run".into())
+            .spawn(move || {
+                let steps = WorkflowSteps::new(&runtime).with_person(person);
+                let driven = runtime
+                    .workflow_engine(&steps)
+                    .map(|engine| engine.drive(&run_id));
+                if let Some(driven) = driven {
+                    // The caller may have stopped waiting: the run is stored either way.
+                    let _ = sent.send(driven);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start a thread for run {id} ({e}): it runs in the caller's");
+            return engine.drive(id);
+        }
+        match received.recv_timeout(self.config.workflow_call_wait) {
+            Ok(driven) => driven,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                let stored = match self.workflow_store.get() {
+                    Some(store) => store.run(id)?,
+                    None => None,
+                };
+                stored.ok_or_else(|| WorkflowError::NoRun(id.to_owned()))
+            }
+        }
     }
 }
 
@@ -130,7 +183,12 @@ impl Turn<'_> {
                 json!({"error": message}),
             )))
         };
-        let steps = WorkflowSteps::new(self.runtime);
+        let person = if self.unattended {
+            None
+        } else {
+            self.person().cloned()
+        };
+        let steps = WorkflowSteps::new(self.runtime).with_person(person.clone());
         let (Some(engine), Some(workflow)) = (
             self.runtime.workflow_engine(&steps),
             target
@@ -157,7 +215,9 @@ impl Turn<'_> {
         let started = engine
             .pin(&definition)
             .and_then(|digest| engine.start(&digest, &start));
-        let run = match started.and_then(|(run, _)| engine.drive(&run.id)) {
+        let driven =
+            started.and_then(|(run, _)| self.runtime.drive_for_caller(&engine, &run.id, person));
+        let run = match driven {
             Ok(run) => run,
             Err(WorkflowError::Refused(why)) => return error(CallStatus::Invalid, why),
             Err(e) => return error(CallStatus::Error, e.to_string()),

@@ -8,6 +8,9 @@
 //! arguments, and the attempt that follows a person's yes runs with it. The tool's call context
 //! carries the step's idempotency key.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use quiver_package::rules::Role;
 use quiver_policy::{Ask, AskReason, Principal};
 use quiver_store::{AuditEntry, NewSession, StoreError, WorkflowStore};
@@ -16,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::call::audit::decision;
 use super::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
+use crate::approver::Approver;
 
 /// What a turn that runs one workflow step knows of it.
 #[derive(Debug, Clone)]
@@ -32,6 +36,8 @@ pub(in crate::runtime) struct StepContext {
     pub idempotency_key: String,
     /// Who approved this call after an earlier attempt parked the run.
     pub approved_by: Option<String>,
+    /// The step's own `timeout`: the attempt's limit instead of the tool's.
+    pub timeout: Option<Duration>,
     /// The card of a question nobody could be asked now; the run parks with it.
     pub parked: Option<Value>,
 }
@@ -39,12 +45,23 @@ pub(in crate::runtime) struct StepContext {
 /// The runtime's [`StepRunner`]: runs tool and agent steps through the call pipeline.
 pub struct WorkflowSteps<'r> {
     runtime: &'r Runtime,
+    person: Option<Arc<dyn Approver>>,
 }
 
 impl<'r> WorkflowSteps<'r> {
-    /// The step runner of `runtime`.
+    /// The step runner of `runtime`: an attended run's questions go to the runtime's person.
     pub fn new(runtime: &'r Runtime) -> WorkflowSteps<'r> {
-        WorkflowSteps { runtime }
+        WorkflowSteps {
+            runtime,
+            person: None,
+        }
+    }
+
+    /// Makes `person` (the front's channel to whoever waits on the run: an MCP client's
+    /// elicitation, a chat's terminal) answer an attended run's questions.
+    pub fn with_person(mut self, person: Option<Arc<dyn Approver>>) -> WorkflowSteps<'r> {
+        self.person = person;
+        self
     }
 
     /// The run's own session, created at its first step.
@@ -75,6 +92,9 @@ impl<'r> WorkflowSteps<'r> {
             .runtime
             .begin_turn(&session, principal_from(&call.principal), "")?;
         turn.unattended = !call.attended;
+        if let (true, Some(person)) = (call.attended, &self.person) {
+            turn.set_person(person.clone());
+        }
         turn.step = Some(StepContext {
             run_id: call.run_id.clone(),
             step: i64::try_from(call.step).unwrap_or(i64::MAX),
@@ -82,6 +102,7 @@ impl<'r> WorkflowSteps<'r> {
             package: package.to_owned(),
             idempotency_key: call.idempotency_key.clone(),
             approved_by: call.approved_by.clone(),
+            timeout: call.timeout,
             parked: None,
         });
         let name = match &call.target {

@@ -4,7 +4,7 @@
 //! context; an agent or a forked skill by the agent loop in a child session. What the sandbox
 //! refuses is final for the turn.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quiver_package::tool::{Category, Run};
 use quiver_policy::{Evaluation, Lockout, Refusal, RefusalReason};
@@ -81,7 +81,12 @@ impl Turn<'_> {
                 let sandboxed = Sandboxed {
                     run: &tool.run,
                     name: tool.name.as_str(),
-                    timeout: tool.timeout,
+                    // A workflow step's own `timeout` is its attempt's limit.
+                    timeout: self
+                        .step
+                        .as_ref()
+                        .and_then(|s| s.timeout)
+                        .unwrap_or(tool.timeout),
                     dir: tool.file.parent().unwrap_or(&target.package.root),
                     permissions: &tool.permission,
                     script: false,
@@ -308,6 +313,11 @@ impl Turn<'_> {
             } else {
                 self.person().cloned()
             },
+            deadline: self
+                .step
+                .as_ref()
+                .and_then(|s| s.timeout)
+                .map(|t| Instant::now() + t),
         }
     }
 
