@@ -371,3 +371,29 @@ fn kill_9_after_an_operators_retry_and_done() {
 
 #[path = "workflow_crash/soak.rs"]
 mod soak;
+
+/// `quiver bench resume` kills a `quiver serve` in a step (the crash switch) with runs parked
+/// beside it, restarts it and times the resumed step: the restarted server resumed and
+/// completed the run each round (else the bench fails).
+#[test]
+fn bench_resume_restarts_serve_and_resumes_the_crashed_step() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .args([
+            "bench", "resume", "--parked", "20", "--rounds", "2", "--json",
+        ])
+        .env("QUIVER_HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = parse(&out);
+    assert_eq!(
+        (report["parked"].as_u64(), report["rounds"].as_u64()),
+        (Some(20), Some(2))
+    );
+    let (resumed, completed) = (
+        report["resumed_p50_ms"].as_f64().unwrap(),
+        report["completed_p50_ms"].as_f64().unwrap(),
+    );
+    assert!(resumed > 0.0 && completed >= resumed, "{report}");
+}

@@ -29,6 +29,9 @@ pub enum BenchCommand {
     /// The workflow engine: runs of a three-step workflow of built-in no-op tools, each step a
     /// call of the whole pipeline, on one SQLite file.
     Workflow(WorkflowArgs),
+    /// Recovery: a `quiver serve` restarted after a `kill -9` in a step, timed to the resumed
+    /// step, with many runs parked in the database.
+    Resume(super::resume_bench::ResumeBenchArgs),
 }
 
 /// Arguments of `quiver bench workflow`.
@@ -120,6 +123,7 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Sandbox(args) => super::sandbox_bench::run(args),
         BenchCommand::Mcp(args) => super::mcp_bench::run(args),
         BenchCommand::Workflow(args) => workflow(args),
+        BenchCommand::Resume(args) => super::resume_bench::run(args),
     }
 }
 
