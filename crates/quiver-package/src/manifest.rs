@@ -44,7 +44,7 @@ pub struct Manifest {
     pub config: Option<Value>,
     /// What the package keeps in its data folder.
     pub data: Option<Value>,
-    /// Event subscriptions that start workflows.
+    /// Event subscriptions that start workflows: names or patterns ([`crate::events`]).
     pub events: Vec<String>,
     /// Other packages and MCP servers it needs.
     pub requires: Requires,
@@ -162,6 +162,15 @@ pub fn parse_manifest(text: &str, file: &Path) -> (Option<Manifest>, Vec<Diagnos
             diags.extend(crate::text::check(file, key, value, line(key)));
         }
     }
+    for pattern in &raw.events {
+        if let Err(message) = crate::events::check(pattern) {
+            diags.push(
+                Diagnostic::error("manifest-invalid-event", file, message)
+                    .at_line(line("events"))
+                    .with_help("subscribe to names such as `order.paid`, `order.*` or `order.**`"),
+            );
+        }
+    }
     let mut permissions = raw.permissions;
     diags.extend(crate::common::check_permission_paths(
         &mut permissions,
@@ -234,6 +243,12 @@ mod tests {
             ("id: Weather\n", false, &["manifest-invalid-id"]),
             ("version: 1.2\n", false, &["manifest-invalid-version"]),
             ("config: {type: 5}\n", false, &["manifest-invalid-config"]),
+            ("events: [order.paid, order.*, shop.**]\n", true, &[]),
+            (
+                "events: [order.paid, 'ord*']\n",
+                false,
+                &["manifest-invalid-event"],
+            ),
             (
                 "permissions: {network: [a.com], shell: maybe}\n",
                 false,

@@ -57,7 +57,7 @@ pub struct Watched {
     pub schedules: Vec<Compiled>,
     /// The names its `event` triggers wait for.
     pub events: BTreeSet<String>,
-    /// The event names its package subscribes to in `quiver.yaml`.
+    /// The event names and patterns its package subscribes to in `quiver.yaml`.
     pub subscriptions: BTreeSet<String>,
     /// Since when its schedules are watched (Unix ms; stored the first time, so it outlives
     /// restarts).
@@ -118,7 +118,11 @@ impl Watched {
             return false;
         }
         let foreign = event.source != self.package && packages.contains(&event.source);
-        !foreign || self.subscriptions.contains(&event.name)
+        !foreign
+            || self
+                .subscriptions
+                .iter()
+                .any(|pattern| quiver_package::events::matches(pattern, &event.name))
     }
 }
 

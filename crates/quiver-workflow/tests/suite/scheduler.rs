@@ -359,3 +359,30 @@ fn overlap_queue_holds_each_fire_until_the_runs_before_it_end_in_order() {
     // the order of their fires.
     assert_eq!(pass_at(at(13, 0, 1)).last(), Some(&held));
 }
+
+#[test]
+fn a_subscription_pattern_lets_a_foreign_event_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("q.db")).unwrap();
+    let (fake, clock) = (Fake::default(), ManualClock::new(at(9, 0, 0)));
+    let engine = Engine::new(&store, &fake, &clock);
+    let yaml =
+        "description: d\ntrigger:\n  - event: order.paid\nsteps:\n  - id: a\n    tool: x.a\n";
+    let watched = [
+        watch(&engine, &named("one", "w", yaml), &["order.*"]),
+        watch(&engine, &named("many", "w", yaml), &["**"]),
+        watch(&engine, &named("deeper", "w", yaml), &["order.paid.*"]),
+        watch(&engine, &named("elsewhere", "w", yaml), &["invoice.*"]),
+    ];
+    let catalog = packages(&["one", "many", "deeper", "elsewhere", "shop"]);
+    store
+        .emit_event("order.paid", "shop", &json!({}), 0)
+        .unwrap();
+    let pass = scheduler::pass(&engine, &watched, &catalog).unwrap();
+    assert!(pass.problems.is_empty(), "{:?}", pass.problems);
+    let started: Vec<usize> = ["one.w", "many.w", "deeper.w", "elsewhere.w"]
+        .iter()
+        .map(|w| runs_of(&store, w).len())
+        .collect();
+    assert_eq!(started, [1, 1, 0, 0]);
+}
