@@ -372,7 +372,7 @@ fn cancel_during_a_tool_in_another_process_kills_it_and_discards_its_result() {
 }
 
 /// Starts a slow payment in another process and kills that process with SIGKILL while the
-/// tool runs: the run is left started without a result.
+/// tool runs, after it paid: the run is left started without a result.
 fn interrupted_payment(env: &Env) -> String {
     // One run at a time in the listing: the earlier ones ended.
     let mut run = env.spawn(&[
@@ -383,6 +383,16 @@ fn interrupted_payment(env: &Env) -> String {
         "--json",
     ]);
     let id = env.running_step();
+    // Killed once the payment happened (the tool records it, then sleeps), so what a
+    // retry or a `done` does afterwards is counted against one payment.
+    let started = Instant::now();
+    while env.payments(&id) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the payment never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     run.kill().unwrap();
     run.wait().unwrap();
     id

@@ -126,6 +126,25 @@ fn run_drives_a_workflow_through_its_private_tool_and_one_key_is_one_run() {
     let shown = env.json(&["runs", "show", id, "--json"]);
     assert_eq!(shown["attempts"][0]["step_id"], "s");
     assert_eq!(shown["attempts"][0]["status"], "ok");
+    // The pipeline's record of the step's call and the engine's record of its result, both
+    // committed with the result.
+    let audit = env.json(&["audit", "--json"]);
+    let records: Vec<(String, String)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"] == "flows.stamp")
+        .map(|r| {
+            let kind = r["kind"].as_str().unwrap().to_owned();
+            let session = r["session"].as_str().unwrap_or_default().to_owned();
+            (kind, session)
+        })
+        .collect();
+    assert!(
+        records.contains(&("call".into(), format!("ses-{id}")))
+            && records.contains(&("workflow_step".into(), format!("run:{id}"))),
+        "{records:?}"
+    );
 }
 
 #[test]

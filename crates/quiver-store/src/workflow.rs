@@ -414,6 +414,9 @@ pub struct Advance {
     pub withdraw_waits: bool,
     /// The audit record of the step, appended in the same transaction.
     pub audit: Option<AuditEntry>,
+    /// The call pipeline's own record of the step's call (its decisions), appended in the same
+    /// transaction, so a step's result, its records and the run's move commit together.
+    pub call_audit: Option<AuditEntry>,
     /// A run's first move, held back while its workflow's concurrency limit is full: nothing
     /// is written (and `advance` returns `false`) when `limit` other runs with the same key have
     /// begun and not ended.
@@ -484,6 +487,10 @@ pub trait WorkflowStore: Send + Sync {
     /// Commits one step of a run's progress (see [`Advance`]). `false` if the run was no
     /// longer where the caller saw it: nothing was written.
     fn advance(&self, advance: &Advance) -> Result<bool>;
+
+    /// Appends an audit record on its own: the record of a step's call whose result was
+    /// discarded (the run was cancelled or taken over while the call ran).
+    fn append_step_audit(&self, entry: &AuditEntry) -> Result<()>;
 
     /// Every wait of a run, oldest first.
     fn waits(&self, run_id: &str) -> Result<Vec<Wait>>;

@@ -79,6 +79,7 @@ fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
         resolve: None,
         withdraw_waits: false,
         audit: None,
+        call_audit: None,
         gate: None,
         now: 2000,
     }

@@ -208,9 +208,9 @@ impl<'a> Engine<'a> {
                         continue;
                     }
                     crash::point("attempt_started");
-                    let outcome = self.runner.run(&call);
+                    let (outcome, record) = self.runner.run_recorded(&call);
                     crash::point("tool_exited");
-                    let done = decide::after_call(
+                    let mut done = decide::after_call(
                         &View {
                             now: self.clock.now_ms(),
                             ..view
@@ -218,10 +218,13 @@ impl<'a> Engine<'a> {
                         &call,
                         &outcome,
                     );
+                    done.call_audit.clone_from(&record);
                     // `false`: the run was cancelled or taken over meanwhile; the late result is
-                    // discarded.
+                    // discarded, and the call's own record kept.
                     if self.store.advance(&done)? {
                         crash::committed(&done, "result_committed");
+                    } else if let Some(record) = &record {
+                        self.store.append_step_audit(record)?;
                     }
                 }
             }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use quiver_store::AuditEntry;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -69,4 +70,11 @@ pub trait StepRunner: Send + Sync {
     /// Runs one attempt. Blocking; the engine calls it between the commit of the attempt as
     /// started and the commit of its result.
     fn run(&self, call: &StepCall) -> StepOutcome;
+
+    /// Runs one attempt as [`StepRunner::run`] does, and returns the record the runner kept of
+    /// the call (the runtime's pipeline audit record), which the engine commits in the same
+    /// transaction as the attempt's result. By default, no record.
+    fn run_recorded(&self, call: &StepCall) -> (StepOutcome, Option<AuditEntry>) {
+        (self.run(call), None)
+    }
 }

@@ -40,6 +40,8 @@ pub(in crate::runtime) struct StepContext {
     pub timeout: Option<Duration>,
     /// The card of a question nobody could be asked now; the run parks with it.
     pub parked: Option<Value>,
+    /// The call's audit record, for the engine to commit with the step's result.
+    pub audit: Option<AuditEntry>,
 }
 
 /// The runtime's [`StepRunner`]: runs tool and agent steps through the call pipeline.
@@ -82,7 +84,7 @@ impl<'r> WorkflowSteps<'r> {
         }
     }
 
-    fn try_run(&self, call: &StepCall) -> Result<StepOutcome, RuntimeError> {
+    fn try_run(&self, call: &StepCall) -> Result<(StepOutcome, Option<AuditEntry>), RuntimeError> {
         let package = call
             .workflow
             .split_once('.')
@@ -104,15 +106,31 @@ impl<'r> WorkflowSteps<'r> {
             approved_by: call.approved_by.clone(),
             timeout: call.timeout,
             parked: None,
+            audit: None,
         });
         let name = match &call.target {
             Target::Tool(name) | Target::Agent(name) => name,
         };
-        let outcome = turn.call(name, call.arguments.clone())?;
-        if let Some(card) = turn.step.and_then(|s| s.parked) {
-            return Ok(StepOutcome::NeedsPerson(card));
-        }
-        Ok(step_outcome(&outcome))
+        let called = turn.call(name, call.arguments.clone());
+        let (parked, audit) = turn
+            .step
+            .take()
+            .map_or((None, None), |s| (s.parked, s.audit));
+        let outcome = match called {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // The engine records the failure; the call's own record is kept on its own.
+                if let Some(audit) = &audit {
+                    self.runtime.store.append_audit(audit)?;
+                }
+                return Err(e);
+            }
+        };
+        let outcome = match parked {
+            Some(card) => StepOutcome::NeedsPerson(card),
+            None => step_outcome(&outcome),
+        };
+        Ok((outcome, audit))
     }
 }
 
@@ -139,8 +157,18 @@ impl StepContext {
 
 impl StepRunner for WorkflowSteps<'_> {
     fn run(&self, call: &StepCall) -> StepOutcome {
+        let (outcome, audit) = self.run_recorded(call);
+        if let Some(audit) = audit
+            && let Err(e) = self.runtime.store.append_audit(&audit)
+        {
+            tracing::warn!(run = %call.run_id, "cannot record the step's call: {e}");
+        }
+        outcome
+    }
+
+    fn run_recorded(&self, call: &StepCall) -> (StepOutcome, Option<AuditEntry>) {
         self.try_run(call)
-            .unwrap_or_else(|e| StepOutcome::Failed(e.to_string()))
+            .unwrap_or_else(|e| (StepOutcome::Failed(e.to_string()), None))
     }
 }
 

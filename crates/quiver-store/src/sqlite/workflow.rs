@@ -7,7 +7,7 @@ use super::SqliteStore;
 use super::ops::{EncodedAudit, encode};
 use super::workflow_ops::{self as ops, KeyedTable};
 use crate::error::Result;
-use crate::types::now_ms;
+use crate::types::{AuditEntry, now_ms};
 use crate::workflow::{
     Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, Wait, WaitKind, WorkflowStore,
 };
@@ -63,9 +63,18 @@ impl WorkflowStore for SqliteStore {
     }
 
     fn advance(&self, advance: &Advance) -> Result<bool> {
-        let audit = advance.audit.as_ref().map(EncodedAudit::new).transpose()?;
+        let audits = [&advance.call_audit, &advance.audit]
+            .into_iter()
+            .flatten()
+            .map(EncodedAudit::new)
+            .collect::<Result<Vec<_>>>()?;
         let advance = advance.clone();
-        self.write(move |c| ops::advance(c, &advance, audit.as_ref()))
+        self.write(move |c| ops::advance(c, &advance, &audits))
+    }
+
+    fn append_step_audit(&self, entry: &AuditEntry) -> Result<()> {
+        let entry = EncodedAudit::new(entry)?;
+        self.write(move |c| super::ops::append_audit(c, &entry).map(|_| ()))
     }
 
     fn waits(&self, run_id: &str) -> Result<Vec<Wait>> {

@@ -376,11 +376,7 @@ pub(crate) fn set_attempt_process(
 }
 
 /// Writes one step of a run's progress if the run is still where the caller saw it.
-pub(crate) fn advance(
-    conn: &Connection,
-    a: &Advance,
-    audit: Option<&EncodedAudit>,
-) -> Result<bool> {
+pub(crate) fn advance(conn: &Connection, a: &Advance, audits: &[EncodedAudit]) -> Result<bool> {
     if let Some(gate) = &a.gate {
         // Runs of the workflow (with the key) that have begun and not ended; for an ordered
         // gate, also the ones created before this run that have not ended, begun or not.
@@ -491,7 +487,7 @@ pub(crate) fn advance(
             a.now,
         ])?;
     }
-    if let Some(entry) = audit {
+    for entry in audits {
         append_audit(conn, entry)?;
     }
     Ok(true)

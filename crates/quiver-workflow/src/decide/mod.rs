@@ -149,6 +149,7 @@ impl View<'_> {
             resolve: None,
             withdraw_waits: false,
             audit: None,
+            call_audit: None,
             gate: None,
             now: self.now,
         }

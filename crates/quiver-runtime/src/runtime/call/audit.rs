@@ -2,7 +2,8 @@
 //! arguments without their secret fields (never the arguments), each decision of the
 //! pipeline, how it ended and how long it took. A call that runs something is first recorded
 //! as started, before its tool, script or agent runs, so a process killed mid-call leaves a
-//! record that the next start closes as `interrupted`.
+//! record that the next start closes as `interrupted`. A workflow step's record is committed
+//! by the engine, in the transaction of the step's result.
 
 use std::time::Instant;
 
@@ -37,9 +38,10 @@ impl Turn<'_> {
         audit
     }
 
-    /// Records how a call ended and writes its audit record.
+    /// Records how a call ended and writes its audit record; a workflow step's call hands it
+    /// to the engine instead, which commits it with the step's result and the run's move.
     pub(in crate::runtime) fn finish_audit(
-        &self,
+        &mut self,
         mut audit: AuditEntry,
         outcome: &mut CallOutcome,
         started: Instant,
@@ -54,8 +56,13 @@ impl Turn<'_> {
         };
         audit.cached = outcome.cached;
         audit.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.runtime.store.append_audit(&audit)?;
-        outcome.decisions = audit.decisions;
+        outcome.decisions.clone_from(&audit.decisions);
+        match &mut self.step {
+            Some(step) => step.audit = Some(audit),
+            None => {
+                self.runtime.store.append_audit(&audit)?;
+            }
+        }
         Ok(())
     }
 
