@@ -3,7 +3,7 @@
 //! machine of consent and approval questions asked through elicitation.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -84,10 +84,16 @@ pub struct ConnectionSlot {
     bound: bool,
     /// When the connection last marked its conversation as in use (Unix ms).
     touched: AtomicI64,
-    /// The skills whose instructions this connection delivered, by conversation: the
-    /// client's transcript holds them, so reading one again answers "already active".
-    delivered: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// The skills whose instructions this connection delivered, by conversation (with when it
+    /// was last used, for eviction): the client's transcript holds them, so reading one again
+    /// answers "already active". At most [`MAX_REMEMBERED_CONVERSATIONS`]; a forgotten one
+    /// gets its instructions again, never fewer.
+    delivered: Mutex<HashMap<String, (u64, BTreeSet<String>)>>,
+    uses: AtomicU64,
 }
+
+/// Conversations per connection whose delivered skills are remembered.
+pub const MAX_REMEMBERED_CONVERSATIONS: usize = 64;
 
 impl ConnectionSlot {
     /// A slot for a connection that lasts (stdio, an HTTP session).
@@ -97,6 +103,7 @@ impl ConnectionSlot {
             bound: true,
             touched: AtomicI64::new(0),
             delivered: Mutex::default(),
+            uses: AtomicU64::new(0),
         }
     }
 
@@ -107,17 +114,29 @@ impl ConnectionSlot {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(session)
-            .cloned()
+            .map(|(_, skills)| skills.clone())
             .unwrap_or_default()
     }
 
-    /// Remembers what the connection's transcript holds in `session` after a request.
+    /// Remembers what the connection's transcript holds in `session` after a request,
+    /// forgetting the least recently used conversation past the bound.
     fn remember(&self, session: &str, skills: &BTreeSet<String>) {
-        if self.bound {
-            self.delivered
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(session.to_owned(), skills.clone());
+        if !self.bound {
+            return;
+        }
+        let used = self.uses.fetch_add(1, Ordering::Relaxed);
+        let mut delivered = self
+            .delivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        delivered.insert(session.to_owned(), (used, skills.clone()));
+        if delivered.len() > MAX_REMEMBERED_CONVERSATIONS
+            && let Some(oldest) = delivered
+                .iter()
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(id, _)| id.clone())
+        {
+            delivered.remove(&oldest);
         }
     }
 
@@ -980,5 +999,36 @@ fn tool_spec(wire: String, tool: &Tool) -> ToolSpec {
         output_schema: tool.output.clone(),
         read_only: tool.category == Category::Perception && !dangerous,
         destructive: tool.category == Category::Action || dangerous,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_remembers_a_bounded_number_of_conversations() {
+        let slot = ConnectionSlot::connection();
+        let skills: BTreeSet<String> = ["a/s".to_owned()].into();
+        for n in 0..=MAX_REMEMBERED_CONVERSATIONS {
+            slot.remember(&format!("ses-{n}"), &skills);
+            // The first stays in use, so it is never the one forgotten.
+            slot.remember("ses-0", &skills);
+        }
+        let remembered = slot.delivered.lock().unwrap().len();
+        assert_eq!(remembered, MAX_REMEMBERED_CONVERSATIONS);
+        assert_eq!(slot.delivered("ses-0"), skills);
+        assert!(
+            slot.delivered("ses-1").is_empty(),
+            "the least recently used is forgotten"
+        );
+        assert_eq!(
+            slot.delivered(&format!("ses-{MAX_REMEMBERED_CONVERSATIONS}")),
+            skills
+        );
+        // A stateless request remembers nothing.
+        let stateless = ConnectionSlot::default();
+        stateless.remember("ses-x", &skills);
+        assert!(stateless.delivered("ses-x").is_empty());
     }
 }
