@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use chrono::NaiveDate;
 use quiver_catalog::Catalog;
 use quiver_policy::{ControlPlane, OperatorSettings, Origin, Principal, SessionGrants, TurnState};
-use quiver_store::{AuditEntry, AuditKind, NewSession, Store, StoreError};
+use quiver_store::{
+    AuditEntry, AuditKind, NewSession, PresenceStamp, SessionPresence, Store, StoreError,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 use thiserror::Error;
@@ -446,6 +448,7 @@ impl Runtime {
             model: None,
             in_transcript: BTreeSet::new(),
             step: None,
+            presence: Mutex::new(None),
         }
     }
 
@@ -678,6 +681,9 @@ pub struct Turn<'r> {
     in_transcript: BTreeSet<String>,
     /// Set when the turn runs one step of a workflow run.
     step: Option<workflow_steps::StepContext>,
+    /// The session's presence as this turn last read it, with the store's stamp of that read:
+    /// kept while the stamp does not move (see [`Turn::presence`]).
+    presence: Mutex<Option<(PresenceStamp, Arc<SessionPresence>)>>,
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::call::resolve::agent_input;
 use super::meta::read_skill::Invoker;
 use super::meta::{META_TOOLS, meta_definition};
 use super::{CallKind, CallOutcome, NotConfigured, Offer, RuntimeError, ToolDefinition, Turn};
+use quiver_store::SessionPresence;
 use crate::approver::Approver;
 use crate::executor::CallContext;
 use crate::ids::new_id;
@@ -115,11 +116,12 @@ impl Turn<'_> {
                 ..SessionView::default()
             });
         }
-        let presence = self.runtime.store.presence(&self.session)?;
+        let presence = self.presence()?;
         let active_skills: BTreeSet<String> = presence
             .active_skills
-            .into_iter()
+            .iter()
             .filter(|id| self.skill_holds(id))
+            .cloned()
             .collect();
         let unlocked = active_skills
             .iter()
@@ -136,12 +138,36 @@ impl Turn<'_> {
             .flatten()
             .collect();
         Ok(SessionView {
-            opened: presence.opened.into_iter().collect(),
-            loaded: presence.loaded,
+            opened: presence.opened.iter().cloned().collect(),
+            loaded: presence.loaded.clone(),
             active_skills,
             unlocked,
             agent: self.own_agent.clone().or_else(|| self.step_package()),
         })
+    }
+
+    /// The session's opened packages, loaded tools and active skills as the store holds them
+    /// now. The three sets are read again only when the session's presence stamp moved since
+    /// this turn last read them: any write to them (this turn's `load_tool`, `read_skill`, a
+    /// direct call's load or touch, another turn or process on the same session, a reset)
+    /// moves the stamp, so a turn never acts on a stale copy, and a call or an offer costs one
+    /// integer read while nothing changed. A store that keeps no stamp is read every time.
+    fn presence(&self) -> Result<Arc<SessionPresence>, RuntimeError> {
+        // The stamp is read first: a write between the two reads leaves an older stamp on a
+        // newer copy, which the next read only re-reads.
+        let stamp = self.runtime.store.presence_stamp(&self.session)?;
+        let mut cached = self
+            .presence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let (Some(now), Some((seen, presence))) = (stamp, cached.as_ref())
+            && now == *seen
+        {
+            return Ok(presence.clone());
+        }
+        let presence = Arc::new(self.runtime.store.presence(&self.session)?);
+        *cached = stamp.map(|stamp| (stamp, presence.clone()));
+        Ok(presence)
     }
 
     /// Loads item `index` into the session's loaded slots: its whole package for an exposed
