@@ -546,7 +546,7 @@ impl Front {
             else {
                 continue;
             };
-            out.push(tool_spec(definition.name, tool));
+            out.push(tool_spec(definition.name.clone(), tool));
         }
         out
     }

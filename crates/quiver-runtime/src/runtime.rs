@@ -29,6 +29,7 @@ use crate::prompt::{PromptBudget, PromptError};
 mod agent_calls;
 mod cache;
 mod call;
+mod definitions;
 mod meta;
 mod outcome;
 mod run_ops;
@@ -171,6 +172,8 @@ pub struct Runtime {
     disabled: RwLock<BTreeSet<String>>,
     validators: Mutex<Validators>,
     always: Mutex<Option<AlwaysLoaded>>,
+    /// The definitions of the latest catalog snapshot a turn began on.
+    definitions: Mutex<Option<Arc<definitions::Definitions>>>,
     cache: cache::PerceptionCache,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
@@ -204,6 +207,7 @@ impl Runtime {
             disabled: RwLock::new(BTreeSet::new()),
             validators: Mutex::new((0, HashMap::new())),
             always: Mutex::new(None),
+            definitions: Mutex::new(None),
             cache: cache::PerceptionCache::default(),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
@@ -427,9 +431,9 @@ impl Runtime {
         origin: Origin,
         sender: Principal,
     ) -> Turn<'_> {
+        let catalog = self.catalog();
         Turn {
             runtime: self,
-            catalog: self.catalog(),
             session: session.to_owned(),
             agent: agent.to_owned(),
             own_agent: agent
@@ -449,6 +453,8 @@ impl Runtime {
             in_transcript: BTreeSet::new(),
             step: None,
             presence: Mutex::new(None),
+            definitions: self.definitions(&catalog),
+            catalog,
         }
     }
 
@@ -490,6 +496,23 @@ impl Runtime {
         let set = Arc::new(AlwaysLoadedSet { resident, deferred });
         *cached = Some((catalog.version(), set.clone()));
         set
+    }
+
+    /// The shared definitions of `catalog`'s snapshot: those of the latest snapshot a turn began
+    /// on are kept (a turn keeps its own while it lives).
+    fn definitions(&self, catalog: &Catalog) -> Arc<definitions::Definitions> {
+        let mut kept = self
+            .definitions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match kept.as_ref() {
+            Some(d) if d.version() == catalog.version() => d.clone(),
+            _ => {
+                let d = Arc::new(definitions::Definitions::new(catalog));
+                *kept = Some(d.clone());
+                d
+            }
+        }
     }
 
     /// The `always_loaded` tools of the current catalog left deferred by the limit of 8.
@@ -684,6 +707,8 @@ pub struct Turn<'r> {
     /// The session's presence as this turn last read it, with the store's stamp of that read:
     /// kept while the stamp does not move (see [`Turn::presence`]).
     presence: Mutex<Option<(PresenceStamp, Arc<SessionPresence>)>>,
+    /// The offered definitions of `catalog`, shared by every turn on that snapshot.
+    definitions: Arc<definitions::Definitions>,
 }
 
 #[cfg(test)]

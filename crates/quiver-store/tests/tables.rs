@@ -419,7 +419,11 @@ fn every_presence_change_moves_the_stamp_and_nothing_else_does() {
     // (what, a write, whether it changes s1's presence)
     let cases: [(&str, Change, bool); 13] = [
         ("load", |s| drop(s.load_tool("s1", "a.t", 2)), true),
-        ("load again (lru order)", |s| drop(s.load_tool("s1", "b.t", 2)), true),
+        (
+            "load again (lru order)",
+            |s| drop(s.load_tool("s1", "b.t", 2)),
+            true,
+        ),
         ("touch", |s| drop(s.touch_tool("s1", "a.t")), true),
         ("evict", |s| drop(s.load_tool("s1", "c.t", 2)), true),
         ("unload", |s| drop(s.unload_tool("s1", "c.t")), true),
@@ -435,9 +439,21 @@ fn every_presence_change_moves_the_stamp_and_nothing_else_does() {
             },
             true,
         ),
-        ("another session", |s| drop(s.load_tool("s2", "a.t", 2)), false),
-        ("consent", |s| drop(s.set_consent("s1", "p", true, "u")), false),
-        ("state", |s| s.set_session_state("s1", &json!({"x": 1})).unwrap(), false),
+        (
+            "another session",
+            |s| drop(s.load_tool("s2", "a.t", 2)),
+            false,
+        ),
+        (
+            "consent",
+            |s| drop(s.set_consent("s1", "p", true, "u")),
+            false,
+        ),
+        (
+            "state",
+            |s| s.set_session_state("s1", &json!({"x": 1})).unwrap(),
+            false,
+        ),
     ];
     for (what, change, moves) in cases {
         let before = stamp("s1");

@@ -5,21 +5,22 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_catalog::{Catalog, Entry, EntryKind, Item, ItemKind};
+use quiver_catalog::{Catalog, Entry, EntryKind, Item};
 use quiver_policy::{Restrictions, TurnState, admit};
 use serde_json::{Value, json};
 
 use super::call::audit::decision;
 use super::call::resolve::agent_input;
+use super::definitions;
+use super::meta::META_TOOLS;
 use super::meta::read_skill::Invoker;
-use super::meta::{META_TOOLS, meta_definition};
 use super::{CallKind, CallOutcome, NotConfigured, Offer, RuntimeError, ToolDefinition, Turn};
-use quiver_store::SessionPresence;
 use crate::approver::Approver;
 use crate::executor::CallContext;
 use crate::ids::new_id;
 use crate::presence::{SessionView, offered};
 use crate::prompt::{NamedSection, PromptReport, assemble_sections};
+use quiver_store::SessionPresence;
 
 impl Turn<'_> {
     /// Makes `person` the one who answers this turn's questions (the front's own channel to the
@@ -346,19 +347,39 @@ impl Turn<'_> {
     }
 
     /// The tools offered this turn: meta-tools, then resident, pinned, always-loaded and loaded
-    /// items, each admitted afresh for this turn's sender.
-    pub fn tools(&self) -> Result<Vec<ToolDefinition>, RuntimeError> {
+    /// items, each admitted afresh for this turn's sender. Definitions are shared with every
+    /// other turn of the same catalog snapshot.
+    pub fn tools(&self) -> Result<Vec<Arc<ToolDefinition>>, RuntimeError> {
         let view = self.view()?;
         let always = self.runtime.always_loaded(&self.catalog);
-        Ok(self.tools_in(&view, &always.resident))
+        let offered = self.offered_unconfigured(&view, &always.resident);
+        Ok(self.tools_in(&offered))
     }
 
-    /// [`Turn::tools`] over a session view read once.
-    fn tools_in(&self, view: &SessionView, always: &[usize]) -> Vec<ToolDefinition> {
-        let mut out: Vec<ToolDefinition> =
-            self.meta_tools().into_iter().map(meta_definition).collect();
-        for index in offered(&self.catalog, view, always, &|i| self.admitted(i)) {
+    /// The items on offer this turn whether or not their package's settings are set, in offer
+    /// order: one pass of [`offered`] that both the tool list and "not configured" take from
+    /// (with first-seen deduplication, leaving out the unconfigured ones keeps the others'
+    /// order, so the list is exactly `offered` over [`Turn::admitted`]).
+    fn offered_unconfigured(&self, view: &SessionView, always: &[usize]) -> Vec<usize> {
+        offered(&self.catalog, view, always, &|i| {
+            self.admitted_unconfigured(i)
+        })
+    }
+
+    /// The tool list of [`Turn::tools`] from the items [`Turn::offered_unconfigured`] gave.
+    fn tools_in(&self, offered: &[usize]) -> Vec<Arc<ToolDefinition>> {
+        let mut out: Vec<Arc<ToolDefinition>> = self
+            .meta_tools()
+            .into_iter()
+            .map(definitions::meta)
+            .collect();
+        for &index in offered {
             let item = &self.catalog.items()[index];
+            if self.catalog.tool(item).is_some()
+                && self.missing_setting(self.package_of(item)).is_some()
+            {
+                continue;
+            }
             // An active skill's `disallowed-tools` takes it out of the list for the turn.
             let (package, local) = item
                 .qualified
@@ -367,7 +388,7 @@ impl Turn<'_> {
             if self.state.removes(package, local) {
                 continue;
             }
-            if let Some(def) = self.definition(item) {
+            if let Some(def) = self.definitions.item(&self.catalog, index) {
                 out.push(def);
             }
         }
@@ -383,22 +404,21 @@ impl Turn<'_> {
     pub fn offer(&self) -> Result<Offer, RuntimeError> {
         let view = self.view()?;
         let always = self.runtime.always_loaded(&self.catalog);
-        let tools = self.tools_in(&view, &always.resident);
-        let not_configured = offered(&self.catalog, &view, &always.resident, &|i| {
-            self.admitted_unconfigured(i)
-        })
-        .into_iter()
-        .filter_map(|index| {
-            let item = &self.catalog.items()[index];
-            self.catalog.tool(item)?;
-            let setting = self.missing_setting(self.package_of(item))?;
-            Some(NotConfigured {
-                name: item.wire.clone()?,
-                package: self.package_of(item).id.as_str().to_owned(),
-                setting,
+        let offered = self.offered_unconfigured(&view, &always.resident);
+        let tools = self.tools_in(&offered);
+        let not_configured = offered
+            .iter()
+            .filter_map(|&index| {
+                let item = &self.catalog.items()[index];
+                self.catalog.tool(item)?;
+                let setting = self.missing_setting(self.package_of(item))?;
+                Some(NotConfigured {
+                    name: item.wire.clone()?,
+                    package: self.package_of(item).id.as_str().to_owned(),
+                    setting,
+                })
             })
-        })
-        .collect();
+            .collect();
         let skills = self
             .catalog
             .packages()
@@ -412,33 +432,6 @@ impl Turn<'_> {
             tools,
             skills,
             not_configured,
-        })
-    }
-
-    pub(in crate::runtime) fn definition(&self, item: &Item) -> Option<ToolDefinition> {
-        let wire = item.wire.clone()?;
-        let package = self.package_of(item);
-        let (description, input_schema) = match item.kind {
-            ItemKind::Tool => {
-                let tool = self.catalog.tool(item)?;
-                (tool.description.full(), tool.input.clone())
-            }
-            ItemKind::Agent => {
-                let agent = package.agents.get(item.index)?;
-                (
-                    agent.description.clone(),
-                    json!({"type": "object", "properties": {"task": {"type": "string"}}, "required": ["task"]}),
-                )
-            }
-            ItemKind::Workflow => {
-                let workflow = package.workflows.get(item.index)?;
-                (workflow.description.clone(), workflow.input.clone())
-            }
-        };
-        Some(ToolDefinition {
-            name: wire,
-            description,
-            input_schema,
         })
     }
 
