@@ -177,9 +177,9 @@ pub fn request_parts(
         .into_iter()
         .filter(|t| allowed(scope, turn, &t.name))
         .map(|t| ToolSpec {
-            name: t.name,
-            description: t.description,
-            input_schema: t.input_schema,
+            name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema.clone(),
         })
         .collect();
     let today = chrono::Local::now().format("%Y-%m-%d").to_string();

@@ -565,7 +565,7 @@ impl Front {
             else {
                 continue;
             };
-            out.push(tool_spec(definition.name, tool));
+            out.push(tool_spec(definition.name.clone(), tool));
         }
         out
     }

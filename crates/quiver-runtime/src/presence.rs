@@ -218,10 +218,12 @@ pub fn offered(
     };
     let items = catalog.items();
     for (i, item) in items.iter().enumerate() {
+        // Residence first: it is a few set lookups, while admission evaluates the item's
+        // restrictions, and most items of a large catalog are not resident.
         if item.wire.is_some()
-            && admitted(item)
-            && scope_open(catalog, view, item)
             && resident(catalog, view, item)
+            && scope_open(catalog, view, item)
+            && admitted(item)
         {
             push(i, &mut out);
         }

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use chrono::NaiveDate;
 use quiver_catalog::Catalog;
 use quiver_policy::{ControlPlane, OperatorSettings, Origin, Principal, SessionGrants, TurnState};
-use quiver_store::{AuditEntry, AuditKind, NewSession, Store, StoreError};
+use quiver_store::{
+    AuditEntry, AuditKind, NewSession, PresenceStamp, SessionPresence, Store, StoreError,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 use thiserror::Error;
@@ -27,6 +29,7 @@ use crate::prompt::{PromptBudget, PromptError};
 mod agent_calls;
 mod cache;
 mod call;
+mod definitions;
 mod meta;
 mod outcome;
 mod run_ops;
@@ -173,6 +176,8 @@ pub struct Runtime {
     disabled: RwLock<BTreeSet<String>>,
     validators: Mutex<Validators>,
     always: Mutex<Option<AlwaysLoaded>>,
+    /// The definitions of the latest catalog snapshot a turn began on.
+    definitions: Mutex<Option<Arc<definitions::Definitions>>>,
     cache: cache::PerceptionCache,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
@@ -207,6 +212,7 @@ impl Runtime {
             disabled: RwLock::new(BTreeSet::new()),
             validators: Mutex::new((0, HashMap::new())),
             always: Mutex::new(None),
+            definitions: Mutex::new(None),
             cache: cache::PerceptionCache::default(),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
@@ -431,9 +437,9 @@ impl Runtime {
         origin: Origin,
         sender: Principal,
     ) -> Turn<'_> {
+        let catalog = self.catalog();
         Turn {
             runtime: self,
-            catalog: self.catalog(),
             session: session.to_owned(),
             agent: agent.to_owned(),
             own_agent: agent
@@ -452,6 +458,9 @@ impl Runtime {
             model: None,
             in_transcript: BTreeSet::new(),
             step: None,
+            presence: Mutex::new(None),
+            definitions: self.definitions(&catalog),
+            catalog,
         }
     }
 
@@ -493,6 +502,23 @@ impl Runtime {
         let set = Arc::new(AlwaysLoadedSet { resident, deferred });
         *cached = Some((catalog.version(), set.clone()));
         set
+    }
+
+    /// The shared definitions of `catalog`'s snapshot: those of the latest snapshot a turn began
+    /// on are kept (a turn keeps its own while it lives).
+    fn definitions(&self, catalog: &Catalog) -> Arc<definitions::Definitions> {
+        let mut kept = self
+            .definitions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match kept.as_ref() {
+            Some(d) if d.version() == catalog.version() => d.clone(),
+            _ => {
+                let d = Arc::new(definitions::Definitions::new(catalog));
+                *kept = Some(d.clone());
+                d
+            }
+        }
     }
 
     /// The `always_loaded` tools of the current catalog left deferred by the limit of 8.
@@ -684,6 +710,11 @@ pub struct Turn<'r> {
     in_transcript: BTreeSet<String>,
     /// Set when the turn runs one step of a workflow run.
     step: Option<workflow_steps::StepContext>,
+    /// The session's presence as this turn last read it, with the store's stamp of that read:
+    /// kept while the stamp does not move (see [`Turn::presence`]).
+    presence: Mutex<Option<(PresenceStamp, Arc<SessionPresence>)>>,
+    /// The offered definitions of `catalog`, shared by every turn on that snapshot.
+    definitions: Arc<definitions::Definitions>,
 }
 
 #[cfg(test)]

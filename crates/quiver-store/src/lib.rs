@@ -61,7 +61,7 @@ pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, NewSession, OnceApproval,
-    Session, SessionFilter, SessionPresence, SessionStatus, now_ms,
+    PresenceStamp, Session, SessionFilter, SessionPresence, SessionStatus, now_ms,
 };
 pub use workflow::WorkflowStore;
 
@@ -145,6 +145,16 @@ pub trait Store: Send + Sync {
 
     /// The session's active skills, in the order they were activated.
     fn active_skills(&self, session: &str) -> Result<Vec<String>>;
+
+    /// The stamp of the session's presence now (`None` for an unknown session, or a store that
+    /// keeps none): every change of its loaded tools, opened packages or active skills, by any
+    /// method or process, gives a new stamp. Read before [`Store::presence`], a stamp that did
+    /// not move since an earlier read means that read still holds (one integer read instead of
+    /// three set reads); the default keeps no stamp, so callers always read the sets.
+    fn presence_stamp(&self, session: &str) -> Result<Option<PresenceStamp>> {
+        let _ = session;
+        Ok(None)
+    }
 
     /// The session's opened packages, loaded tools and active skills, read together (the call
     /// pipeline needs all three for every call).

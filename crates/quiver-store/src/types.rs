@@ -442,3 +442,15 @@ pub struct SessionPresence {
     /// Active skills, in the order they were activated.
     pub active_skills: Vec<String>,
 }
+
+/// A stamp of a session's presence ([`Store::presence_stamp`](crate::Store::presence_stamp)):
+/// two reads that give the same stamp saw the same opened packages, loaded tools and active
+/// skills. It names the session's creation as well as its count of changes, so a session
+/// purged and created again under its id never matches an old stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PresenceStamp {
+    /// When the session was created (Unix ms).
+    pub created_at: i64,
+    /// How many times its loaded tools, opened packages or active skills changed.
+    pub changes: i64,
+}

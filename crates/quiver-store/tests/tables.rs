@@ -409,6 +409,60 @@ fn opened_packages_and_active_skills() {
 }
 
 #[test]
+fn every_presence_change_moves_the_stamp_and_nothing_else_does() {
+    let (_dir, store) = open();
+    assert_eq!(store.presence_stamp("nope").unwrap(), None);
+    session(&store, "s1");
+    session(&store, "s2");
+    let stamp = |s: &str| store.presence_stamp(s).unwrap().unwrap();
+    type Change = fn(&SqliteStore);
+    // (what, a write, whether it changes s1's presence)
+    let cases: [(&str, Change, bool); 13] = [
+        ("load", |s| drop(s.load_tool("s1", "a.t", 2)), true),
+        (
+            "load again (lru order)",
+            |s| drop(s.load_tool("s1", "b.t", 2)),
+            true,
+        ),
+        ("touch", |s| drop(s.touch_tool("s1", "a.t")), true),
+        ("evict", |s| drop(s.load_tool("s1", "c.t", 2)), true),
+        ("unload", |s| drop(s.unload_tool("s1", "c.t")), true),
+        ("open", |s| drop(s.open_package("s1", "p")), true),
+        ("close", |s| drop(s.close_package("s1", "p")), true),
+        ("activate", |s| drop(s.activate_skill("s1", "p/k")), true),
+        ("end", |s| drop(s.end_skill("s1", "p/k")), true),
+        (
+            "end all",
+            |s| {
+                s.activate_skill("s1", "p/k").unwrap();
+                s.end_all_skills("s1").unwrap();
+            },
+            true,
+        ),
+        (
+            "another session",
+            |s| drop(s.load_tool("s2", "a.t", 2)),
+            false,
+        ),
+        (
+            "consent",
+            |s| drop(s.set_consent("s1", "p", true, "u")),
+            false,
+        ),
+        (
+            "state",
+            |s| s.set_session_state("s1", &json!({"x": 1})).unwrap(),
+            false,
+        ),
+    ];
+    for (what, change, moves) in cases {
+        let before = stamp("s1");
+        change(&store);
+        assert_eq!(stamp("s1") != before, moves, "{what}");
+    }
+}
+
+#[test]
 fn consents() {
     let (_dir, store) = open();
     session(&store, "s1");

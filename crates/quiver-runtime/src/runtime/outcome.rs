@@ -1,6 +1,8 @@
 //! What a caller is offered, and how a call ended: typed, with its decisions, so no front
 //! re-reads the audit log to learn what happened.
 
+use std::sync::Arc;
+
 use quiver_policy::{Refusal, RefusalReason};
 use quiver_store::AuditDecision;
 use serde::Serialize;
@@ -22,8 +24,9 @@ pub struct ToolDefinition {
 /// What a caller is offered in a turn ([`Turn::offer`](crate::Turn::offer)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Offer {
-    /// The tools the model gets: meta-tools first, then the admitted items on offer.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools the model gets: meta-tools first, then the admitted items on offer (shared
+    /// definitions of the catalog snapshot).
+    pub tools: Vec<Arc<ToolDefinition>>,
     /// Skill ids the model may open with `read_skill` (or read as a resource), catalog order.
     pub skills: Vec<String>,
     /// Tools left out because a required package setting is unset.

@@ -5,20 +5,22 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_catalog::{Catalog, Entry, EntryKind, Item, ItemKind};
+use quiver_catalog::{Catalog, Entry, EntryKind, Item};
 use quiver_policy::{Restrictions, TurnState, admit};
 use serde_json::{Value, json};
 
 use super::call::audit::decision;
 use super::call::resolve::agent_input;
+use super::definitions;
+use super::meta::META_TOOLS;
 use super::meta::read_skill::Invoker;
-use super::meta::{META_TOOLS, meta_definition};
 use super::{CallKind, CallOutcome, NotConfigured, Offer, RuntimeError, ToolDefinition, Turn};
 use crate::approver::Approver;
 use crate::executor::CallContext;
 use crate::ids::new_id;
 use crate::presence::{SessionView, offered};
 use crate::prompt::{NamedSection, PromptReport, assemble_sections};
+use quiver_store::SessionPresence;
 
 impl Turn<'_> {
     /// Makes `person` the one who answers this turn's questions (the front's own channel to the
@@ -115,11 +117,12 @@ impl Turn<'_> {
                 ..SessionView::default()
             });
         }
-        let presence = self.runtime.store.presence(&self.session)?;
+        let presence = self.presence()?;
         let active_skills: BTreeSet<String> = presence
             .active_skills
-            .into_iter()
+            .iter()
             .filter(|id| self.skill_holds(id))
+            .cloned()
             .collect();
         let unlocked = active_skills
             .iter()
@@ -136,12 +139,36 @@ impl Turn<'_> {
             .flatten()
             .collect();
         Ok(SessionView {
-            opened: presence.opened.into_iter().collect(),
-            loaded: presence.loaded,
+            opened: presence.opened.iter().cloned().collect(),
+            loaded: presence.loaded.clone(),
             active_skills,
             unlocked,
             agent: self.own_agent.clone().or_else(|| self.step_package()),
         })
+    }
+
+    /// The session's opened packages, loaded tools and active skills as the store holds them
+    /// now. The three sets are read again only when the session's presence stamp moved since
+    /// this turn last read them: any write to them (this turn's `load_tool`, `read_skill`, a
+    /// direct call's load or touch, another turn or process on the same session, a reset)
+    /// moves the stamp, so a turn never acts on a stale copy, and a call or an offer costs one
+    /// integer read while nothing changed. A store that keeps no stamp is read every time.
+    fn presence(&self) -> Result<Arc<SessionPresence>, RuntimeError> {
+        // The stamp is read first: a write between the two reads leaves an older stamp on a
+        // newer copy, which the next read only re-reads.
+        let stamp = self.runtime.store.presence_stamp(&self.session)?;
+        let mut cached = self
+            .presence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let (Some(now), Some((seen, presence))) = (stamp, cached.as_ref())
+            && now == *seen
+        {
+            return Ok(presence.clone());
+        }
+        let presence = Arc::new(self.runtime.store.presence(&self.session)?);
+        *cached = stamp.map(|stamp| (stamp, presence.clone()));
+        Ok(presence)
     }
 
     /// Loads item `index` into the session's loaded slots: its whole package for an exposed
@@ -320,19 +347,39 @@ impl Turn<'_> {
     }
 
     /// The tools offered this turn: meta-tools, then resident, pinned, always-loaded and loaded
-    /// items, each admitted afresh for this turn's sender.
-    pub fn tools(&self) -> Result<Vec<ToolDefinition>, RuntimeError> {
+    /// items, each admitted afresh for this turn's sender. Definitions are shared with every
+    /// other turn of the same catalog snapshot.
+    pub fn tools(&self) -> Result<Vec<Arc<ToolDefinition>>, RuntimeError> {
         let view = self.view()?;
         let always = self.runtime.always_loaded(&self.catalog);
-        Ok(self.tools_in(&view, &always.resident))
+        let offered = self.offered_unconfigured(&view, &always.resident);
+        Ok(self.tools_in(&offered))
     }
 
-    /// [`Turn::tools`] over a session view read once.
-    fn tools_in(&self, view: &SessionView, always: &[usize]) -> Vec<ToolDefinition> {
-        let mut out: Vec<ToolDefinition> =
-            self.meta_tools().into_iter().map(meta_definition).collect();
-        for index in offered(&self.catalog, view, always, &|i| self.admitted(i)) {
+    /// The items on offer this turn whether or not their package's settings are set, in offer
+    /// order: one pass of [`offered`] that both the tool list and "not configured" take from
+    /// (with first-seen deduplication, leaving out the unconfigured ones keeps the others'
+    /// order, so the list is exactly `offered` over [`Turn::admitted`]).
+    fn offered_unconfigured(&self, view: &SessionView, always: &[usize]) -> Vec<usize> {
+        offered(&self.catalog, view, always, &|i| {
+            self.admitted_unconfigured(i)
+        })
+    }
+
+    /// The tool list of [`Turn::tools`] from the items [`Turn::offered_unconfigured`] gave.
+    fn tools_in(&self, offered: &[usize]) -> Vec<Arc<ToolDefinition>> {
+        let mut out: Vec<Arc<ToolDefinition>> = self
+            .meta_tools()
+            .into_iter()
+            .map(definitions::meta)
+            .collect();
+        for &index in offered {
             let item = &self.catalog.items()[index];
+            if self.catalog.tool(item).is_some()
+                && self.missing_setting(self.package_of(item)).is_some()
+            {
+                continue;
+            }
             // An active skill's `disallowed-tools` takes it out of the list for the turn.
             let (package, local) = item
                 .qualified
@@ -341,7 +388,7 @@ impl Turn<'_> {
             if self.state.removes(package, local) {
                 continue;
             }
-            if let Some(def) = self.definition(item) {
+            if let Some(def) = self.definitions.item(&self.catalog, index) {
                 out.push(def);
             }
         }
@@ -357,22 +404,21 @@ impl Turn<'_> {
     pub fn offer(&self) -> Result<Offer, RuntimeError> {
         let view = self.view()?;
         let always = self.runtime.always_loaded(&self.catalog);
-        let tools = self.tools_in(&view, &always.resident);
-        let not_configured = offered(&self.catalog, &view, &always.resident, &|i| {
-            self.admitted_unconfigured(i)
-        })
-        .into_iter()
-        .filter_map(|index| {
-            let item = &self.catalog.items()[index];
-            self.catalog.tool(item)?;
-            let setting = self.missing_setting(self.package_of(item))?;
-            Some(NotConfigured {
-                name: item.wire.clone()?,
-                package: self.package_of(item).id.as_str().to_owned(),
-                setting,
+        let offered = self.offered_unconfigured(&view, &always.resident);
+        let tools = self.tools_in(&offered);
+        let not_configured = offered
+            .iter()
+            .filter_map(|&index| {
+                let item = &self.catalog.items()[index];
+                self.catalog.tool(item)?;
+                let setting = self.missing_setting(self.package_of(item))?;
+                Some(NotConfigured {
+                    name: item.wire.clone()?,
+                    package: self.package_of(item).id.as_str().to_owned(),
+                    setting,
+                })
             })
-        })
-        .collect();
+            .collect();
         let skills = self
             .catalog
             .packages()
@@ -386,33 +432,6 @@ impl Turn<'_> {
             tools,
             skills,
             not_configured,
-        })
-    }
-
-    pub(in crate::runtime) fn definition(&self, item: &Item) -> Option<ToolDefinition> {
-        let wire = item.wire.clone()?;
-        let package = self.package_of(item);
-        let (description, input_schema) = match item.kind {
-            ItemKind::Tool => {
-                let tool = self.catalog.tool(item)?;
-                (tool.description.full(), tool.input.clone())
-            }
-            ItemKind::Agent => {
-                let agent = package.agents.get(item.index)?;
-                (
-                    agent.description.clone(),
-                    json!({"type": "object", "properties": {"task": {"type": "string"}}, "required": ["task"]}),
-                )
-            }
-            ItemKind::Workflow => {
-                let workflow = package.workflows.get(item.index)?;
-                (workflow.description.clone(), workflow.input.clone())
-            }
-        };
-        Some(ToolDefinition {
-            name: wire,
-            description,
-            input_schema,
         })
     }
 

@@ -37,7 +37,12 @@ fn read_skill_activates_opens_and_never_shows_host_paths() {
         "no host path: {text}"
     );
     // Opening pins the package's exposed items.
-    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(names.contains(&"weather__forecast".to_owned()), "{names:?}");
     // A second read is short.
     let again = turn.call("read_skill", json!({"id": "weather"})).unwrap();
@@ -60,7 +65,12 @@ fn issue_12_files_under_a_skill_read_in_the_seed_form_and_open_the_package() {
     let h = harness();
     let s = cli_session(&h);
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
-    let before: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let before: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(
         !before.contains(&"weather__forecast".to_owned()),
         "{before:?}"
@@ -76,7 +86,12 @@ fn issue_12_files_under_a_skill_read_in_the_seed_form_and_open_the_package() {
         assert_eq!(out.content["text"], want, "{id}: {out:?}");
     }
     // Reading under the skill opened its package: its exposed tools are offered now.
-    let after: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let after: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(after.contains(&"weather__forecast".to_owned()), "{after:?}");
     let unlisted = turn
         .call(
@@ -119,7 +134,12 @@ fn a_package_without_a_skill_opens_too() {
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
     let out = turn.call("read_skill", json!({"id": "notes"})).unwrap();
     assert_eq!(out.content["status"], "opened");
-    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(names.contains(&"notes__add_note".to_owned()));
 }
 
@@ -136,7 +156,12 @@ fn tool_search_finds_at_most_five_and_loads_tools() {
     let first_tool = results.iter().find(|r| r["kind"] == "tool").unwrap();
     assert_eq!(first_tool["name"], "weather__forecast");
     assert_eq!(first_tool["loaded"], true);
-    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(names.contains(&"weather__forecast".to_owned()));
     // Private and hidden items are never found.
     let out = turn
@@ -201,7 +226,11 @@ fn issue_12_finding_one_exposed_item_brings_its_whole_package_and_slots_count_pa
     let s = cli_session(&h);
     let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
     let names = |turn: &quiver_runtime::Turn<'_>| -> Vec<String> {
-        turn.tools().unwrap().into_iter().map(|t| t.name).collect()
+        turn.tools()
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.clone())
+            .collect()
     };
     // Loading one of notes' exposed tools brings every exposed tool of notes (seed 000).
     let loaded = turn

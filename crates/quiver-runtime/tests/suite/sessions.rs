@@ -28,7 +28,12 @@ fn a_restart_keeps_every_sessions_state() {
     drop(runtime);
     let h2 = build(_dir, &packages, db, RuntimeConfig::default(), None);
     let mut turn = h2.runtime.begin_turn(&s, owner(), "").unwrap();
-    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(
         names.contains(&"weather__forecast".to_owned())
             && names.contains(&"notes__add_note".to_owned()),
@@ -150,7 +155,7 @@ fn concurrent_sessions_never_see_each_others_state() {
         .tools()
         .unwrap()
         .into_iter()
-        .map(|t| t.name)
+        .map(|t| t.name.clone())
         .collect();
     assert!(
         !names.contains(&"weather__forecast".to_owned()),
@@ -171,7 +176,12 @@ fn loaded_tools_are_capped_least_recently_used_first() {
         .unwrap();
     turn.call("load_tool", json!({"name": "notes__long_list"}))
         .unwrap();
-    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(
         names.contains(&"notes__long_list".to_owned())
             && !names.contains(&"weather__forecast".to_owned()),
@@ -266,7 +276,12 @@ fn always_loaded_overflow_is_deferred_and_reported() {
     assert_eq!(h.runtime.deferred_always_loaded(), ["a8.t", "a9.t"]);
     let s = cli_session(&h);
     let turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
-    let names: Vec<String> = turn.tools().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = turn
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert!(
         names.contains(&"a7__t".to_owned()) && !names.contains(&"a8__t".to_owned()),
         "{names:?}"

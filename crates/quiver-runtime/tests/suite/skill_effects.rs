@@ -89,7 +89,11 @@ fn harness_effects() -> Harness {
 }
 
 fn names(turn: &Turn<'_>) -> Vec<String> {
-    turn.tools().unwrap().into_iter().map(|t| t.name).collect()
+    turn.tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.clone())
+        .collect()
 }
 
 fn session_as(h: &Harness, agent: &str, origin: Origin) -> String {
@@ -209,4 +213,55 @@ fn issue_12_an_agents_own_skill_opens_for_that_agent_alone_and_then_its_tools_ap
         turn.call("crew__bit", json!({})).unwrap().status,
         CallStatus::Unknown
     );
+}
+
+/// A turn keeps the session's presence between its calls and offers (re-read only when the
+/// store's stamp moved): what it offers must follow its own writes, another live turn's of the
+/// same session, and another process's, at once.
+#[test]
+fn a_turns_offer_never_goes_stale_after_a_write_to_its_session() {
+    let h = harness_effects();
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession]);
+    let offered = |turn: &Turn<'_>| -> Vec<String> {
+        turn.offer()
+            .unwrap()
+            .tools
+            .into_iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    let mut a = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    assert!(!offered(&a).contains(&"notes__add_note".to_owned()));
+    // Its own write: `load_tool`, then the offer (and `tools`) show it.
+    let load = a
+        .call("load_tool", json!({"name": "notes__add_note"}))
+        .unwrap();
+    assert_eq!(load.status, CallStatus::Ok, "{load:?}");
+    assert!(offered(&a).contains(&"notes__add_note".to_owned()));
+    assert!(names(&a).contains(&"notes__add_note".to_owned()));
+    // Another turn of the same session, live at the same time, reads a skill: this turn's
+    // next offer shows the tools it unlocked, and a call of one runs.
+    assert!(!offered(&a).contains(&"picky__keep".to_owned()));
+    let mut b = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let read = b.call("read_skill", json!({"id": "picky/choose"})).unwrap();
+    assert_eq!(read.content["status"], "activated", "{read:?}");
+    assert!(offered(&a).contains(&"picky__keep".to_owned()));
+    let keep = a.call("picky__keep", json!({})).unwrap();
+    assert_ne!(keep.status, CallStatus::Unknown, "{keep:?}");
+    // Another process resets the session's skills: the unlocked tool leaves this turn's offer
+    // and its call is unknown again.
+    let other = reopen(&h);
+    assert_eq!(
+        other.runtime.reset_skills(&s, "test").unwrap(),
+        ["picky/choose"]
+    );
+    assert!(!offered(&a).contains(&"picky__keep".to_owned()));
+    let gone = a.call("picky__keep", json!({})).unwrap();
+    assert_eq!(gone.status, CallStatus::Unknown, "{gone:?}");
+    // The store itself unloading a tool (no turn involved) is seen too.
+    use quiver_store::Store;
+    let store = quiver_store::SqliteStore::open(&h.db).unwrap();
+    assert!(store.unload_tool(&s, "notes").unwrap());
+    assert!(!offered(&a).contains(&"notes__add_note".to_owned()));
 }

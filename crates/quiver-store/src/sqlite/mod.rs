@@ -18,7 +18,7 @@ use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
-    NewSession, OnceApproval, Session, SessionFilter, SessionPresence, now_ms,
+    NewSession, OnceApproval, PresenceStamp, Session, SessionFilter, SessionPresence, now_ms,
 };
 
 use ops::SetTable;
@@ -308,6 +308,10 @@ impl Store for SqliteStore {
 
     fn active_skills(&self, session: &str) -> Result<Vec<String>> {
         self.read(|c| ops::set_list(c, SetTable::Skills, session))
+    }
+
+    fn presence_stamp(&self, session: &str) -> Result<Option<PresenceStamp>> {
+        self.read(|c| ops::presence_stamp(c, session))
     }
 
     fn presence(&self, session: &str) -> Result<SessionPresence> {

@@ -2,14 +2,14 @@
 //! connection inside the group transaction; reads on a pooled read-only connection.
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, Row, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::Value;
 
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, Decision, NewSession, OnceApproval, Session, SessionFilter,
-    SessionStatus,
+    AuditRecord, AuditStatus, Consent, Decision, NewSession, OnceApproval, PresenceStamp, Session,
+    SessionFilter, SessionStatus,
 };
 
 // --- helpers ---
@@ -330,6 +330,19 @@ pub(crate) fn load_tool(
         delete.execute(params![session, name])?;
     }
     Ok(evicted)
+}
+
+/// The session's presence stamp, `None` if there is no such session.
+pub(crate) fn presence_stamp(conn: &Connection, session: &str) -> Result<Option<PresenceStamp>> {
+    Ok(conn
+        .prepare_cached("SELECT created_at, presence_changes FROM sessions WHERE id = ?1")?
+        .query_row([session], |row| {
+            Ok(PresenceStamp {
+                created_at: row.get(0)?,
+                changes: row.get(1)?,
+            })
+        })
+        .optional()?)
 }
 
 /// The session's loaded tools, most recently used first.

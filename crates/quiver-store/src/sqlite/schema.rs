@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -430,3 +430,38 @@ fn has_tables(conn: &Connection) -> Result<bool> {
     )?;
     Ok(count > 0)
 }
+
+/// Version 10: a session's presence stamp. `presence_changes` counts every change of its loaded
+/// tools, opened packages and active skills, bumped by triggers in the transaction of the change
+/// (whichever process or method writes it), so a turn re-reads the three sets only when this one
+/// integer moved.
+const V10: &str = r#"
+ALTER TABLE sessions ADD COLUMN presence_changes INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER loaded_tools_insert_presence AFTER INSERT ON loaded_tools BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER loaded_tools_update_presence AFTER UPDATE ON loaded_tools BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER loaded_tools_delete_presence AFTER DELETE ON loaded_tools BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = OLD.session_id;
+END;
+CREATE TRIGGER opened_packages_insert_presence AFTER INSERT ON opened_packages BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER opened_packages_update_presence AFTER UPDATE ON opened_packages BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER opened_packages_delete_presence AFTER DELETE ON opened_packages BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = OLD.session_id;
+END;
+CREATE TRIGGER active_skills_insert_presence AFTER INSERT ON active_skills BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER active_skills_update_presence AFTER UPDATE ON active_skills BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = NEW.session_id;
+END;
+CREATE TRIGGER active_skills_delete_presence AFTER DELETE ON active_skills BEGIN
+    UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = OLD.session_id;
+END;
+"#;
