@@ -6,8 +6,9 @@
 //! else a v1 hierarchy (`/sys/fs/cgroup/memory`, `pids`, `cpu`). The runtime prepares a
 //! `quiver` group under its own group (so the tools stay inside any limit the runtime itself
 //! has) when the sandbox starts, and removes what a killed launcher left; each launcher makes
-//! `quiver/<its pid>` with the call's limits, its tool joins it before `execve`, and it is
-//! removed when the tool ends. A controller this machine lacks is named in a warning when the
+//! `quiver/<its pid>` with the call's limits, its tool's first process moves itself into it
+//! before it builds its mount view (see [`Cgroup::join`]), and it is removed when the tool
+//! ends. A controller this machine lacks is named in a warning when the
 //! sandbox starts ([`prepare`]); the call then runs without that limit.
 
 use std::path::{Path, PathBuf};
@@ -205,9 +206,15 @@ impl Cgroup {
             };
             let dir = place.dir().to_owned();
             if !places.iter().any(|(_, p)| p.dir() == dir) {
-                // A group of the same name is a leftover of a dead launcher with this pid.
-                let _ = std::fs::remove_dir(&dir);
-                std::fs::create_dir(&dir).map_err(|source| CgroupError {
+                let created = std::fs::create_dir(&dir).or_else(|e| {
+                    // A group of the same name is a leftover of a dead launcher with this pid.
+                    if e.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(e);
+                    }
+                    let _ = std::fs::remove_dir(&dir);
+                    std::fs::create_dir(&dir)
+                });
+                created.map_err(|source| CgroupError {
                     path: dir.clone(),
                     source,
                 })?;
@@ -218,10 +225,19 @@ impl Cgroup {
         Ok(Cgroup { places })
     }
 
-    /// Moves the process `pid` into the groups.
-    pub fn add(&self, pid: u32) -> Result<(), CgroupError> {
+    /// Moves the calling process, which must have a single thread, into the groups. On v1 it
+    /// writes `0` to each group's `tasks`: moving only the calling thread skips the kernel's
+    /// global lock on every thread group, whose taking waits for an RCU grace period
+    /// (milliseconds, on every call) unless the hierarchy is mounted with `favordynmods`
+    /// (Linux 5.5 on; older kernels take the lock either way). On v2 it writes `0` to
+    /// `cgroup.procs`.
+    pub fn join(&self) -> Result<(), CgroupError> {
         for (_, place) in &self.places {
-            write(place.dir(), "cgroup.procs", &pid.to_string())?;
+            let file = match place {
+                Place::V1(_) => "tasks",
+                Place::V2(_) => "cgroup.procs",
+            };
+            write(place.dir(), file, "0")?;
         }
         Ok(())
     }
@@ -353,8 +369,8 @@ mod tests {
                 !dir.join("memory.swap.max").exists(),
                 "only where swap is on"
             );
-            group.add(77).unwrap();
-            assert_eq!(read(&dir.join("cgroup.procs")), "77");
+            group.join().unwrap();
+            assert_eq!(read(&dir.join("cgroup.procs")), "0");
             assert!(!group.out_of_memory());
             std::fs::write(
                 dir.join("memory.events"),
@@ -387,6 +403,8 @@ mod tests {
             (32u64 << 20).to_string()
         );
         assert_eq!(read(&fs.path().join("pids/job/quiver/4242/pids.max")), "16");
+        group.join().unwrap();
+        assert_eq!(read(&dir.join("tasks")), "0", "v1 moves the calling thread");
         std::fs::write(
             dir.join("memory.oom_control"),
             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",

@@ -12,12 +12,12 @@
 //!    `127.0.0.1:<port>` to the runtime's proxy socket;
 //! 5. builds the seccomp filters and the call's cgroups (memory, processes, CPU), and refuses
 //!    a call whose data folder is already over its disk budget;
-//! 6. forks the tool's first process and moves it into the cgroups; the child enters a mount
-//!    namespace whose root holds only what the policy grants (the `view` module), builds the
-//!    Landlock ruleset, sets rlimits, drops every capability and becomes its package's own
-//!    user, sets `no_new_privs`, restricts itself with Landlock and seccomp, waits until it is
-//!    in the cgroups, closes every descriptor above 2, and `execve`s the tool with exactly the
-//!    policy's environment;
+//! 6. forks the tool's first process, which moves itself into the cgroups (see
+//!    [`Cgroup::join`]: no global lock, no RCU grace period on v1), enters a mount namespace
+//!    whose root holds only what the policy grants (the `view` module), builds the Landlock
+//!    ruleset, sets rlimits, drops every capability and becomes its package's own user, sets
+//!    `no_new_privs`, restricts itself with Landlock and seccomp, closes every descriptor
+//!    above 2, and `execve`s the tool with exactly the policy's environment;
 //! 7. waits for it (stopping it when its data folder goes over the budget) and exits with its
 //!    status; if the runtime that started the launcher dies first, kills it (and so its whole
 //!    namespace).
@@ -191,32 +191,17 @@ fn run_confined(
     }
     let cgroup = Cgroup::create(std::process::id(), &limits)
         .map_err(|e| LaunchError::Usage(e.to_string()))?;
-    // The launcher moves the child into the groups while the child builds its mount view
-    // (a move waits for an RCU grace period, milliseconds); the child waits for the word
-    // before it `execve`s.
-    let (mut joined_rx, mut joined_tx) = io::pipe().map_err(sys("pipe"))?;
     let child = fork().map_err(sys("fork"))?;
     if child == 0 {
-        drop(joined_tx);
-        let err = confine_and_exec(policy, port, &mut joined_rx, filters, command);
+        // The child (one thread, still root, the host's file system in view) moves itself
+        // into the groups before anything else, so everything it starts is counted.
+        let err = match cgroup.join() {
+            Ok(()) => confine_and_exec(policy, port, filters, command),
+            Err(e) => LaunchError::Usage(format!("joining the call's cgroups: {e}")),
+        };
         let _ = writeln!(io::stderr(), "{ERROR_PREFIX}{err}");
         exit_now(SETUP_FAILED);
     }
-    drop(joined_rx);
-    let joined = u32::try_from(child)
-        .map_err(|_| LaunchError::Usage("fork returned a negative pid".into()))
-        .and_then(|pid| {
-            cgroup
-                .add(pid)
-                .map_err(|e| LaunchError::Usage(e.to_string()))
-        });
-    if let Err(err) = joined {
-        crate::sys::kill_and_reap(child);
-        cgroup.remove();
-        return Err(err);
-    }
-    let _ = joined_tx.write_all(b"1");
-    drop(joined_tx);
     let code = wait(child, runtime, policy);
     let out_of_memory = cgroup.out_of_memory();
     cgroup.remove();
@@ -364,17 +349,15 @@ fn landlock_ruleset(policy: &Policy, port: Option<u16>) -> Result<RulesetCreated
     Ok(created)
 }
 
-/// In the forked child: mount view, Landlock, limits, privileges, `no_new_privs`, seccomp,
-/// the word that it is in the call's cgroups, descriptors, then `execve`. Returns only on
-/// failure.
+/// In the forked child, once in the call's cgroups: mount view, Landlock, limits, privileges,
+/// `no_new_privs`, seccomp, descriptors, then `execve`. Returns only on failure.
 fn confine_and_exec(
     policy: &Policy,
     port: Option<u16>,
-    joined: &mut io::PipeReader,
     filters: &[BpfProgram],
     command: &[OsString],
 ) -> LaunchError {
-    match confine(policy, port, joined, filters) {
+    match confine(policy, port, filters) {
         Ok(()) => {}
         Err(e) => return e,
     }
@@ -387,12 +370,7 @@ fn confine_and_exec(
     ))
 }
 
-fn confine(
-    policy: &Policy,
-    port: Option<u16>,
-    joined: &mut io::PipeReader,
-    filters: &[BpfProgram],
-) -> Result<(), LaunchError> {
+fn confine(policy: &Policy, port: Option<u16>, filters: &[BpfProgram]) -> Result<(), LaunchError> {
     if crate::sys::unshare(libc::CLONE_NEWNS).is_err() {
         let source = io::Error::last_os_error();
         return Err(LaunchError::Unavailable(format!(
@@ -439,9 +417,6 @@ fn confine(
         seccompiler::apply_filter(filter)
             .map_err(|e| LaunchError::Usage(format!("seccomp: {e}")))?;
     }
-    let mut word = [0u8; 1];
-    io::Read::read_exact(joined, &mut word)
-        .map_err(sys("waiting to be moved into the call's cgroups"))?;
     crate::sys::close_from_3().map_err(sys("closing inherited descriptors"))
 }
 
