@@ -1,6 +1,6 @@
 //! Event subscriptions in `quiver.yaml` (`events: [order.paid, order.*, shop.**]`): names of
 //! dot-separated segments, where a whole segment `*` matches any one segment and a last
-//! segment `**` matches one or more. Pure; the scheduler asks [`matches`].
+//! segment `**` matches one or more. Pure; the scheduler asks [`matches()`].
 
 /// Why a subscription is not a valid pattern, if it is not.
 pub fn check(pattern: &str) -> Result<(), String> {

@@ -13,7 +13,7 @@
 //! 5. builds the seccomp filters and the call's cgroups (memory, processes, CPU), and refuses
 //!    a call whose data folder is already over its disk budget;
 //! 6. forks the tool's first process, which moves itself into the cgroups (see
-//!    [`Cgroup::join`]: no global lock, no RCU grace period on v1), enters a mount namespace
+//!    `Cgroup::join`: no global lock, no RCU grace period on v1), enters a mount namespace
 //!    whose root holds only what the policy grants (the `view` module), builds the Landlock
 //!    ruleset, sets rlimits, drops every capability and becomes its package's own user, sets
 //!    `no_new_privs`, restricts itself with Landlock and seccomp, closes every descriptor
