@@ -218,12 +218,12 @@ impl<'a> Engine<'a> {
                         &call,
                         &outcome,
                     );
-                    done.call_audit.clone_from(&record);
+                    done.call_audit = record;
                     // `false`: the run was cancelled or taken over meanwhile; the late result is
                     // discarded, and the call's own record kept.
                     if self.store.advance(&done)? {
                         crash::committed(&done, "result_committed");
-                    } else if let Some(record) = &record {
+                    } else if let Some(record) = &done.call_audit {
                         self.store.append_step_audit(record)?;
                     }
                 }

@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 
 use miette::{IntoDiagnostic, miette};
 use quiver_host::{Host, HostOptions, State};
-use quiver_runtime::{ApproverSet, Runtime, WorkflowSteps};
+use quiver_runtime::{ApproverSet, RunError, RunOps, Runtime};
 use quiver_store::workflow::RunStatus;
 use quiver_store::{SqliteStore, WorkflowStore};
-use quiver_workflow::{Engine, SystemClock};
 use serde::Serialize;
 use serde_json::json;
 
@@ -85,27 +84,20 @@ fn fixture(dir: &Path) -> miette::Result<(PathBuf, PathBuf)> {
 
 /// Starts a run of `workflow` for the local operator, unattended; driven only when `drive`.
 fn start(runtime: &Runtime, workflow: &str, drive: bool) -> miette::Result<String> {
-    let fail = |e: &dyn std::fmt::Display| miette!("{e}");
-    let definition = runtime
-        .workflow_definition(workflow)
-        .ok_or_else(|| miette!("the bench's workflow `{workflow}` did not load"))?;
-    let store = runtime
-        .workflow_store()
-        .ok_or_else(|| miette!("no workflow store"))?;
-    let steps = WorkflowSteps::new(runtime);
-    let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
-    let digest = engine.pin(&definition).map_err(|e| fail(&e))?;
-    let start = runtime.run_start(
-        "resume",
-        &quiver_policy::Principal::user("bench", quiver_package::rules::Role::Master),
-        json!({}),
-        json!({"kind": "manual", "front": "bench"}),
-        false,
-        None,
-    );
-    let (run, _) = engine.start(&digest, &start).map_err(|e| fail(&e))?;
+    let fail = |e: RunError| miette!("{e}");
+    let ops = RunOps::new(runtime).map_err(fail)?;
+    let (run, _) = ops
+        .start(
+            workflow,
+            &quiver_policy::Principal::user("bench", quiver_package::rules::Role::Master),
+            json!({}),
+            json!({"kind": "manual", "front": "bench"}),
+            false,
+            None,
+        )
+        .map_err(fail)?;
     if drive {
-        engine.drive(&run.id).map_err(|e| fail(&e))?;
+        ops.drive(&run.id).map_err(fail)?;
     }
     Ok(run.id)
 }
@@ -152,7 +144,7 @@ fn ms(d: Duration) -> f64 {
 
 fn p50(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+    quiver_runtime::bench::percentile(&v, 0.5)
 }
 
 /// One round: a run started, a server crashed in its step, a server restarted and timed.

@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use quiver_host::{Host, HostOptions};
 use quiver_runtime::approver::Approver;
-use quiver_runtime::{ApproverSet, RunOps, WorkflowSteps};
+use quiver_runtime::{ApproverSet, RunError, RunOps};
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{Run, RunFilter, RunStatus};
-use quiver_workflow::{Engine, SystemClock};
 use serde_json::{Value, json};
 
 use super::runtime::{SenderArgs, StateArgs};
@@ -117,35 +116,27 @@ pub fn run(roots: &RootArgs, args: RunArgs) -> miette::Result<ExitCode> {
     let interactive = std::io::stdin().is_terminal();
     let host = open_host(roots, &args.state, interactive)?;
     let runtime = host.runtime();
-    let fail = |e: &dyn std::fmt::Display| miette::miette!("{e}");
-    let definition = runtime
-        .workflow_definition(&args.workflow)
-        .ok_or_else(|| miette::miette!("no workflow `{}` in the catalog", args.workflow))?;
-    let store = runtime
-        .workflow_store()
-        .ok_or_else(|| miette::miette!("this host runs no workflow engine"))?;
-    let steps = WorkflowSteps::new(runtime);
-    let engine = Engine::new(store.as_ref(), &steps, &SystemClock);
-    let digest = engine.pin(&definition).map_err(|e| fail(&e))?;
-    let start = runtime.run_start(
-        definition.package.as_str(),
-        &sender,
-        input,
-        json!({"kind": "manual", "front": "cli"}),
-        interactive,
-        args.key,
-    );
-    let (run, created) = engine.start(&digest, &start).map_err(|e| fail(&e))?;
+    let fail = |e: RunError| miette::miette!("{e}");
+    let ops = RunOps::new(runtime).map_err(fail)?;
+    let (run, created) = ops
+        .start(
+            &args.workflow,
+            &sender,
+            input,
+            json!({"kind": "manual", "front": "cli"}),
+            interactive,
+            args.key,
+        )
+        .map_err(fail)?;
     if !created {
         crate::err(&format!("{} exists already with this key", run.id));
     }
     let run = if args.wait {
-        RunOps::new(runtime)
-            .and_then(|ops| ops.wait(&run.id, None, super::runs_ops::WAIT_POLL))
-            .map_err(|e| fail(&e))?
+        ops.wait(&run.id, None, super::runs_ops::WAIT_POLL)
     } else {
-        engine.drive(&run.id).map_err(|e| fail(&e))?
-    };
+        ops.drive(&run.id)
+    }
+    .map_err(fail)?;
     print_run(&run, args.json);
     Ok(match run.status {
         RunStatus::Failed | RunStatus::Cancelled => ExitCode::FAILURE,

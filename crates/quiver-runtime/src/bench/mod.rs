@@ -196,8 +196,8 @@ pub fn run_pipeline(
     })
 }
 
-/// The `p` quantile of sorted `times`.
-pub(crate) fn percentile(times: &[f64], p: f64) -> f64 {
+/// The `p` quantile (nearest rank) of sorted `times`; 0 when empty.
+pub fn percentile(times: &[f64], p: f64) -> f64 {
     times
         .get(((times.len() as f64 * p).ceil() as usize).saturating_sub(1))
         .copied()

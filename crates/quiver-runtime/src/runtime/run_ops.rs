@@ -26,6 +26,9 @@ pub enum RunError {
     /// No run has this id.
     #[error("no run `{0}`")]
     NoRun(String),
+    /// The catalog has no workflow of this name.
+    #[error("no workflow `{0}` in the catalog")]
+    NoWorkflow(String),
     /// It does not apply to the run as it stands, or the person may not do it (answered
     /// already, self-approval, not an approver, not in doubt, ended).
     #[error("{0}")]
@@ -105,6 +108,40 @@ impl<'r> RunOps<'r> {
 
     fn engine(&self) -> Engine<'_> {
         Engine::new(self.store, &self.steps, &SystemClock)
+    }
+
+    /// Starts a run of the workflow `qualified` (`pkg.workflow`) of the current catalog,
+    /// pinned by its definition's digest, for `sender` ([`Runtime::run_start`] says how); the
+    /// run, and whether this call created it (a run with the same key is that run).
+    pub fn start(
+        &self,
+        qualified: &str,
+        sender: &Principal,
+        input: Value,
+        trigger: Value,
+        attended: bool,
+        key: Option<String>,
+    ) -> Result<(Run, bool), RunError> {
+        let definition = self
+            .runtime
+            .workflow_definition(qualified)
+            .ok_or_else(|| RunError::NoWorkflow(qualified.to_owned()))?;
+        let engine = self.engine();
+        let digest = engine.pin(&definition)?;
+        let start = self.runtime.run_start(
+            definition.package.as_str(),
+            sender,
+            input,
+            trigger,
+            attended,
+            key,
+        );
+        Ok(engine.start(&digest, &start)?)
+    }
+
+    /// Drives the run until it ends or waits; the run as it then stands.
+    pub fn drive(&self, id: &str) -> Result<Run, RunError> {
+        Ok(self.engine().drive(id)?)
     }
 
     /// The run with this id.
