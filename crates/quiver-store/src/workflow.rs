@@ -270,6 +270,20 @@ pub struct Attempt {
     pub process: Option<String>,
 }
 
+/// A run with its attempts and waits and the last event id, read from one snapshot of the
+/// store: what an engine decides a run's next move on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunState {
+    /// The run.
+    pub run: Run,
+    /// Every attempt of the run, by step then attempt.
+    pub attempts: Vec<Attempt>,
+    /// Every wait of the run, oldest first.
+    pub waits: Vec<Wait>,
+    /// The id of the last event stored (0 when none).
+    pub last_event: i64,
+}
+
 /// A stored wait.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Wait {
@@ -469,6 +483,10 @@ pub trait WorkflowStore: Send + Sync {
 
     /// Runs matching the filter, newest first.
     fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>>;
+
+    /// The run with this id, its attempts, its waits and the last event id, all read in one
+    /// transaction (one consistent snapshot).
+    fn run_state(&self, id: &str) -> Result<Option<RunState>>;
 
     /// Every attempt of a run, by step then attempt.
     fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;

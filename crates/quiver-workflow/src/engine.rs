@@ -2,6 +2,7 @@
 //! run waits or ends. Every commit goes through [`WorkflowStore::advance`], conditional on the
 //! run being where the engine saw it; see docs/workflows.md for the order.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
@@ -153,18 +154,32 @@ impl<'a> Engine<'a> {
     }
 
     fn load(&self, run_id: &str) -> Result<Loaded> {
-        let run = self
+        self.load_with(run_id, None)
+    }
+
+    /// The run as it stands, in one read; `known` is its definition when the caller has it
+    /// already (a digest names one content, so it never needs reading again).
+    fn load_with(&self, run_id: &str, known: Option<(String, Arc<Definition>)>) -> Result<Loaded> {
+        let store::RunState {
+            mut run,
+            attempts,
+            waits,
+            last_event,
+        } = self
             .store
-            .run(run_id)?
+            .run_state(run_id)?
             .ok_or_else(|| WorkflowError::NoRun(run_id.to_owned()))?;
-        let def = self.definition(&run.digest)?;
+        let def = match known {
+            Some((digest, def)) if digest == run.digest => def,
+            _ => Arc::new(self.definition(&run.digest)?),
+        };
         // A lease of an engine whose process is known to be gone holds nothing.
-        let mut run = run;
         run.lease = run.lease.filter(|l| owner_alive(&l.owner));
         Ok(Loaded {
-            attempts: self.store.attempts(run_id)?,
-            waits: self.store.waits(run_id)?,
-            last_event: self.store.last_event_id()?,
+            attempts,
+            waits,
+            last_event,
+            digest: run.digest.clone(),
             run,
             def,
         })
@@ -184,8 +199,10 @@ impl<'a> Engine<'a> {
     }
 
     fn drive_held(&self, run_id: &str) -> Result<Run> {
+        let mut def = None;
         loop {
-            let loaded = self.load(run_id)?;
+            let loaded = self.load_with(run_id, def.take())?;
+            def = Some(loaded.known());
             let view = loaded.view(self.clock.now_ms(), &self.owner);
             match decide::decide(&view) {
                 Next::Idle => return Ok(loaded.run),
@@ -357,13 +374,20 @@ pub(crate) fn check_input(def: &Definition, input: &Value) -> Result<()> {
 /// A run and everything its decisions read.
 struct Loaded {
     run: Run,
-    def: Definition,
+    def: Arc<Definition>,
+    /// The digest `def` was read under.
+    digest: String,
     attempts: Vec<store::Attempt>,
     waits: Vec<store::Wait>,
     last_event: i64,
 }
 
 impl Loaded {
+    /// Its definition, for the next load of the same run.
+    fn known(&self) -> (String, Arc<Definition>) {
+        (self.digest.clone(), self.def.clone())
+    }
+
     fn view<'v>(&'v self, now: i64, owner: &'v str) -> View<'v> {
         View {
             owner,

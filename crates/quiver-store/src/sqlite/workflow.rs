@@ -9,7 +9,8 @@ use super::workflow_ops::{self as ops, KeyedTable};
 use crate::error::Result;
 use crate::types::{AuditEntry, now_ms};
 use crate::workflow::{
-    Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, Wait, WaitKind, WorkflowStore,
+    Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, RunState, Wait, WaitKind,
+    WorkflowStore,
 };
 
 impl WorkflowStore for SqliteStore {
@@ -45,6 +46,10 @@ impl WorkflowStore for SqliteStore {
 
     fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
         self.read(|c| ops::runs(c, filter))
+    }
+
+    fn run_state(&self, id: &str) -> Result<Option<RunState>> {
+        self.read(|c| ops::run_state(c, id))
     }
 
     fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {

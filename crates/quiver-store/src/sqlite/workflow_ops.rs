@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::ops::{EncodedAudit, append_audit, decode, encode};
 use crate::error::{Result, StoreError};
 use crate::workflow::{
-    Advance, Attempt, AttemptStatus, Definition, Event, Lease, NewRun, Run, RunFilter, RunStatus,
-    Wait, WaitKind, WaitStatus,
+    Advance, Attempt, AttemptStatus, Definition, Event, Lease, NewRun, Run, RunFilter, RunState,
+    RunStatus, Wait, WaitKind, WaitStatus,
 };
 
 fn corrupt(table: &'static str, detail: String) -> StoreError {
@@ -141,6 +141,21 @@ impl RawRun {
                 .map(|(owner, until)| Lease { owner, until }),
         })
     }
+}
+
+/// A run and what its next move depends on, in one read transaction.
+pub(crate) fn run_state(conn: &Connection, id: &str) -> Result<Option<RunState>> {
+    // Dropped without a commit, the read transaction ends (a rollback of nothing).
+    let snapshot = conn.unchecked_transaction()?;
+    let Some(run) = run(&snapshot, id)? else {
+        return Ok(None);
+    };
+    Ok(Some(RunState {
+        attempts: attempts(&snapshot, id)?,
+        waits: waits(&snapshot, id)?,
+        last_event: last_event_id(&snapshot)?,
+        run,
+    }))
 }
 
 pub(crate) fn run(conn: &Connection, id: &str) -> Result<Option<Run>> {

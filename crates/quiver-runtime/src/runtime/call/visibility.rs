@@ -67,12 +67,14 @@ impl Turn<'_> {
         evaluate_call(&request)
     }
 
-    /// Loads a directly called item into the session, or keeps the loaded tools' order.
+    /// Loads a directly called item into the session, or keeps the loaded tools' order. A
+    /// workflow step's session is its run's, with no model to offer tools to: nothing is
+    /// loaded (a write fewer per step).
     pub(in crate::runtime) fn load_into_session(
         &self,
         target: &Target<'_>,
     ) -> Result<(), RuntimeError> {
-        let Some(index) = target.item else {
+        let Some(index) = target.item.filter(|_| self.step.is_none()) else {
             return Ok(());
         };
         if !target.offered {
