@@ -137,8 +137,12 @@ impl Danger {
 /// Whether the local name `name` matches the listed `entry`: the whole name, or a suffix of at
 /// least two `_`-separated segments. `-` counts as `_`.
 pub fn name_matches(name: &str, entry: &str) -> bool {
-    let name = normalize(name);
-    let entry = normalize(entry);
+    normalized_matches(&normalize(name), &normalize(entry))
+}
+
+/// [`name_matches`] for a name and an entry already normalized (no allocation: it runs for
+/// every built-in entry on every call).
+fn normalized_matches(name: &str, entry: &str) -> bool {
     if entry.is_empty() {
         return false;
     }
@@ -146,7 +150,11 @@ pub fn name_matches(name: &str, entry: &str) -> bool {
         return true;
     }
     let segments = entry.split('_').filter(|s| !s.is_empty()).count();
-    segments >= 2 && !entry.starts_with('_') && name.ends_with(&format!("_{entry}"))
+    segments >= 2
+        && !entry.starts_with('_')
+        && name
+            .strip_suffix(entry)
+            .is_some_and(|head| head.ends_with('_'))
 }
 
 fn normalize(name: &str) -> String {
@@ -164,8 +172,10 @@ pub fn classify(
     extra: &[DangerousName],
 ) -> Option<Danger> {
     let mut matches = Vec::new();
+    let normalized = normalize(name);
+    // The built-in entries are written normalized (a test holds them to it).
     for (entry, category) in BUILTIN_DANGEROUS {
-        if name_matches(name, entry) {
+        if normalized_matches(&normalized, entry) {
             matches.push(DangerMatch {
                 source: DangerSource::BuiltIn {
                     entry: (*entry).to_owned(),
@@ -175,7 +185,7 @@ pub fn classify(
         }
     }
     for extra in extra {
-        if name_matches(name, &extra.name) {
+        if normalized_matches(&normalized, &normalize(&extra.name)) {
             matches.push(DangerMatch {
                 source: DangerSource::Operator {
                     entry: extra.name.clone(),

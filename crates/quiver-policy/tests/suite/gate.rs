@@ -72,6 +72,9 @@ fn dangerous_gate_builtin_list_with_categories() {
         .collect();
     assert_eq!(BUILTIN_DANGEROUS, expected.as_slice());
     for (name, category) in BUILTIN_DANGEROUS {
+        // `classify` matches the entries as written: they must be normalized already.
+        let normalized = name.trim().to_ascii_lowercase().replace('-', "_");
+        assert_eq!(*name, normalized, "{name} is not written normalized");
         let danger = classify(name, None, None, &[]);
         assert_eq!(
             danger.map(|d| d.categories),

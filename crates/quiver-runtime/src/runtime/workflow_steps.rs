@@ -66,9 +66,13 @@ impl<'r> WorkflowSteps<'r> {
         self
     }
 
-    /// The run's own session, created at its first step.
+    /// The run's own session, created at its first step (later steps only read that it is
+    /// there: a read costs less than a write that fails).
     fn session(&self, call: &StepCall) -> Result<String, RuntimeError> {
         let id = format!("ses-{}", call.run_id);
+        if self.runtime.store.session(&id)?.is_some() {
+            return Ok(id);
+        }
         let mut new = NewSession::new(id.clone(), "workflow");
         new.principal = call.principal.clone();
         new.catalog_version = self.runtime.catalog().version().to_string();

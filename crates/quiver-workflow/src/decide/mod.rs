@@ -594,18 +594,19 @@ pub fn after_call(view: &View<'_>, call: &StepCall, outcome: &StepOutcome) -> Ad
         .and_then(|i| view.def.workflow.steps.get(i));
     let write = |status, output, error| view.attempt_write(s, call.attempt, status, output, error);
     let mut advance = match outcome {
-        StepOutcome::Output(v) => Advance {
-            audit: Some(audit(
+        StepOutcome::Output(v) => {
+            let written = write(AttemptStatus::Ok, Some(v.clone()), None);
+            let mut advance = end_after_last(view, &written)
+                .unwrap_or_else(|| view.advance(Vec::new(), view.next_step()));
+            advance.attempts.insert(0, written);
+            advance.audit = Some(audit(
                 view,
                 call,
                 AuditStatus::Ok,
                 json!({"attempt": call.attempt}),
-            )),
-            ..view.advance(
-                vec![write(AttemptStatus::Ok, Some(v.clone()), None)],
-                view.next_step(),
-            )
-        },
+            ));
+            advance
+        }
         StepOutcome::Failed(message) => {
             let failed = u32::try_from(call.attempt).unwrap_or(u32::MAX);
             let pause = step
@@ -675,6 +676,51 @@ pub fn after_call(view: &View<'_>, call: &StepCall, outcome: &StepOutcome) -> Ad
         advance.to.attempt = call.attempt;
     }
     advance
+}
+
+/// When `written` (a success) is of the run's last step, the run's end as [`decide`] would
+/// commit it once the result is stored (its output rendered over every step's output, this
+/// one's included, or its timeout), so the result and the end are one commit. `None` when
+/// steps follow.
+fn end_after_last(view: &View<'_>, written: &AttemptWrite) -> Option<Advance> {
+    let next = view.next_step();
+    if usize::try_from(next.step).ok() != Some(view.def.workflow.steps.len()) {
+        return None;
+    }
+    let mut attempts: Vec<Attempt> = view
+        .attempts
+        .iter()
+        .filter(|a| (a.step, a.attempt) != (written.step, written.attempt))
+        .cloned()
+        .collect();
+    attempts.push(Attempt {
+        run_id: view.run.id.clone(),
+        step: written.step,
+        attempt: written.attempt,
+        step_id: written.step_id.clone(),
+        idempotency_key: written.idempotency_key.clone(),
+        status: written.status,
+        output: written.output.clone(),
+        error: written.error.clone(),
+        started_at: view.now,
+        finished_at: Some(view.now),
+        process: None,
+    });
+    let run = Run {
+        step: next.step,
+        attempt: next.attempt,
+        crashes: next.crashes,
+        ..view.run.clone()
+    };
+    let after = View {
+        run: &run,
+        attempts: &attempts,
+        ..*view
+    };
+    match decide(&after) {
+        Next::Commit(advance) => Some(*advance),
+        _ => None,
+    }
 }
 
 /// What to commit when `wait` of the run ends with `outcome`. `None` if the outcome does not
