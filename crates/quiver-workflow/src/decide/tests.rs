@@ -320,3 +320,81 @@ fn outcomes_of_a_call() {
         assert_eq!(got, want, "{outcome:?}");
     }
 }
+
+#[test]
+fn the_last_steps_result_ends_the_run_in_the_same_commit() {
+    let (w, d) = parse_workflow(
+        "description: d\nsteps:\n  - id: read\n    tool: x.read\n  - id: write\n    tool: x.write\noutput: '{{ steps.read.output }}-{{ steps.write.output }}'\n",
+        Path::new("w.yaml"),
+        "w".parse().unwrap(),
+        &WorkflowScope::default(),
+    );
+    let def = Definition {
+        package: "p".into(),
+        steps: ["x.read", "x.write"]
+            .map(|t| StepMeta {
+                target: Some(t.into()),
+                rerun_safe: true,
+            })
+            .to_vec(),
+        workflow: w.unwrap_or_else(|| panic!("{d:?}")),
+    };
+    let attempts = [attempt(0, 1, "read", AttemptStatus::Ok, json!("n"))];
+    let at_write = run(RunStatus::Running, 1, 0, 0);
+    // (now, outcome of `write`, the commit of its result); the run's deadline is 3,600,000.
+    let cases = [
+        (
+            50,
+            StepOutcome::Output(json!("w")),
+            "completed 2/0 [write#1=ok] =\"n-w\"",
+        ),
+        (
+            3_600_000,
+            StepOutcome::Output(json!("w")),
+            "failed 2/1 [write#1=ok] the run timed out",
+        ),
+        (
+            50,
+            StepOutcome::Failed("x".into()),
+            "failed 1/1 [write#1=failed] step `write` failed: x",
+        ),
+    ];
+    for (now, outcome, want) in cases {
+        let view = View {
+            def: &def,
+            run: &at_write,
+            attempts: &attempts,
+            waits: &[],
+            last_event: 0,
+            now,
+            owner: "me",
+        };
+        let Next::Call { call, .. } = decide(&View { now: 50, ..view }) else {
+            panic!("expected the call of `write`");
+        };
+        let a = after_call(&view, &call, &outcome);
+        assert_eq!(
+            (a.expect.status, a.expect.step, a.expect.attempt),
+            (RunStatus::Running, 1, 1),
+            "{want}: conditional on the attempt still running"
+        );
+        let got = format!(
+            "{} {}/{} [{}]{}{}",
+            a.to.status,
+            a.to.step,
+            a.to.attempt,
+            a.attempts
+                .iter()
+                .map(|w| format!("{}#{}={}", w.step_id, w.attempt, w.status))
+                .collect::<Vec<_>>()
+                .join(","),
+            a.to.output
+                .as_ref()
+                .map_or(String::new(), |o| format!(" ={o}")),
+            a.to.error
+                .as_ref()
+                .map_or(String::new(), |e| format!(" {e}")),
+        );
+        assert_eq!(got, want);
+    }
+}
