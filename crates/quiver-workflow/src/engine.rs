@@ -179,7 +179,6 @@ impl<'a> Engine<'a> {
             attempts,
             waits,
             last_event,
-            digest: run.digest.clone(),
             run,
             def,
         })
@@ -375,8 +374,6 @@ pub(crate) fn check_input(def: &Definition, input: &Value) -> Result<()> {
 struct Loaded {
     run: Run,
     def: Arc<Definition>,
-    /// The digest `def` was read under.
-    digest: String,
     attempts: Vec<store::Attempt>,
     waits: Vec<store::Wait>,
     last_event: i64,
@@ -385,7 +382,7 @@ struct Loaded {
 impl Loaded {
     /// Its definition, for the next load of the same run.
     fn known(&self) -> (String, Arc<Definition>) {
-        (self.digest.clone(), self.def.clone())
+        (self.run.digest.clone(), self.def.clone())
     }
 
     fn view<'v>(&'v self, now: i64, owner: &'v str) -> View<'v> {
