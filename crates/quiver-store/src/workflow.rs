@@ -169,6 +169,10 @@ pub struct NewRun {
     pub deadline: Option<i64>,
     /// When it is created (Unix ms; the engine's clock).
     pub now: i64,
+    /// The run's own session, created in the run row's transaction (so its first step needs
+    /// no commit of its own); kept if a session of that id exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<crate::NewSession>,
 }
 
 /// A stored run.

@@ -46,6 +46,7 @@ fn new_run(id: &str, key: Option<&str>) -> NewRun {
         concurrency_key: None,
         deadline: None,
         now: 1000,
+        session: None,
     }
 }
 
@@ -461,4 +462,24 @@ fn an_ordered_gate_holds_a_run_behind_older_and_begun_runs() {
         ordered: false,
     });
     assert!(store.advance(&keyed).unwrap());
+}
+
+#[test]
+fn a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept() {
+    use quiver_store::{NewSession, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    let mut new = new_run("r1", None);
+    new.session = Some(NewSession::new("ses-r1", "workflow"));
+    store.create_run(&new).unwrap();
+    assert_eq!(store.session("ses-r1").unwrap().unwrap().agent, "workflow");
+    // A session of that id made before (by a step of an older build) is kept as it is.
+    store
+        .create_session(&NewSession::new("ses-r2", "other"))
+        .unwrap();
+    let mut new = new_run("r2", None);
+    new.session = Some(NewSession::new("ses-r2", "workflow"));
+    assert!(store.create_run(&new).unwrap().1);
+    assert_eq!(store.session("ses-r2").unwrap().unwrap().agent, "other");
 }

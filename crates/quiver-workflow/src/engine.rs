@@ -122,7 +122,7 @@ impl<'a> Engine<'a> {
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
         let seed = json!([digest, key, now, std::process::id(), n]);
         let id = format!("run-{}", &quiver_store::argument_digest(&seed, &[])[..20]);
-        Ok(NewRun {
+        let mut new = NewRun {
             id,
             workflow: def.qualified(),
             digest: digest.to_owned(),
@@ -139,7 +139,10 @@ impl<'a> Engine<'a> {
                 .timeout
                 .map(|t| now.saturating_add(i64::try_from(t.0.as_millis()).unwrap_or(i64::MAX))),
             now,
-        })
+            session: None,
+        };
+        new.session = self.runner.run_session(&new);
+        Ok(new)
     }
 
     /// Starts a run of a pinned definition: the run row is committed before its id is

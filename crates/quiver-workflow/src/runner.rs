@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use quiver_store::AuditEntry;
+use quiver_store::workflow::NewRun;
+use quiver_store::{AuditEntry, NewSession};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -76,5 +77,12 @@ pub trait StepRunner: Send + Sync {
     /// transaction as the attempt's result. By default, no record.
     fn run_recorded(&self, call: &StepCall) -> (StepOutcome, Option<AuditEntry>) {
         (self.run(call), None)
+    }
+
+    /// The session the runner keeps for `run`'s calls, which the engine stores with the run
+    /// row. By default none (the runner makes what it needs when a step runs).
+    fn run_session(&self, run: &NewRun) -> Option<NewSession> {
+        let _ = run;
+        None
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use quiver_package::rules::Role;
 use quiver_policy::{Ask, AskReason, Principal};
+use quiver_store::workflow::NewRun;
 use quiver_store::{AuditEntry, NewSession, StoreError, WorkflowStore};
 use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
 use serde_json::{Value, json};
@@ -66,26 +67,38 @@ impl<'r> WorkflowSteps<'r> {
         self
     }
 
-    /// The run's own session, created at its first step (later steps only read that it is
-    /// there: a read costs less than a write that fails).
+    /// The run's own session: stored with the run row ([`StepRunner::run_session`]); made
+    /// here at a step only for a run stored without one.
     fn session(&self, call: &StepCall) -> Result<String, RuntimeError> {
-        let id = format!("ses-{}", call.run_id);
+        let id = run_session_id(&call.run_id);
         if self.runtime.store.session(&id)?.is_some() {
             return Ok(id);
         }
-        let mut new = NewSession::new(id.clone(), "workflow");
-        new.principal = call.principal.clone();
-        new.catalog_version = self.runtime.catalog().version().to_string();
-        let profile = if call.attended {
-            Profile::Interactive
-        } else {
-            Profile::Schedule
-        };
-        new.state = json!({ "profile": profile, "workflow": call.workflow });
+        let new = self.new_session(&call.run_id, &call.principal, call.attended, &call.workflow);
         match self.runtime.store.create_session(&new) {
             Ok(_) | Err(StoreError::AlreadyExists { .. }) => Ok(id),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// What the session of a run of `workflow` is made of.
+    fn new_session(
+        &self,
+        run_id: &str,
+        principal: &Value,
+        attended: bool,
+        workflow: &str,
+    ) -> NewSession {
+        let mut new = NewSession::new(run_session_id(run_id), "workflow");
+        new.principal = principal.clone();
+        new.catalog_version = self.runtime.catalog().version().to_string();
+        let profile = if attended {
+            Profile::Interactive
+        } else {
+            Profile::Schedule
+        };
+        new.state = json!({ "profile": profile, "workflow": workflow });
+        new
     }
 
     fn try_run(&self, call: &StepCall) -> Result<(StepOutcome, Option<AuditEntry>), RuntimeError> {
@@ -160,6 +173,10 @@ impl StepContext {
 }
 
 impl StepRunner for WorkflowSteps<'_> {
+    fn run_session(&self, run: &NewRun) -> Option<NewSession> {
+        Some(self.new_session(&run.id, &run.principal, run.attended, &run.workflow))
+    }
+
     fn run(&self, call: &StepCall) -> StepOutcome {
         let (outcome, audit) = self.run_recorded(call);
         if let Some(audit) = audit
@@ -283,4 +300,9 @@ impl Turn<'_> {
             json!({"pending": "the workflow run waits for a person's answer; nothing ran"}),
         )))
     }
+}
+
+/// The id of a run's own session.
+fn run_session_id(run_id: &str) -> String {
+    format!("ses-{run_id}")
 }

@@ -259,6 +259,12 @@ pub(crate) fn create_run(conn: &Connection, new: &NewRun) -> Result<(Run, bool)>
             id: new.id.clone(),
         });
     }
+    if let Some(session) = &new.session {
+        match super::ops::create_session(conn, session, new.now) {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     let created = run(conn, &new.id)?.ok_or_else(|| StoreError::NotFound {
         what: "run",
         id: new.id.clone(),
