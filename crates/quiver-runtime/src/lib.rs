@@ -23,6 +23,6 @@ pub mod sandboxed;
 pub use runtime::{
     ApproverSet, CallKind, CallOutcome, CallStatus, Delivery, HookError, NotConfigured, Offer,
     Profile, RunWaker, Runtime, RuntimeConfig, RuntimeError, SCHEDULER_USER, SIGNATURE_HEADER,
-    SessionRequest, ToolDefinition, Trimmed, Turn, WEBHOOK_USER, WorkflowSteps,
+    SessionRequest, ToolDefinition, Trimmed, Turn, WEBHOOK_USER, WorkflowSteps, run_session_id,
 };
 pub use runtime::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};

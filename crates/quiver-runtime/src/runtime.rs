@@ -44,7 +44,7 @@ pub use meta::META_TOOLS;
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
 pub use run_ops::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
 pub use webhooks::{Delivery, HookError, SIGNATURE_HEADER, WEBHOOK_USER};
-pub use workflow_steps::WorkflowSteps;
+pub use workflow_steps::{WorkflowSteps, run_session_id};
 pub use workflow_triggers::{RunWaker, SCHEDULER_USER};
 
 /// Largest skill file `read_skill` returns, in bytes.

@@ -75,7 +75,7 @@ pub fn run(roots: &RootArgs, command: ApprovalsCommand) -> miette::Result<ExitCo
                 .filter(|p| {
                     session
                         .as_ref()
-                        .is_none_or(|s| *s == format!("ses-{}", p.run_id))
+                        .is_none_or(|s| *s == quiver_runtime::run_session_id(&p.run_id))
                 })
                 .collect();
             if json {

@@ -302,7 +302,7 @@ impl Turn<'_> {
     }
 }
 
-/// The id of a run's own session.
-fn run_session_id(run_id: &str) -> String {
+/// The id of a run's own session, where its steps' calls, cards and records live.
+pub fn run_session_id(run_id: &str) -> String {
     format!("ses-{run_id}")
 }
