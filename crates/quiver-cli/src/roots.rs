@@ -29,16 +29,25 @@ pub fn config() -> miette::Result<Config> {
     Ok(config)
 }
 
-/// The sandbox launcher: this binary behind its hidden `sandbox-exec` subcommand.
+/// The sandbox launcher: `quiver-sandbox-exec` next to this binary (see
+/// [`LAUNCHER`]), or this binary behind its hidden `sandbox-exec` subcommand where that one is
+/// missing (a `quiver` copied alone).
 pub fn launcher() -> miette::Result<Vec<std::ffi::OsString>> {
     let exe = std::env::current_exe().map_err(|e| {
         miette::miette!("cannot find Quiver's own binary to launch the sandbox: {e}")
     })?;
+    let beside = exe.with_file_name(LAUNCHER);
+    if beside.is_file() {
+        return Ok(vec![beside.into_os_string()]);
+    }
     Ok(vec![
         exe.into_os_string(),
         crate::cmd::sandbox_exec::NAME.into(),
     ])
 }
+
+/// The launcher binary's file name: small, so each sandboxed call starts it quickly.
+pub const LAUNCHER: &str = "quiver-sandbox-exec";
 
 /// The search models for a command where search matters: their notes (BM25 only, no
 /// booster) are printed here, once.

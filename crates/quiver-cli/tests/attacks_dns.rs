@@ -95,7 +95,7 @@ fn a_declared_name_resolving_to_a_host_address_is_refused() {
 
     let state = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(SandboxConfig::new(
-        vec![env!("CARGO_BIN_EXE_quiver").into(), "sandbox-exec".into()],
+        vec![env!("CARGO_BIN_EXE_quiver-sandbox-exec").into()],
         state.path().to_owned(),
     ))
     .unwrap();

@@ -1,5 +1,5 @@
 //! Attacks on the network proxy and the output channel through real sandboxed tools (the
-//! built `quiver sandbox-exec` launcher, Python tools, canary servers on 127.0.0.1): the
+//! built `quiver-sandbox-exec` launcher, Python tools, canary servers on 127.0.0.1): the
 //! runtime's own listener, patterns against IP literals, ambiguous requests, a Host smuggled
 //! into a tunnel, and a 1 GiB stderr flood. Each attack has a random canary that must never
 //! reach the tool; a normal call still runs afterwards. Skips where the sandbox cannot run.
@@ -53,7 +53,7 @@ fn lab() -> Option<Lab> {
     }
     let state = tempfile::tempdir().unwrap();
     let config = SandboxConfig::new(
-        vec![env!("CARGO_BIN_EXE_quiver").into(), "sandbox-exec".into()],
+        vec![env!("CARGO_BIN_EXE_quiver-sandbox-exec").into()],
         state.path().to_owned(),
     );
     let sandbox = Sandbox::new(config).unwrap();

@@ -1,5 +1,5 @@
 //! The sandbox against real processes: hostile tools (each its own package) run under the
-//! built `quiver sandbox-exec` launcher, and every attack must be stopped. Where this machine
+//! built `quiver-sandbox-exec` launcher, and every attack must be stopped. Where this machine
 //! cannot enforce the sandbox, each test prints why and skips.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
@@ -54,7 +54,7 @@ struct Lab {
 
 fn config(state: &Path) -> SandboxConfig {
     let mut config = SandboxConfig::new(
-        vec![env!("CARGO_BIN_EXE_quiver").into(), "sandbox-exec".into()],
+        vec![env!("CARGO_BIN_EXE_quiver-sandbox-exec").into()],
         state.to_owned(),
     );
     config.limits = Limits {
@@ -949,6 +949,54 @@ fn quiver_call_runs_the_example_tools_sandboxed() {
     // The notes live in the notes package's data folder under the state folder.
     let notes = std::fs::read_to_string(home.path().join("data/notes/notes.json")).unwrap();
     assert!(notes.contains("买牛奶"));
+}
+
+#[test]
+fn calls_use_the_launcher_beside_quiver_and_a_lone_quiver_launches_itself() {
+    if let Err(why) = quiver_sandbox::support() {
+        eprintln!("SKIPPED: the sandbox cannot run here: {why}");
+        return;
+    }
+    // Beside `quiver` (as cargo builds and installs them), the small launcher is used.
+    let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .args(["bench", "sandbox", "--calls", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["launcher"],
+        json!(env!("CARGO_BIN_EXE_quiver-sandbox-exec")),
+        "{report}"
+    );
+    // A `quiver` alone in its folder runs the launcher as its own `sandbox-exec`.
+    let lone = tempfile::tempdir().unwrap();
+    let exe = lone.path().join("quiver");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_quiver"), &exe).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_quiver"), &exe).unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(&exe)
+        .args(["--root", repo.join("examples/packages").to_str().unwrap()])
+        .args([
+            "call",
+            "calc.evaluate",
+            "--args",
+            r#"{"expression": "6*7"}"#,
+            "--yes",
+        ])
+        .env("QUIVER_HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let value: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(value["outcome"]["content"]["result"], json!(42), "{value}");
 }
 
 #[test]

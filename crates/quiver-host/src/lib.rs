@@ -14,7 +14,7 @@
 //!     state: State::open(None)?,
 //!     search: None,
 //!     approvers: Default::default(),
-//!     launcher: vec!["/usr/local/bin/quiver".into(), "sandbox-exec".into()],
+//!     launcher: vec!["/usr/local/bin/quiver-sandbox-exec".into()],
 //!     reload: false,
 //! })?;
 //! println!("{} packages", host.runtime().catalog().packages().len());

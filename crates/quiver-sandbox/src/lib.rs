@@ -5,7 +5,7 @@
 //! and a launcher process, with a timeout, an output limit and the network [`proxy::Proxy`]),
 //! [`worker::Worker`] (a long-lived JSON-lines process per package), [`Spawned`] (a confined
 //! process the caller speaks to over stdio, as `quiver-mcp-client` does), and the launcher
-//! [`launcher::main`] behind `quiver sandbox-exec --policy-stdin -- CMD...`, which enforces a
+//! [`launcher::main`] behind `quiver-sandbox-exec --policy-stdin -- CMD...`, which enforces a
 //! [`Policy`]: new session, PID/network/IPC/mount namespaces (a root holding only what the
 //! policy grants), cgroups, rlimits, a user of the package's own ([`identity`]), no
 //! capabilities, `no_new_privs`, Landlock and seccomp.
@@ -18,7 +18,7 @@
 //! use quiver_sandbox::{Access, Job, Sandbox, SandboxConfig};
 //!
 //! let config = SandboxConfig::new(
-//!     vec!["/usr/local/bin/quiver".into(), "sandbox-exec".into()],
+//!     vec!["/usr/local/bin/quiver-sandbox-exec".into()],
 //!     "/var/lib/quiver".into(),
 //! );
 //! let sandbox = Sandbox::new(config)?;

@@ -102,8 +102,8 @@ pub struct Job {
 /// How the sandbox is set up.
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
-    /// The program and leading arguments that start the launcher (Quiver's own binary and
-    /// `sandbox-exec`).
+    /// The program and leading arguments that start the launcher (`quiver-sandbox-exec`, or
+    /// Quiver's own binary and `sandbox-exec`).
     pub launcher: Vec<OsString>,
     /// Quiver's state folder: data folders go to `data/<package>/`, temporary files to
     /// `tmp/<package>/`, proxy sockets and policies to `run/`.

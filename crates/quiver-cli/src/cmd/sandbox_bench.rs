@@ -62,12 +62,14 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
     std::fs::create_dir_all(&tool_dir).into_diagnostic()?;
     std::fs::write(tool_dir.join("main.py"), TOOL).into_diagnostic()?;
     std::fs::write(tool_dir.join("worker.py"), WORKER).into_diagnostic()?;
-    let exe = std::env::current_exe().into_diagnostic()?;
-    let sandbox = Sandbox::new(SandboxConfig::new(
-        vec![exe.into_os_string(), super::sandbox_exec::NAME.into()],
-        state.path().to_owned(),
-    ))
-    .map_err(|e| miette!("{e}"))?;
+    let launcher = crate::roots::launcher()?;
+    let launcher_shown = launcher
+        .iter()
+        .map(|word| word.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let sandbox = Sandbox::new(SandboxConfig::new(launcher, state.path().to_owned()))
+        .map_err(|e| miette!("{e}"))?;
     let job = |script: &str| Job {
         package: "bench".into(),
         package_dir: package.path().to_owned(),
@@ -149,6 +151,7 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
         crate::out(
             &json!({
                 "calls": args.calls,
+                "launcher": launcher_shown,
                 "plain_spawn": f(&p),
                 "sandboxed_command": f(&s),
                 "worker_round_trip": f(&w),
@@ -159,7 +162,7 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
         );
     } else {
         crate::out(&format!(
-            "{} calls of each kind (python3 echo tool)",
+            "{} calls of each kind (python3 echo tool), launcher `{launcher_shown}`",
             args.calls
         ));
         crate::out(&format!(
