@@ -412,8 +412,8 @@ pub struct AuditRecord {
     pub entry: AuditEntry,
 }
 
-/// An audit query. Every filter that is set must hold; results are newest first (by time, then
-/// by id).
+/// An audit query. Every filter that is set must hold; results are newest first, in the order
+/// they were committed (by id: a record's clock time may step back with the host's clock).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditQuery {
     /// Only this session's records.

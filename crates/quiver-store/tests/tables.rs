@@ -970,6 +970,60 @@ fn audit_records_are_queried_newest_first() {
 }
 
 #[test]
+fn audit_lists_in_commit_order_when_the_clock_steps_back() {
+    let (_dir, store) = open();
+    // The host's clock stepped back between the second and third record.
+    let ids: Vec<i64> = [(1000, "s1"), (2000, "s2"), (1500, "s1"), (1600, "s2")]
+        .iter()
+        .map(|(time, session)| {
+            store
+                .append_audit(&call(session, "weather.forecast", *time, AuditStatus::Ok))
+                .unwrap()
+        })
+        .collect();
+    let listed = |query: AuditQuery| -> Vec<i64> {
+        store
+            .query_audit(&query)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    };
+    let newest_first: Vec<i64> = ids.iter().rev().copied().collect();
+    assert_eq!(listed(AuditQuery::default()), newest_first);
+    assert_eq!(
+        listed(AuditQuery {
+            session: Some("s1".into()),
+            ..AuditQuery::default()
+        }),
+        [ids[2], ids[0]]
+    );
+    assert_eq!(
+        listed(AuditQuery {
+            tool: Some("weather.forecast".into()),
+            ..AuditQuery::default()
+        }),
+        newest_first
+    );
+    // Paging back by id meets every record once, whatever their times.
+    let mut paged = Vec::new();
+    let mut before = None;
+    loop {
+        let page = listed(AuditQuery {
+            before_id: before,
+            limit: Some(1),
+            ..AuditQuery::default()
+        });
+        let Some(last) = page.last().copied() else {
+            break;
+        };
+        paged.extend(page);
+        before = Some(last);
+    }
+    assert_eq!(paged, newest_first);
+}
+
+#[test]
 fn audit_is_append_only() {
     let (dir, store) = open();
     store

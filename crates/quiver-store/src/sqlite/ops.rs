@@ -894,7 +894,7 @@ pub(crate) fn query_audit(conn: &Connection, query: &AuditQuery) -> Result<Vec<A
         filter(" AND id < ?", SqlValue::Integer(before));
     }
     filter(
-        " ORDER BY time DESC, id DESC LIMIT ?",
+        " ORDER BY id DESC LIMIT ?",
         SqlValue::Integer(limit_of(query.limit)),
     );
     collect(conn, &sql, params_from_iter(args), audit_row)

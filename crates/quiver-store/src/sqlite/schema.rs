@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -464,4 +464,17 @@ END;
 CREATE TRIGGER active_skills_delete_presence AFTER DELETE ON active_skills BEGIN
     UPDATE sessions SET presence_changes = presence_changes + 1 WHERE id = OLD.session_id;
 END;
+"#;
+
+/// Version 11: the audit log in commit order. Records are listed by id (the order they were
+/// committed in, which `before_id` pages by) rather than by their clock time, so
+/// `audit_by_time` goes, and the session and tool indexes key on the column alone (SQLite
+/// appends the id to every index entry). A call's record writes two index entries instead of
+/// three, with shorter keys.
+const V11: &str = r#"
+DROP INDEX audit_by_time;
+DROP INDEX audit_by_session;
+DROP INDEX audit_by_tool;
+CREATE INDEX audit_by_session ON audit (session_id);
+CREATE INDEX audit_by_tool ON audit (tool) WHERE tool IS NOT NULL;
 "#;
