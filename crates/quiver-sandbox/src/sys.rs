@@ -1,6 +1,6 @@
 //! The few system calls no safe crate wraps: `fork`, `unshare`, `waitpid`, `_exit`,
-//! `close_range`, the loopback interface's flags, and the Landlock ABI probe; and dropping
-//! capabilities and identity. Each `unsafe` block is one call
+//! `close_range`, `mount_setattr`, the loopback interface's flags, and the Landlock ABI probe;
+//! and dropping capabilities and identity. Each `unsafe` block is one call
 //! with plain-value arguments.
 #![allow(unsafe_code)]
 
@@ -163,6 +163,65 @@ pub(crate) fn close_from_3() -> io::Result<()> {
     // SAFETY: close_range takes plain integers; the child holds no Rust owner of a descriptor
     // above 2 that is used after this point (the Landlock ruleset was consumed before).
     let result = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Per-mount flags of [`mount_setattr`] (`MOUNT_ATTR_*` of `<linux/mount.h>`).
+pub(crate) mod mount_attr {
+    /// Read-only.
+    pub const RDONLY: u64 = 0x1;
+    /// No set-user-ID or set-group-ID programs.
+    pub const NOSUID: u64 = 0x2;
+    /// No device nodes.
+    pub const NODEV: u64 = 0x4;
+    /// No programs.
+    pub const NOEXEC: u64 = 0x8;
+}
+
+/// `struct mount_attr` of `<linux/mount.h>` (no crate defines it).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(2)` (Linux 5.12; every kernel with Landlock has it): sets the `set` flags
+/// and clears the `clear` flags of the mount at `path`, and of every mount below it when
+/// `recursive`. Only the mounts' own flags change, never their file systems'.
+pub(crate) fn mount_setattr(
+    path: &std::path::Path,
+    recursive: bool,
+    set: u64,
+    clear: u64,
+) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 } | libc::AT_SYMLINK_NOFOLLOW;
+    // SAFETY: `path` is a valid C string and `attr` a valid `mount_attr` whose size is passed;
+    // both outlive the call, which only reads them.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
     if result == 0 {
         Ok(())
     } else {

@@ -16,10 +16,13 @@
 //! 4. `/proc` of the tool's own PID namespace; a private, size-limited tmpfs on `/tmp` is
 //!    mounted before step 1's paths below it (unless `/tmp` itself is granted: then the
 //!    host's, minus the hidden paths);
-//! 5. the new root is made read-only and pivoted into, and the host's root detached.
+//! 5. every mount of the new root is made read-only, `nosuid` and `nodev` at once
+//!    (`mount_setattr` with `AT_RECURSIVE`), then the read-write ones are made writable and
+//!    `noexec` again and the `/dev` nodes' `nodev` lifted, one call each;
+//! 6. the new root is pivoted into, and the skeleton with the host's root below it detached
+//!    in one lazy unmount.
 //!
-//! Binds are `nosuid`; read-write ones `noexec`; all but `/dev` nodes `nodev`. Every
-//! remount changes only the mount's own flags (`MS_BIND`), never the file system's.
+//! Only the mounts' own flags change, never their file systems'.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -27,14 +30,18 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::mount::{
-    MountFlags, MountPropagationFlags, UnmountFlags, mount, mount_bind, mount_change,
-    mount_remount, unmount,
+    MountFlags, MountPropagationFlags, UnmountFlags, mount, mount_bind, mount_change, unmount,
 };
 
 use crate::policy::Policy;
+use crate::sys::mount_attr::{NODEV, NOEXEC, NOSUID, RDONLY};
 
 /// A granted path and whether it is writable.
 type Entry = (PathBuf, bool);
+
+/// A mount of the new root whose flags differ from the view's read-only default: where it
+/// is, the flags to set and the flags to clear.
+type Loosened = (PathBuf, u64, u64);
 
 /// Where the skeleton is built (inside the launcher's own mount namespace).
 const BASE: &str = "/tmp";
@@ -118,8 +125,9 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
         .iter()
         .copied()
         .partition(|(path, _)| path == Path::new("/"));
+    let mut loosened: Vec<Loosened> = Vec::new();
     for (path, writable) in &roots {
-        place(path, *writable, &entries)?;
+        place(path, *writable, &entries, &mut loosened)?;
     }
     if !entries.iter().any(|(path, _)| path == tmp) {
         let private = under(NEW, tmp);
@@ -129,23 +137,30 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
             &format!("size={tmp_bytes},mode=1777"),
             MountFlags::NOSUID | MountFlags::NODEV,
         )?;
+        loosened.push((private, 0, RDONLY));
     }
     for (path, writable) in &rest {
         if !covered(path, *writable, &outside) {
-            place(path, *writable, &entries)?;
+            place(path, *writable, &entries, &mut loosened)?;
         }
     }
-    let mut covers = Vec::new();
     for hidden in &policy.hidden {
-        if outside.iter().any(|(path, _)| hidden.starts_with(path)) && cover(hidden)? {
-            covers.push(under(NEW, hidden));
+        if outside.iter().any(|(path, _)| hidden.starts_with(path)) {
+            cover(hidden)?;
         }
     }
     for (path, writable) in &inside_hidden {
-        place(path, *writable, &entries)?;
+        place(path, *writable, &entries, &mut loosened)?;
     }
     let proc_dir = under(NEW, Path::new("/proc"));
     std::fs::create_dir_all(&proc_dir).map_err(io_at("creating", &proc_dir))?;
+    let new = Path::new(NEW);
+    crate::sys::mount_setattr(new, true, RDONLY | NOSUID | NODEV, 0)
+        .map_err(io_at("making read-only", new))?;
+    for (target, set, clear) in &loosened {
+        crate::sys::mount_setattr(target, false, *set, *clear)
+            .map_err(io_at("setting the flags of", target))?;
+    }
     mount(
         "proc",
         &proc_dir,
@@ -154,19 +169,10 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
         None,
     )
     .map_err(at("mounting /proc on", &proc_dir))?;
-    for read_only in covers.iter().map(PathBuf::as_path).chain([Path::new(NEW)]) {
-        if read_only.is_dir() {
-            mount_remount(
-                read_only,
-                MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
-                "",
-            )
-            .map_err(at("making read-only", read_only))?;
-        }
-    }
-    unmount(OLD, UnmountFlags::DETACH).map_err(at("detaching", Path::new(OLD)))?;
     std::env::set_current_dir(NEW).map_err(io_at("entering", Path::new(NEW)))?;
     rustix::process::pivot_root(".", ".").map_err(at("pivoting into", Path::new(NEW)))?;
+    // The skeleton is stacked on the new root now; detaching it detaches the host's root
+    // (`/oldroot`) below it too, in one unmount.
     unmount(".", UnmountFlags::DETACH).map_err(at("detaching", Path::new("/")))?;
     std::env::set_current_dir("/").map_err(io_at("entering", root))
 }
@@ -241,8 +247,14 @@ fn resolve(path: &Path) -> Option<PathBuf> {
     Some(done)
 }
 
-/// Mounts the host's `path` at the same place in the new root.
-fn place(path: &Path, writable: bool, entries: &[Entry]) -> Result<(), ViewError> {
+/// Mounts the host's `path` at the same place in the new root; a writable one or a `/dev`
+/// node goes into `loosened`.
+fn place(
+    path: &Path,
+    writable: bool,
+    entries: &[Entry],
+    loosened: &mut Vec<Loosened>,
+) -> Result<(), ViewError> {
     let Some(real) = resolve(path) else {
         return Ok(());
     };
@@ -268,44 +280,39 @@ fn place(path: &Path, writable: bool, entries: &[Entry]) -> Result<(), ViewError
         std::fs::File::create(&target).map_err(io_at("creating", &target))?;
     }
     mount_bind(&host, &target).map_err(at("mounting", path))?;
-    let mut flags = MountFlags::BIND | MountFlags::NOSUID;
-    if !path.starts_with("/dev") {
-        flags |= MountFlags::NODEV;
+    let (mut set, mut clear) = (0, 0);
+    if writable {
+        set |= NOEXEC;
+        clear |= RDONLY;
     }
-    flags |= if writable {
-        MountFlags::NOEXEC
-    } else {
-        MountFlags::RDONLY
-    };
-    mount_remount(&target, flags, "").map_err(at("restricting", path))
+    if path.starts_with("/dev") {
+        clear |= NODEV;
+    }
+    if set | clear != 0 {
+        loosened.push((target, set, clear));
+    }
+    Ok(())
 }
 
-/// Covers the hidden `path` in the new root; `false` when the host has nothing there.
-fn cover(path: &Path) -> Result<bool, ViewError> {
+/// Covers the hidden `path` in the new root (made read-only with the rest of it): a folder
+/// by an empty tmpfs, a file by an empty file; nothing when the host has nothing there.
+fn cover(path: &Path) -> Result<(), ViewError> {
     let target = under(NEW, path);
     let Ok(meta) = std::fs::symlink_metadata(&target) else {
-        return Ok(false);
+        return Ok(());
     };
     if meta.is_dir() {
         tmpfs(
             &target,
             "size=1m,mode=0755",
             MountFlags::NOSUID | MountFlags::NODEV,
-        )?;
-        Ok(true)
+        )
     } else {
         let empty = Path::new("/empty");
         if !empty.exists() {
             std::fs::File::create(empty).map_err(io_at("creating", empty))?;
         }
-        mount_bind(empty, &target).map_err(at("covering", path))?;
-        mount_remount(
-            &target,
-            MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
-            "",
-        )
-        .map_err(at("covering", path))?;
-        Ok(false)
+        mount_bind(empty, &target).map_err(at("covering", path))
     }
 }
 
