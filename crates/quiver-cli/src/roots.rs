@@ -29,15 +29,15 @@ pub fn config() -> miette::Result<Config> {
     Ok(config)
 }
 
-/// The sandbox launcher: `quiver-sandbox-exec` next to this binary (see
-/// [`LAUNCHER`]), or this binary behind its hidden `sandbox-exec` subcommand where that one is
-/// missing (a `quiver` copied alone).
+/// The sandbox launcher: `quiver-sandbox-exec` next to this binary (see [`LAUNCHER`]) when
+/// it is of this very build, else this binary behind its hidden `sandbox-exec` subcommand (a
+/// `quiver` copied alone, or one rebuilt without its launcher: `cargo run` builds one binary).
 pub fn launcher() -> miette::Result<Vec<std::ffi::OsString>> {
     let exe = std::env::current_exe().map_err(|e| {
         miette::miette!("cannot find Quiver's own binary to launch the sandbox: {e}")
     })?;
     let beside = exe.with_file_name(LAUNCHER);
-    if beside.is_file() {
+    if same_build(&beside) {
         return Ok(vec![beside.into_os_string()]);
     }
     Ok(vec![
@@ -48,6 +48,28 @@ pub fn launcher() -> miette::Result<Vec<std::ffi::OsString>> {
 
 /// The launcher binary's file name: small, so each sandboxed call starts it quickly.
 pub const LAUNCHER: &str = "quiver-sandbox-exec";
+
+/// Whether `launcher` exists and reports this binary's sandbox build.
+fn same_build(launcher: &std::path::Path) -> bool {
+    if !launcher.is_file() {
+        return false;
+    }
+    let same = std::process::Command::new(launcher)
+        .arg(quiver_sandbox::launcher::BUILD_ID_FLAG)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|out| {
+            out.status.success() && out.stdout.trim_ascii() == quiver_sandbox::BUILD.as_bytes()
+        });
+    if !same {
+        tracing::warn!(
+            "`{}` is from another build of Quiver; sandboxed calls start this binary instead (rebuild both with `cargo build -p quiver-cli`)",
+            launcher.display()
+        );
+    }
+    same
+}
 
 /// The search models for a command where search matters: their notes (BM25 only, no
 /// booster) are printed here, once.

@@ -56,6 +56,10 @@ pub const UNAVAILABLE: &str = "unavailable: ";
 /// What follows [`ERROR_PREFIX`] when a limit of the call stopped (or refused) it.
 pub const LIMIT: &str = "limit: ";
 
+/// The one argument that makes the launcher print its [`crate::BUILD`] and exit, so the
+/// runtime can check that a launcher binary beside it was built with it.
+pub const BUILD_ID_FLAG: &str = "--build-id";
+
 /// How often the data folder's disk use is measured while the tool runs.
 const DISK_CHECK: std::time::Duration = std::time::Duration::from_millis(200);
 
@@ -92,6 +96,10 @@ fn sys(what: &'static str) -> impl FnOnce(io::Error) -> LaunchError {
 /// The launcher's `main`: `args` are the arguments after `sandbox-exec`. Returns the exit code:
 /// the tool's, `128 + signal` when a signal ended it, or [`SETUP_FAILED`].
 pub fn main(args: &[OsString]) -> i32 {
+    if args.len() == 1 && args[0] == BUILD_ID_FLAG {
+        let _ = writeln!(io::stdout(), "{}", crate::BUILD);
+        return 0;
+    }
     match launch(args) {
         Ok(code) => code,
         Err(err) => {

@@ -45,13 +45,18 @@ impl Policy {
     /// The policy as the launcher reads it from stdin: its length (8 bytes, little-endian),
     /// then its JSON.
     pub fn frame(&self) -> Vec<u8> {
-        let json = serde_json::to_vec(self).unwrap_or_default();
+        let framed = FramedRef {
+            build: crate::BUILD,
+            policy: self,
+        };
+        let json = serde_json::to_vec(&framed).unwrap_or_default();
         let mut frame = (json.len() as u64).to_le_bytes().to_vec();
         frame.extend(json);
         frame
     }
 
-    /// Reads one [`Policy::frame`] from `input`, and not a byte more.
+    /// Reads one [`Policy::frame`] from `input`, and not a byte more; a frame written by
+    /// another build of the sandbox is refused.
     pub fn read_frame(input: &mut impl Read) -> io::Result<Policy> {
         let mut len = [0u8; 8];
         input.read_exact(&mut len)?;
@@ -64,8 +69,38 @@ impl Policy {
         }
         let mut json = vec![0u8; len as usize];
         input.read_exact(&mut json)?;
-        serde_json::from_slice(&json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        #[derive(Deserialize)]
+        struct Build {
+            build: String,
+        }
+        let invalid = |e| io::Error::new(io::ErrorKind::InvalidData, e);
+        let Build { build } = serde_json::from_slice(&json).map_err(invalid)?;
+        if build != crate::BUILD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "it comes from sandbox build {build} and this launcher is build {}; rebuild both binaries together",
+                    crate::BUILD
+                ),
+            ));
+        }
+        let framed: Framed = serde_json::from_slice(&json).map_err(invalid)?;
+        Ok(framed.policy)
     }
+}
+
+/// A policy frame's policy (its `build` was checked before).
+#[derive(Deserialize)]
+struct Framed {
+    policy: Policy,
+}
+
+/// A policy frame's JSON as the runtime writes it: the build that wrote it
+/// ([`crate::BUILD`]) and the policy.
+#[derive(Serialize)]
+struct FramedRef<'a> {
+    build: &'a str,
+    policy: &'a Policy,
 }
 
 /// Network access of a sandboxed tool. It always runs in its own network namespace.
@@ -365,5 +400,16 @@ mod tests {
                 "{case:?}"
             );
         }
+        // A frame from another build of the sandbox is refused, naming both builds.
+        let json = serde_json::to_vec(&FramedRef {
+            build: "0.0.0-stale",
+            policy: &policy,
+        })
+        .unwrap();
+        let mut stale = (json.len() as u64).to_le_bytes().to_vec();
+        stale.extend(json);
+        let err = Policy::read_frame(&mut io::Cursor::new(stale)).unwrap_err();
+        assert!(err.to_string().contains("0.0.0-stale"), "{err}");
+        assert!(err.to_string().contains(crate::BUILD), "{err}");
     }
 }
