@@ -981,44 +981,35 @@ fn calls_use_the_launcher_beside_quiver_and_a_lone_or_stale_one_launches_quiver_
     }
     let home = tempfile::tempdir().unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new(&exe)
-        .args(["--root", repo.join("examples/packages").to_str().unwrap()])
-        .args([
-            "call",
-            "calc.evaluate",
-            "--args",
-            r#"{"expression": "6*7"}"#,
-            "--yes",
-        ])
-        .env("QUIVER_HOME", home.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let value: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    // `6*7` through the lone `quiver`: its outcome and its stderr.
+    let call = || {
+        let out = Command::new(&exe)
+            .args(["--root", repo.join("examples/packages").to_str().unwrap()])
+            .args([
+                "call",
+                "calc.evaluate",
+                "--args",
+                r#"{"expression": "6*7"}"#,
+                "--yes",
+            ])
+            .env("QUIVER_HOME", home.path())
+            .env_remove("QUIVER_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let value: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        (value, stderr)
+    };
+    let (value, _) = call();
     assert_eq!(value["outcome"]["content"]["result"], json!(42), "{value}");
     // A launcher of another build beside it (a stale one: it would run nothing) is passed
     // over with a warning, and the call still runs sandboxed.
     let stale = lone.path().join("quiver-sandbox-exec");
     std::fs::write(&stale, "#!/bin/sh\necho 0.0.0-stale\n").unwrap();
     std::fs::set_permissions(&stale, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = Command::new(&exe)
-        .args(["--root", repo.join("examples/packages").to_str().unwrap()])
-        .args([
-            "call",
-            "calc.evaluate",
-            "--args",
-            r#"{"expression": "6*7"}"#,
-            "--yes",
-        ])
-        .env("QUIVER_HOME", home.path())
-        .env_remove("QUIVER_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let value: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let (value, stderr) = call();
     assert_eq!(value["outcome"]["content"]["result"], json!(42), "{value}");
     assert!(stderr.contains("from another build of Quiver"), "{stderr}");
 }

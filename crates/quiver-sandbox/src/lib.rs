@@ -53,14 +53,14 @@ mod view;
 pub mod worker;
 
 pub use policy::{LimitRequest, Limits, Network, Policy};
-
-/// This build of the sandbox (a hash of its sources and of `Cargo.lock`): a launcher refuses
-/// a policy written by another build, and prints its own with `--build-id`.
-pub const BUILD: &str = env!("QUIVER_SANDBOX_BUILD");
 pub use sandbox::{
     Access, Job, Output, SANDBOX_PATH, Sandbox, SandboxConfig, Spawned, kill_process_group, support,
 };
 pub use sys::landlock_abi;
+
+/// This build of the sandbox (a hash of its sources and of `Cargo.lock`): a launcher refuses
+/// a policy written by another build, and prints its own with `--build-id`.
+pub const BUILD: &str = env!("QUIVER_SANDBOX_BUILD");
 
 /// Why a sandboxed run did not produce output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! `quiver-sandbox-exec --policy-stdin -- CMD...`: the sandbox launcher as a binary of its own,
-//! installed next to `quiver`. It links only the launcher, so the kernel maps and relocates a
-//! few hundred kilobytes per call instead of Quiver's whole binary (about 3 ms less per
-//! sandboxed call); `quiver sandbox-exec` runs the same code where it is missing.
+//! installed next to `quiver`. It links only the launcher (4 MB against Quiver's 50 MB), so it
+//! starts in about 1 ms instead of 3.7 ms per sandboxed call; `quiver sandbox-exec` runs the
+//! same code where it is missing or from another build.
 
 fn main() -> std::process::ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
