@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use quiver_mcp::config::McpSection;
 use quiver_mcp_client::config::{McpServers, McpServersSection};
 use quiver_package::limits::ResourceLimits;
 use quiver_runtime::RuntimeConfig;
@@ -24,9 +25,8 @@ struct ConfigFile {
     #[serde(default)]
     runtime: quiver_runtime::config::RuntimeSection,
     search: Option<SearchSection>,
-    /// The MCP front's section, read by [`Config::mcp`] (`quiver_mcp::McpConfig`).
-    #[serde(default, rename = "mcp")]
-    _mcp: Option<serde::de::IgnoredAny>,
+    /// The MCP front's section, resolved by [`Config::mcp`] (`quiver_mcp::McpConfig`).
+    mcp: Option<McpSection>,
     /// External MCP servers that become packages (`quiver_mcp_client::config`).
     #[serde(default)]
     mcp_servers: McpServersSection,
@@ -75,8 +75,8 @@ pub struct SearchWeights {
 pub struct Config {
     /// The file, when there is one.
     pub path: Option<PathBuf>,
-    /// Its text (the MCP front's section is parsed from it by `quiver-mcp`).
-    text: String,
+    /// `mcp:` as written (its shape checked), and the line it starts on.
+    mcp: Option<(McpSection, usize)>,
     /// `roots:`.
     pub roots: Vec<ConfigRoot>,
     /// `precedence:`, as written.
@@ -147,9 +147,10 @@ impl Config {
                 }
             }
         };
+        let mcp = file.mcp.map(|section| (section, key_line(&text, "mcp")));
         Ok(Config {
             path: Some(path.to_owned()),
-            text,
+            mcp,
             roots: file.roots,
             precedence: file.precedence,
             allow_shadow: file.allow_shadow,
@@ -161,21 +162,18 @@ impl Config {
         })
     }
 
-    /// The MCP front's settings (`mcp:`), read from this file's text; tokens name environment
+    /// The MCP front's settings (`mcp:`, the defaults without one); tokens name environment
     /// variables, looked up with `env`.
     pub fn mcp(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<quiver_mcp::McpConfig, HostError> {
-        let Some(path) = &self.path else {
+        let Some((section, line)) = &self.mcp else {
             return Ok(quiver_mcp::McpConfig::default());
         };
-        quiver_mcp::McpConfig::from_config_text(&self.text, env).map_err(|e| {
-            HostError::Config(format!(
-                "{}:{}: {e}",
-                path.display(),
-                key_line(&self.text, "mcp")
-            ))
+        quiver_mcp::McpConfig::from_section(Some(section), env).map_err(|e| {
+            let path = self.path.as_deref().unwrap_or(Path::new("config.yaml"));
+            HostError::Config(format!("{}:{line}: {e}", path.display()))
         })
     }
 }
@@ -211,9 +209,17 @@ mod tests {
                 "/etc/q.yaml:4",
             ),
             ("roots: []\nlimits:\n  roof: {}\n", "/etc/q.yaml:3"),
+            // The MCP front's section is checked with the rest of the file, not when served.
+            ("roots: []\nmcp:\n  colour: red\n", "/etc/q.yaml:3"),
+            (
+                "roots: []\nmcp:\n  stdio: {role: king}\n",
+                "/etc/q.yaml:2: unknown role `king`",
+            ),
         ];
+        let env = |_: &str| None;
         for (text, want) in cases {
-            let got = Config::parse(Path::new("/etc/q.yaml"), text.into());
+            let got = Config::parse(Path::new("/etc/q.yaml"), text.into())
+                .and_then(|config| config.mcp(&env).map(|_| config));
             assert!(
                 matches!(&got, Err(HostError::Config(m)) if m.starts_with(want)),
                 "{text}: {got:?}"
@@ -242,8 +248,10 @@ mod tests {
 
     #[test]
     fn every_section_is_read_into_one_value() {
-        let text = "roots:\n  - path: /srv/p\n    scope: installed\nprecedence: [installed, user]\nruntime:\n  max_loaded: 3\nsearch:\n  dense_weight: 0.5\nmcp_servers:\n  crm:\n    url: https://crm.example.com/mcp\nlimits:\n  ceiling: {memory: 4GiB, cpu: 2}\n";
+        let text = "roots:\n  - path: /srv/p\n    scope: installed\nprecedence: [installed, user]\nruntime:\n  max_loaded: 3\nsearch:\n  dense_weight: 0.5\nmcp_servers:\n  crm:\n    url: https://crm.example.com/mcp\nlimits:\n  ceiling: {memory: 4GiB, cpu: 2}\nmcp:\n  approval_wait: 5\n";
         let config = Config::parse(Path::new("/etc/q.yaml"), text.into()).unwrap();
+        let mcp = config.mcp(&|_| None).unwrap();
+        assert_eq!(mcp.approval_wait, std::time::Duration::from_secs(5));
         assert_eq!(config.roots.len(), 1);
         assert_eq!(config.runtime.max_loaded, 3);
         assert_eq!(config.search.dense, Some(0.5));

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
+use quiver_runtime::executor::Executor;
 use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::sandboxed::SandboxExecutor;
 use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig};
@@ -193,7 +194,9 @@ pub struct HostOptions {
 pub struct Host {
     config: Config,
     runtime: Arc<Runtime>,
-    executor: Arc<SandboxExecutor>,
+    // The sandbox: it runs the tools, or (with a given executor) only lists the config's
+    // external MCP servers; `None` when a given executor runs the tools and no server is set.
+    sandbox: Option<Arc<SandboxExecutor>>,
     db: PathBuf,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
@@ -202,17 +205,48 @@ pub struct Host {
 }
 
 impl Host {
-    /// Builds the runtime, its executor and its catalog from `config`.
+    /// Builds the runtime, its sandbox executor and its catalog from `config`.
     pub fn open(config: Config, options: HostOptions) -> Result<Host, HostError> {
+        Host::assemble(config, options, None)
+    }
+
+    /// Builds the host with `tools` running the package tools instead of the sandbox: a dry
+    /// run (`quiver eval`, `quiver inspect --cost`) or tools in-process (`quiver bench mcp`).
+    /// The sandbox is started only to list the config's external MCP servers, and nothing
+    /// reloads.
+    pub fn open_with_executor(
+        config: Config,
+        mut options: HostOptions,
+        tools: Arc<dyn Executor>,
+    ) -> Result<Host, HostError> {
+        options.reload = false;
+        Host::assemble(config, options, Some(tools))
+    }
+
+    fn assemble(
+        config: Config,
+        options: HostOptions,
+        tools: Option<Arc<dyn Executor>>,
+    ) -> Result<Host, HostError> {
         let source = CatalogSource::new(&config, &options.roots, options.search.as_ref())?;
         let signal = options.reload.then(|| Arc::new(Signal::default()));
-        let executor = Arc::new(executor(
-            &config,
-            options.launcher,
-            &options.state.dir,
-            signal.as_ref(),
-        )?);
-        let loaded = source.build(Some(&executor));
+        let sandbox = || -> Result<Arc<SandboxExecutor>, HostError> {
+            Ok(Arc::new(executor(
+                &config,
+                options.launcher.clone(),
+                &options.state.dir,
+                signal.as_ref(),
+            )?))
+        };
+        let (sandbox, runs_tools): (_, Arc<dyn Executor>) = match tools {
+            None => {
+                let sandbox = sandbox()?;
+                (Some(sandbox.clone()), sandbox)
+            }
+            Some(tools) if config.mcp_servers.is_empty() => (None, tools),
+            Some(tools) => (Some(sandbox()?), tools),
+        };
+        let loaded = source.build(sandbox.as_deref());
         let State {
             path: db, store, ..
         } = options.state;
@@ -223,7 +257,7 @@ impl Host {
         let runtime = Arc::new(Runtime::new(
             loaded.catalog,
             store,
-            executor.clone(),
+            runs_tools,
             options.approvers,
             runtime_config,
         ));
@@ -237,17 +271,17 @@ impl Host {
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "could not close the calls of ended processes"),
         }
-        let reload = match signal {
-            Some(signal) => Some(
-                Reload::start(signal, source, runtime.clone(), executor.clone())
+        let reload = match (signal, &sandbox) {
+            (Some(signal), Some(sandbox)) => Some(
+                Reload::start(signal, source, runtime.clone(), sandbox.clone())
                     .map_err(|e| HostError::Sandbox(format!("starting the catalog reload: {e}")))?,
             ),
-            None => None,
+            _ => None,
         };
         Ok(Host {
             config,
             runtime,
-            executor,
+            sandbox,
             db,
             notices: loaded.notices,
             agent_meta_tools,
@@ -260,9 +294,10 @@ impl Host {
         &self.runtime
     }
 
-    /// The executor.
-    pub fn executor(&self) -> &Arc<SandboxExecutor> {
-        &self.executor
+    /// The sandbox executor (`None` for a host whose given executor runs the tools and
+    /// which lists no external MCP server).
+    pub fn sandbox(&self) -> Option<&Arc<SandboxExecutor>> {
+        self.sandbox.as_ref()
     }
 
     /// The config this host was built from.
@@ -419,7 +454,7 @@ mod tests {
         }
         assert_eq!(ids(&host), ["one", "two"]);
         let runtime = Arc::downgrade(host.runtime());
-        let executor = Arc::downgrade(host.executor());
+        let executor = Arc::downgrade(host.sandbox().unwrap());
         drop(host);
         assert!(runtime.upgrade().is_none(), "the runtime outlived its host");
         assert!(

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod config;
+mod front;
 mod host;
 pub mod paths;
 mod reload;
@@ -31,6 +32,7 @@ pub mod search;
 use std::path::PathBuf;
 
 pub use config::{Config, SearchWeights};
+pub use front::{McpFront, Serving, mcp_front};
 pub use host::{
     CatalogSource, Host, HostOptions, Loaded, State, agent_meta_tools, executor, sandbox_config,
 };

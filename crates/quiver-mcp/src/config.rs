@@ -25,9 +25,6 @@ use serde::Deserialize;
 /// A configuration problem.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The YAML does not parse or has unknown keys.
-    #[error("the `mcp` section of the config file is invalid: {0}")]
-    Invalid(String),
     /// A role name that is not `master`, `trusted` or `user`.
     #[error("unknown role `{0}` in the `mcp` section; use master, trusted or user")]
     UnknownRole(String),
@@ -47,9 +44,11 @@ pub enum ConfigError {
     RolesWithoutPlatform(String),
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The `mcp:` section as written, checked for its shape when the config file is read
+/// (`quiver-host` parses the whole file once); [`McpConfig::from_section`] resolves it.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FileConfig {
+pub struct McpSection {
     #[serde(default)]
     stdio: Option<PrincipalEntry>,
     #[serde(default)]
@@ -61,14 +60,14 @@ struct FileConfig {
     conversation_idle: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PrincipalEntry {
     user: Option<String>,
     role: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HttpEntry {
     #[serde(default)]
@@ -77,7 +76,7 @@ struct HttpEntry {
     anonymous: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TokenEntry {
     token: Option<String>,
@@ -92,10 +91,13 @@ struct TokenEntry {
     platform_roles: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
-struct Whole {
-    #[serde(default)]
-    mcp: Option<FileConfig>,
+impl std::fmt::Debug for TokenEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenEntry")
+            .field("token_env", &self.token_env)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A bearer token and the principal it stands for.
@@ -162,16 +164,14 @@ fn role(name: Option<&str>) -> Result<Role, ConfigError> {
 }
 
 impl McpConfig {
-    /// Reads the `mcp:` section of a whole config file's YAML text (other sections are
-    /// ignored); the defaults when there is none. `env` looks up `token_env` variables.
-    pub fn from_config_text(
-        text: &str,
+    /// The settings of the config file's `mcp:` section (the defaults when there is none);
+    /// `env` looks up `token_env` variables.
+    pub fn from_section(
+        section: Option<&McpSection>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<McpConfig, ConfigError> {
-        let whole: Whole =
-            serde_saphyr::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let mut config = McpConfig::default();
-        let Some(file) = whole.mcp else {
+        let Some(file) = section.cloned() else {
             return Ok(config);
         };
         if let Some(stdio) = file.stdio {
@@ -248,6 +248,19 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// The `mcp:` section of a whole config file's text, as the host reads it.
+    fn from_text(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<McpConfig, ConfigError> {
+        #[derive(Deserialize)]
+        struct Whole {
+            mcp: Option<McpSection>,
+        }
+        let whole: Whole = serde_saphyr::from_str(text).unwrap();
+        McpConfig::from_section(whole.mcp.as_ref(), env)
+    }
+
     #[test]
     fn reads_the_mcp_section() {
         let text = r#"
@@ -262,7 +275,7 @@ mcp:
   approval_wait: 5
 "#;
         let env = |name: &str| (name == "ALICE_TOKEN").then(|| "xyz".to_owned());
-        let config = McpConfig::from_config_text(text, &env).unwrap();
+        let config = from_text(text, &env).unwrap();
         assert_eq!(config.stdio_principal, Principal::user("me", Role::Trusted));
         assert!(!config.allow_anonymous);
         assert_eq!(config.allowed_origins, vec!["https://app.example:443"]);
@@ -291,7 +304,7 @@ mcp:
             ("mcp: {http: {anonymous: false}}", false),
         ];
         for (text, anonymous) in cases {
-            let config = McpConfig::from_config_text(text, &env).unwrap();
+            let config = from_text(text, &env).unwrap();
             assert_eq!(config.allow_anonymous, anonymous, "{text}");
         }
     }
@@ -313,15 +326,12 @@ mcp:
                 "mcp: {tokens: [{token: t, user: a, platform_roles: [admin]}]}",
                 "no `platform`",
             ),
-            ("mcp: {colour: red}", "invalid"),
         ];
         for (text, want) in cases {
-            let err = McpConfig::from_config_text(text, &env)
-                .unwrap_err()
-                .to_string();
+            let err = from_text(text, &env).unwrap_err().to_string();
             assert!(err.contains(want), "{text}: {err}");
         }
-        let none = McpConfig::from_config_text("roots: []", &env).unwrap();
+        let none = from_text("roots: []", &env).unwrap();
         assert_eq!(none.stdio_principal, Principal::user("local", Role::Master));
     }
 }

@@ -111,24 +111,29 @@ pub struct EvalArgs {
     pub state: StateArgs,
 }
 
-/// The runtime of `quiver eval`: the catalog with hybrid search, tools dry-run.
-fn eval_runtime(roots: &RootArgs, state: &StateArgs) -> miette::Result<Runtime> {
+/// The host of `quiver eval`: the catalog with hybrid search, tools dry-run.
+fn eval_host(roots: &RootArgs, state: &StateArgs) -> miette::Result<Host> {
     let config = crate::roots::config()?;
     let search = quiver_host::SearchModels::load(config.search);
-    let catalog = crate::roots::catalog(&config, roots, Some(&search))?;
-    let mut runtime_config = config.runtime.clone();
-    quiver_host::agent_meta_tools(&mut runtime_config, &catalog);
-    Ok(Runtime::new(
-        catalog,
-        state.open()?,
-        Arc::new(DryRun),
-        ApproverSet {
-            person: Some(Arc::new(eval::EvalApprover)),
-            console: None,
-            reviewer: None,
+    let host = Host::open_with_executor(
+        config,
+        HostOptions {
+            roots: roots.roots.clone(),
+            state: state.state()?,
+            search: Some(search),
+            approvers: ApproverSet {
+                person: Some(Arc::new(eval::EvalApprover)),
+                console: None,
+                reviewer: None,
+            },
+            launcher: crate::roots::launcher()?,
+            reload: false,
         },
-        runtime_config,
-    ))
+        Arc::new(DryRun),
+    )
+    .map_err(crate::roots::fail)?;
+    crate::roots::notices(host.notices());
+    Ok(host)
 }
 
 fn fail(e: impl std::fmt::Display) -> miette::Report {
@@ -542,13 +547,14 @@ pub fn eval(roots: &RootArgs, args: EvalArgs) -> miette::Result<ExitCode> {
         .map_err(|e| miette::miette!("cannot read {}: {e}", args.cases.display()))?;
     let cases = eval::parse_cases(&text, &args.cases).map_err(fail)?;
     let providers = args.model.providers()?;
-    let runtime = eval_runtime(roots, &args.state)?;
+    let host = eval_host(roots, &args.state)?;
+    let runtime = host.runtime();
     runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
     let sender = principal(None, &[], None)?;
     let mut runs =
-        vec![eval::run(&runtime, &providers, &cases, Mode::Progressive, &sender).map_err(fail)?];
+        vec![eval::run(runtime, &providers, &cases, Mode::Progressive, &sender).map_err(fail)?];
     if args.baseline.is_some() {
-        runs.push(eval::run(&runtime, &providers, &cases, Mode::Eager, &sender).map_err(fail)?);
+        runs.push(eval::run(runtime, &providers, &cases, Mode::Eager, &sender).map_err(fail)?);
     }
     if args.json {
         let value: serde_json::Map<String, Value> = runs

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use quiver_agent::cost;
 use quiver_agent::eval::DryRun;
-use quiver_catalog::Catalog;
-use quiver_runtime::{ApproverSet, Runtime};
-use quiver_store::SqliteStore;
+use quiver_host::{Host, HostOptions, State};
+use quiver_runtime::ApproverSet;
 use serde_json::{Map, Value, json};
 
 use crate::roots::RootArgs;
@@ -151,7 +150,7 @@ fn write_bench_packages(tools: &Path, dir: &Path, per_package: usize) -> miette:
 pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> {
     let config = crate::roots::config()?;
     let scratch = tempfile::tempdir().map_err(|e| miette::miette!("no temporary folder: {e}"))?;
-    let catalog = match &args.bench_tools {
+    let (config, roots, search) = match &args.bench_tools {
         Some(tools) => {
             let dir = scratch.path().join("packages");
             let n = write_bench_packages(tools, &dir, args.per_package)?;
@@ -159,24 +158,30 @@ pub fn inspect(roots: &RootArgs, args: InspectArgs) -> miette::Result<ExitCode> 
                 "loaded {n} benchmark tools as packages of {}",
                 args.per_package
             ));
-            Catalog::load_dirs(&[&dir])
+            (quiver_host::Config::default(), vec![dir], None)
         }
         None => {
             let models = quiver_host::SearchModels::load(config.search);
-            crate::roots::catalog(&config, roots, Some(&models))?
+            (config, roots.roots.clone(), Some(models))
         }
     };
-    let store = SqliteStore::open(scratch.path().join("cost.db"))
-        .map_err(|e| miette::miette!("cannot open a scratch database: {e}"))?;
-    let runtime = Runtime::new(
-        catalog,
-        Arc::new(store),
+    let host = Host::open_with_executor(
+        config,
+        HostOptions {
+            roots,
+            state: State::in_dir(scratch.path(), None).map_err(crate::roots::fail)?,
+            search,
+            approvers: ApproverSet::default(),
+            launcher: crate::roots::launcher()?,
+            reload: false,
+        },
         Arc::new(DryRun),
-        ApproverSet::default(),
-        config.runtime.clone(),
-    );
+    )
+    .map_err(crate::roots::fail)?;
+    crate::roots::notices(host.notices());
+    let runtime = host.runtime();
     let sender = super::runtime::principal(None, &[], None)?;
-    let measured = cost::measure(&runtime, &sender).map_err(|e| miette::miette!("{e}"))?;
+    let measured = cost::measure(runtime, &sender).map_err(|e| miette::miette!("{e}"))?;
     if args.json {
         crate::out(&serde_json::to_string_pretty(&measured).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);

@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use miette::{IntoDiagnostic, miette};
-use quiver_catalog::Catalog;
+use quiver_host::{Host, HostOptions, State};
 use quiver_mcp::front::Caller;
 use quiver_mcp::{Front, McpConfig};
 use quiver_policy::Principal;
+use quiver_runtime::ApproverSet;
 use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig};
-use quiver_store::SqliteStore;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -268,18 +267,24 @@ pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
     });
     let dir = tempfile::tempdir().into_diagnostic()?;
     write_package(dir.path()).into_diagnostic()?;
-    let catalog = Catalog::load_dirs(&[dir.path()]);
-    let store =
-        Arc::new(SqliteStore::open(dir.path().join("bench.db")).map_err(|e| miette!("{e}"))?);
     let mut executor = BuiltinExecutor::new();
     executor.register("bench.noop", Arc::new(|_, _| Ok(json!({"ok": true}))));
-    let runtime = Arc::new(Runtime::new(
-        catalog,
-        store,
+    // The bench's own package and defaults, whatever the config file says.
+    let host = Host::open_with_executor(
+        quiver_host::Config::default(),
+        HostOptions {
+            roots: vec![dir.path().to_owned()],
+            state: State::in_dir(dir.path(), Some(&dir.path().join("bench.db")))
+                .map_err(|e| miette!("{e}"))?,
+            search: None,
+            approvers: ApproverSet::default(),
+            launcher: crate::roots::launcher()?,
+            reload: false,
+        },
         Arc::new(executor),
-        ApproverSet::default(),
-        RuntimeConfig::default(),
-    ));
+    )
+    .map_err(|e| miette!("{e}"))?;
+    let runtime = host.runtime().clone();
     let front = Arc::new(Front::new(
         runtime.clone(),
         McpConfig {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use quiver_host::{Host, HostOptions};
+use quiver_host::{Host, HostOptions, McpFront, Serving};
 use quiver_mcp::Front;
 use quiver_runtime::ApproverSet;
 use quiver_runtime::approver::QueueApprover;
@@ -62,43 +62,26 @@ fn roots(args: &RootArgs, config: &quiver_host::Config) -> RootArgs {
     args.clone()
 }
 
-/// Unless anonymous requests are allowed, the owner's bearer token (made at the first start)
-/// joins the configured tokens, standing for the stdio principal.
-fn owner_token(
-    state_db: &Path,
-    config: &mut quiver_mcp::McpConfig,
-) -> miette::Result<Option<quiver_mcp::owner_token::OwnerToken>> {
-    if config.allow_anonymous {
-        return Ok(None);
-    }
-    let dir = state_db.parent().unwrap_or_else(|| Path::new("."));
-    let token = quiver_mcp::owner_token::load_or_create(dir)
-        .map_err(|e| miette::miette!("cannot keep the MCP token in `{}`: {e}", dir.display()))?;
-    config.tokens.push(quiver_mcp::config::BearerToken {
-        token: token.token.clone(),
-        principal: config.stdio_principal.clone(),
-        origin: quiver_policy::Origin::default(),
-    });
-    Ok(Some(token))
-}
-
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.
 pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let config = crate::roots::config()?;
     let roots = roots(root_args, &config);
-    let mut mcp = config
-        .mcp(&|name| std::env::var(name).ok())
-        .map_err(crate::roots::fail)?;
     let search = crate::roots::search_models(&config);
     let state = args.state.state()?;
     let db = state.path.clone();
     let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
-    mcp.allow_anonymous |= args.allow_anonymous;
-    let owner_token = if stdio {
-        None
-    } else {
-        owner_token(&db, &mut mcp)?
-    };
+    let McpFront {
+        config: mcp,
+        owner_token,
+    } = quiver_host::mcp_front(
+        &config,
+        &db,
+        Serving {
+            stdio,
+            allow_anonymous: args.allow_anonymous,
+        },
+    )
+    .map_err(crate::roots::fail)?;
     // The person is the client (elicitation), set per call; the console queue answers what
     // the policy routes to an operator.
     let approvers = ApproverSet {

@@ -1,4 +1,5 @@
 mod consent;
+mod golden;
 mod harness;
 mod http;
 mod http_gate;
