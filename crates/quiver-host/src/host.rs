@@ -106,6 +106,10 @@ pub fn sandbox_config(config: &Config, launcher: Vec<OsString>, state_dir: &Path
     let mut sandbox = SandboxConfig::new(launcher, state_dir.to_owned());
     // The config file holds settings and tokens: no tool ever sees it, whatever it declares.
     sandbox.hidden.extend(config.path.clone());
+    // So does the agent configuration, which holds the providers' keys.
+    sandbox
+        .hidden
+        .extend(quiver_agent::AgentConfig::default_path());
     sandbox.allow_unsandboxed = config.runtime.allow_unsandboxed
         || std::env::var("QUIVER_ALLOW_UNSANDBOXED").is_ok_and(|v| v == "1");
     let ceiling = quiver_runtime::sandboxed::limit_request(&config.limits_ceiling);
@@ -122,7 +126,33 @@ pub fn executor(
     state_dir: &Path,
     changed: Option<&Arc<Signal>>,
 ) -> Result<SandboxExecutor, HostError> {
-    let executor = SandboxExecutor::new(sandbox_config(config, launcher, state_dir))
+    executor_with(config, sandbox_config(config, launcher, state_dir), changed)
+}
+
+/// The files the runtime keeps its state in beside the state database `db` (wherever it
+/// lives, `--db` outside the state folder too): the database, its `-wal`, `-shm` and
+/// `-journal`, the engine locks, the MCP front's secret and owner token. No tool sees them.
+pub fn state_files(db: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal", ".engines"]
+        .iter()
+        .map(|suffix| {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect();
+    let beside = db.parent().unwrap_or_else(|| Path::new("."));
+    files.push(beside.join("mcp-secret"));
+    files.push(beside.join(quiver_mcp::owner_token::TOKEN_FILE));
+    files
+}
+
+fn executor_with(
+    config: &Config,
+    sandbox: SandboxConfig,
+    changed: Option<&Arc<Signal>>,
+) -> Result<SandboxExecutor, HostError> {
+    let executor = SandboxExecutor::new(sandbox)
         .map_err(|e| HostError::Sandbox(e.to_string()))?
         .with_mcp_servers(Arc::new(config.mcp_servers.clone()));
     Ok(match changed {
@@ -231,12 +261,11 @@ impl Host {
         let source = CatalogSource::new(&config, &options.roots, options.search.as_ref())?;
         let signal = options.reload.then(|| Arc::new(Signal::default()));
         let sandbox = || -> Result<Arc<SandboxExecutor>, HostError> {
-            Ok(Arc::new(executor(
-                &config,
-                options.launcher.clone(),
-                &options.state.dir,
-                signal.as_ref(),
-            )?))
+            let mut sandbox = sandbox_config(&config, options.launcher.clone(), &options.state.dir);
+            // The state database may live outside the state folder (`--db`): it and every
+            // file beside it that holds state stay out of every tool's view.
+            sandbox.hidden.extend(state_files(&options.state.path));
+            Ok(Arc::new(executor_with(&config, sandbox, signal.as_ref())?))
         };
         let (sandbox, runs_tools): (_, Arc<dyn Executor>) = match tools {
             None => {

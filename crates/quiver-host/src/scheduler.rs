@@ -49,7 +49,8 @@ impl OwnerLock {
     /// beside it (the path made canonical, so two paths to one file share them).
     pub fn acquire(db: &Path) -> std::io::Result<OwnerLock> {
         let dir = owner_dir(db);
-        std::fs::create_dir_all(&dir)?;
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&dir)?;
         for slot in 0..OWNER_SLOTS {
             let file = OpenOptions::new()
                 .create(true)

@@ -39,6 +39,7 @@
 
 mod cgroup;
 mod disk;
+pub mod grants;
 pub mod identity;
 pub mod launcher;
 pub mod output;

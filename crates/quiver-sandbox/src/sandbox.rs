@@ -21,43 +21,6 @@ use crate::proxy::Proxy;
 /// The `PATH` inside the sandbox; commands are looked up in it, never in the runtime's own.
 pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// System folders every tool may read (and, with `shell: true`, execute from).
-const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"];
-/// Files under `/etc` that programs need to start, resolve names and check certificates;
-/// never `/etc/shadow` and the like.
-const SYSTEM_FILES: &[&str] = &[
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/pki",
-    "/etc/resolv.conf",
-    "/etc/hosts",
-    "/etc/nsswitch.conf",
-    "/etc/host.conf",
-    "/etc/gai.conf",
-    "/etc/mime.types",
-    "/etc/protocols",
-    "/etc/services",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/alternatives",
-    "/dev/urandom",
-    "/dev/random",
-    "/dev/zero",
-];
-/// Dynamic loaders, which `execve` opens for execution.
-const LOADERS: &[&str] = &[
-    "/lib64/ld-linux-x86-64.so.2",
-    "/lib/ld-linux-aarch64.so.1",
-    "/lib/ld-linux-armhf.so.3",
-    "/lib/ld-musl-x86_64.so.1",
-    "/lib/ld-musl-aarch64.so.1",
-];
-
 /// What a tool may do beyond its package folder (read) and data folder (read-write).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Access {
@@ -221,10 +184,14 @@ impl Spawned {
             crate::cgroup::remove_for(self.child.id());
         }
         // SIGKILL is delivered at once but a process takes a moment to exit: return only when
-        // the whole group is gone (bounded, so a stuck kernel cannot hang the call).
+        // no process of the group runs any more (bounded, so a stuck kernel cannot hang the
+        // call). The launcher's children are reaped by whoever adopts them, which may take a
+        // second or more (a container's init): their zombies have ended and are not waited for.
         if let Some(pid) = pid {
             for _ in 0..400 {
-                if rustix::process::test_kill_process_group(pid).is_err() {
+                if rustix::process::test_kill_process_group(pid).is_err()
+                    || !group_runs(pid.as_raw_nonzero().get())
+                {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -272,6 +239,35 @@ impl Spawned {
             .as_ref()
             .and_then(|p| p.take_denials().into_iter().next())
     }
+}
+
+/// Whether a process of the process group `pgid` still runs (is neither a zombie nor
+/// gone), from `/proc`; `true` when `/proc` cannot be read.
+fn group_runs(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let is_pid = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        is_pid
+            && std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|stat| running_in_group(&stat, pgid))
+                .unwrap_or(false)
+    })
+}
+
+/// From a `/proc/<pid>/stat` line: whether the process is in group `pgid` and not a zombie.
+fn running_in_group(stat: &str, pgid: i32) -> Option<bool> {
+    // `pid (comm) state ppid pgrp ...`; `comm` may hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let group: i32 = fields.nth(1)?.parse().ok()?;
+    Some(group == pgid && !matches!(state, "Z" | "X" | "x"))
 }
 
 impl Drop for Spawned {
@@ -371,7 +367,8 @@ impl Sandbox {
             create_private_dir(&tmp)?;
             tmp
         };
-        let (program, exec_files, argv) = resolve_command(job)?;
+        let plan = self.plan(job, &data)?;
+        let (program, argv) = (plan.program.clone(), plan.argv.clone());
         let env = environment(job, &data, &tmp);
         let mut command;
         let mut proxy = None;
@@ -397,16 +394,18 @@ impl Sandbox {
                     ))
                 })?;
             }
-            let policy = build_policy(
-                job,
-                &data,
-                exec_files,
+            let policy = Policy {
+                env,
+                cwd: data.clone(),
+                read_exec: plan.read_exec,
+                read: plan.read,
+                read_write: plan.read_write,
+                hidden: plan.hidden,
+                data_dir: data.clone(),
                 network,
                 limits,
                 run_as,
-                self.hidden(),
-                env,
-            );
+            };
             let (launcher, leading) = self
                 .config
                 .launcher
@@ -544,12 +543,14 @@ impl Sandbox {
         limits
     }
 
-    /// What no tool may see: the state folder and the configured paths, canonical.
-    fn hidden(&self) -> Vec<PathBuf> {
-        std::iter::once(&self.config.state_dir)
+    /// What `job` (canonical folders) may see and run, with its data folder `data`: see
+    /// [`crate::grants::plan`]; hidden are the state folder and [`SandboxConfig::hidden`].
+    pub fn plan(&self, job: &Job, data: &Path) -> Result<crate::grants::Plan, SandboxError> {
+        let hidden: Vec<PathBuf> = std::iter::once(&self.config.state_dir)
             .chain(&self.config.hidden)
-            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
-            .collect()
+            .cloned()
+            .collect();
+        crate::grants::plan(job, data, &hidden)
     }
 }
 
@@ -605,70 +606,6 @@ fn log_stderr(
     rx
 }
 
-/// Finds `name` in [`SANDBOX_PATH`].
-fn which(name: &str) -> Option<PathBuf> {
-    SANDBOX_PATH
-        .split(':')
-        .map(|dir| Path::new(dir).join(name))
-        .find(|p| p.is_file())
-}
-
-/// The program to execute, the files that need the execute right (the program, its `#!`
-/// interpreter, the dynamic loaders), and the argument vector with relative words that name
-/// files of the tool made absolute.
-fn resolve_command(job: &Job) -> Result<(PathBuf, Vec<PathBuf>, Vec<OsString>), SandboxError> {
-    let first = job
-        .command
-        .first()
-        .ok_or_else(|| SandboxError::Setup("the tool's `run` command is empty".into()))?;
-    let program = if first.contains('/') {
-        let path = job.command_dir.join(first);
-        path.is_file().then_some(path)
-    } else {
-        which(first)
-    }
-    .ok_or_else(|| {
-        SandboxError::Setup(format!(
-            "`{first}` was not found (looked in the tool's folder and {SANDBOX_PATH})"
-        ))
-    })?;
-    let mut exec = vec![program.clone()];
-    let mut head = Vec::new();
-    if let Ok(file) = std::fs::File::open(&program) {
-        let _ = file.take(512).read_to_end(&mut head);
-    }
-    if let Some(line) = head.strip_prefix(b"#!") {
-        let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next().unwrap_or_default())
-            .into_owned();
-        let mut words = line.split_whitespace();
-        if let Some(interpreter) = words.next() {
-            exec.push(PathBuf::from(interpreter));
-            if interpreter.ends_with("/env")
-                && let Some(next) = words.find(|w| !w.starts_with('-'))
-                && let Some(found) = which(next)
-            {
-                exec.push(found);
-            }
-        }
-    }
-    exec.extend(LOADERS.iter().map(PathBuf::from));
-    let exec = exec
-        .into_iter()
-        .filter_map(|p| std::fs::canonicalize(p).ok())
-        .collect();
-    let argv = std::iter::once(program.clone().into_os_string())
-        .chain(job.command[1..].iter().map(|word| {
-            let candidate = job.command_dir.join(word);
-            if !word.starts_with('-') && !Path::new(word).is_absolute() && candidate.exists() {
-                candidate.into_os_string()
-            } else {
-                OsString::from(word)
-            }
-        }))
-        .collect();
-    Ok((program, exec, argv))
-}
-
 /// The tool's whole environment.
 fn environment(job: &Job, data: &Path, tmp: &Path) -> BTreeMap<String, String> {
     let mut env = job.access.env_values.clone();
@@ -715,59 +652,6 @@ fn environment(job: &Job, data: &Path, tmp: &Path) -> BTreeMap<String, String> {
     env
 }
 
-/// The policy of `job`. Declared paths inside a hidden path (Quiver's state folder, the
-/// config file) are dropped: only the package's own folders are granted there.
-#[allow(clippy::too_many_arguments)]
-fn build_policy(
-    job: &Job,
-    data: &Path,
-    exec_files: Vec<PathBuf>,
-    network: Network,
-    limits: Limits,
-    run_as: Option<(u32, u32)>,
-    hidden: Vec<PathBuf>,
-    env: BTreeMap<String, String>,
-) -> Policy {
-    let declared = |paths: &[PathBuf]| -> Vec<PathBuf> {
-        paths
-            .iter()
-            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
-            .filter(|p| {
-                let inside = hidden.iter().any(|h| p.starts_with(h));
-                if inside {
-                    tracing::warn!(package = %job.package, path = %p.display(), "a declared path inside Quiver's state folder or config file is not granted");
-                }
-                !inside
-            })
-            .collect()
-    };
-    let system: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
-    let mut read_exec = exec_files;
-    let mut read: Vec<PathBuf> = SYSTEM_FILES.iter().map(PathBuf::from).collect();
-    if job.access.shell {
-        read_exec.extend(system);
-        read_exec.push(job.package_dir.clone());
-    } else {
-        read.extend(system);
-        read.push(job.package_dir.clone());
-    }
-    read.extend(declared(&job.access.read));
-    let mut read_write = vec![data.to_owned(), PathBuf::from("/dev/null")];
-    read_write.extend(declared(&job.access.write));
-    Policy {
-        env,
-        cwd: data.to_owned(),
-        read_exec,
-        read,
-        read_write,
-        hidden,
-        data_dir: data.to_owned(),
-        network,
-        limits,
-        run_as,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,6 +693,23 @@ mod tests {
         assert!(ended(child), "the leader's child still runs");
     }
 
+    #[test]
+    fn a_group_runs_while_one_of_its_processes_is_not_a_zombie() {
+        let cases = [
+            ("12 (sh) S 1 40 40 0", 40, Some(true)),
+            ("12 (a) b) (c) R 1 40 40 0", 40, Some(true)),
+            ("12 (sh) Z 1 40 40 0", 40, Some(false)),
+            ("12 (sh) S 1 41 41 0", 40, Some(false)),
+            ("garbage", 40, None),
+        ];
+        for (stat, pgid, want) in cases {
+            assert_eq!(running_in_group(stat, pgid), want, "{stat}");
+        }
+        assert!(group_runs(
+            rustix::process::getpgrp().as_raw_nonzero().get()
+        ));
+    }
+
     fn job(dir: &Path, command: &[&str]) -> Job {
         Job {
             package: "demo".into(),
@@ -825,21 +726,32 @@ mod tests {
     #[test]
     fn resolves_commands_in_the_sandbox_path_and_the_tool_folder() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("main.py"), "print(1)\n").unwrap();
-        std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
-        let (program, exec, argv) =
-            resolve_command(&job(dir.path(), &["python3", "main.py", "-v"])).unwrap();
+        let dir = &std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(dir.join("main.py"), "print(1)\n").unwrap();
+        std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+        let plan = |command: &[&str]| crate::grants::plan(&job(dir, command), dir, &[]);
+        let python = plan(&["python3", "main.py", "-v"]).unwrap();
         assert!(
-            program.starts_with("/usr") || program.starts_with("/bin"),
-            "{program:?}"
+            python.program.starts_with("/usr") || python.program.starts_with("/bin"),
+            "{:?}",
+            python.program
         );
-        assert_eq!(argv[1], dir.path().join("main.py").into_os_string());
-        assert_eq!(argv[2], OsString::from("-v"));
-        assert!(exec.iter().any(|p| p.to_string_lossy().contains("python3")));
-        let (program, exec, _) = resolve_command(&job(dir.path(), &["./run.sh"])).unwrap();
-        assert_eq!(program, dir.path().join("./run.sh"));
-        assert!(exec.contains(&std::fs::canonicalize("/bin/sh").unwrap()));
-        let missing = resolve_command(&job(dir.path(), &["no-such-program-here"]));
+        assert_eq!(python.argv[1], dir.join("main.py").into_os_string());
+        assert_eq!(python.argv[2], OsString::from("-v"));
+        assert!(
+            python
+                .read_exec
+                .iter()
+                .any(|p| p.to_string_lossy().contains("python3"))
+        );
+        let script = plan(&["./run.sh"]).unwrap();
+        assert_eq!(script.program, dir.join("./run.sh"));
+        assert!(
+            script
+                .read_exec
+                .contains(&std::fs::canonicalize("/bin/sh").unwrap())
+        );
+        let missing = plan(&["no-such-program-here"]);
         assert!(matches!(missing, Err(SandboxError::Setup(m)) if m.contains("was not found")));
     }
 

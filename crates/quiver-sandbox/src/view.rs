@@ -12,7 +12,8 @@
 //! 2. every `hidden` path a granted folder would show (Quiver's state folder, the config file)
 //!    is covered: a folder by an empty read-only tmpfs, a file by an empty read-only file;
 //! 3. the granted paths inside a hidden one (the package's own data folder, the package
-//!    folder of an external MCP server) are mounted back on top;
+//!    folder of an external MCP server) are mounted back on top, and any hidden path inside
+//!    them covered again;
 //! 4. `/proc` of the tool's own PID namespace; a private, size-limited tmpfs on `/tmp` is
 //!    mounted before step 1's paths below it (unless `/tmp` itself is granted: then the
 //!    host's, minus the hidden paths);
@@ -151,6 +152,16 @@ pub fn enter(policy: &Policy, tmp_bytes: u64) -> Result<(), ViewError> {
     }
     for (path, writable) in &inside_hidden {
         place(path, *writable, &entries, &mut loosened)?;
+    }
+    // A hidden path inside a folder mounted back (the package folder, the data folder) is
+    // covered again: hidden paths stay hidden whatever else is granted.
+    for hidden in &policy.hidden {
+        if inside_hidden
+            .iter()
+            .any(|(path, _)| hidden.starts_with(path) && hidden != path)
+        {
+            cover(hidden)?;
+        }
     }
     let proc_dir = under(NEW, Path::new("/proc"));
     std::fs::create_dir_all(&proc_dir).map_err(io_at("creating", &proc_dir))?;

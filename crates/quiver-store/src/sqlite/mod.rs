@@ -108,15 +108,11 @@ impl SqliteStore {
     /// ([`StoreError::NotQuiver`]).
     pub fn open_with(path: impl AsRef<Path>, options: &StoreOptions) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
-        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|source| StoreError::Io {
-                path: folder.to_path_buf(),
-                source,
-            })?;
-        }
+        create_private(&path)?;
         let writer = connect(&path, options, Role::Writer)?;
         // Migrate before switching to WAL, so a refused or failed open leaves the file as it was.
         schema::migrate(&writer, &path)?;
+        tighten(&path);
         enable_wal(&writer, &path, options)?;
         let readers = (0..options.readers.max(1))
             .map(|_| connect(&path, options, Role::Reader))
@@ -147,6 +143,48 @@ impl SqliteStore {
 
     fn read<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         self.readers.with(op)
+    }
+}
+
+/// Creates the database's file private before SQLite opens it, wherever it lives: its folder
+/// `0700` where missing, the file `0600` (SQLite gives its `-wal`, `-shm` and `-journal` the
+/// database's mode).
+fn create_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(folder)
+            .map_err(|source| StoreError::Io {
+                path: folder.to_path_buf(),
+                source,
+            })?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Makes a Quiver database that an older version left readable by others (and its `-wal`,
+/// `-shm`, `-journal`) `0600`, where this user may.
+fn tighten(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = Path::new(&name);
+        if std::fs::metadata(file).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+            let _ = std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600));
+        }
     }
 }
 
