@@ -16,7 +16,7 @@ use quiver_workflow::WorkflowError;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use super::{Runtime, WorkflowSteps};
+use crate::runtime::{Runtime, WorkflowSteps};
 
 /// The header carrying the body's signature, `sha256=<hex of HMAC-SHA256(secret, body)>`.
 pub const SIGNATURE_HEADER: &str = "x-quiver-signature";

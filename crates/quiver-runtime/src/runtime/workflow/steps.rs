@@ -18,9 +18,9 @@ use quiver_store::{AuditEntry, NewSession, StoreError, WorkflowStore};
 use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
 use serde_json::{Value, json};
 
-use super::call::audit::decision;
-use super::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
 use crate::approver::Approver;
+use crate::runtime::call::audit::decision;
+use crate::runtime::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
 
 /// What a turn that runs one workflow step knows of it.
 #[derive(Debug, Clone)]

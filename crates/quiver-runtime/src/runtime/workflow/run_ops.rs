@@ -15,7 +15,7 @@ use quiver_workflow::{Engine, Parked, SystemClock, WorkflowError};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Runtime, WorkflowSteps};
+use crate::runtime::{Runtime, WorkflowSteps};
 
 /// Why an operation on a run did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -192,7 +192,7 @@ impl<'r> RunOps<'r> {
             .and_then(|a| a.process.as_deref())
             .and_then(quiver_store::waiter::running_here)
             .filter(|pgid| quiver_sandbox::kill_process_group(*pgid));
-        let session = super::run_session_id(id);
+        let session = crate::runtime::run_session_id(id);
         let mut expired_cards = Vec::new();
         for card in self.runtime.store.pending_approvals(Some(&session))? {
             if let Ok(card) = self.runtime.store.expire_approval(&card.card.id) {

@@ -18,11 +18,11 @@ use quiver_store::{AuditEntry, WorkflowStore};
 use quiver_workflow::{Definition, Engine, Start, WorkflowError};
 use serde_json::{Map, Value, json};
 
-use super::call::Target;
-use super::call::audit::decision;
-use super::call::execute::Ran;
-use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, WorkflowSteps};
 use crate::approver::Approver;
+use crate::runtime::call::Target;
+use crate::runtime::call::audit::decision;
+use crate::runtime::call::execute::Ran;
+use crate::runtime::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, WorkflowSteps};
 
 impl Runtime {
     /// Sets the store the workflow engine keeps its runs in (the same SQLite file as the
