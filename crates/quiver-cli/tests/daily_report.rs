@@ -1,7 +1,9 @@
 //! The `daily-report` example as a real workflow, through the `quiver` binary: its notes step,
 //! two agent steps on a scripted model (a fake OpenAI server on 127.0.0.1), a person's approval,
 //! then the private, dangerous `publish` step, which needs a person of its own and writes the
-//! report into the package's data folder.
+//! report into the package's data folder. Started by hand (`quiver run`) or by the model in
+//! `quiver chat`; either way its owner answers its questions in `quiver approvals`, and a
+//! question asked once nobody waits on the run parks it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use quiver_agent::fake::{Api, FakeServer, Move};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn copy(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -29,6 +31,53 @@ struct Env {
 }
 
 impl Env {
+    /// The example packages `daily-report` and `notes`, the scripted model as the configured
+    /// provider, and the sandbox required.
+    fn new(server: &FakeServer) -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
+        for package in ["daily-report", "notes"] {
+            copy(&examples.join(package), &env.packages().join(package));
+        }
+        std::fs::write(
+            env.dir.path().join("agent.yaml"),
+            format!(
+                "default: fake\nproviders:\n  fake:\n    kind: openai\n    base_url: {}\n    model: fake-model\n    retry_backoff_ms: 1\n",
+                server.url()
+            ),
+        )
+        .unwrap();
+        // Tools run in the sandbox, as in production.
+        std::fs::write(
+            env.dir.path().join("config.yaml"),
+            "runtime:\n  allow_unsandboxed: false\n",
+        )
+        .unwrap();
+        env
+    }
+
+    /// The run parked on a person, as `quiver approvals list` shows it.
+    fn parked(&self, id: &str) -> Value {
+        let listed = self.json(&["approvals", "list", "--json"]);
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "run" && p["id"] == id)
+            .unwrap_or_else(|| panic!("run {id} is not parked: {listed}"))
+            .clone()
+    }
+
+    /// The one report published into the package's data folder.
+    fn published(&self) -> String {
+        let outbox = self.dir.path().join("home/data/daily-report/outbox");
+        let files: Vec<_> = std::fs::read_dir(&outbox).unwrap().collect();
+        assert_eq!(files.len(), 1, "{outbox:?}");
+        std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap()
+    }
+
     fn packages(&self) -> PathBuf {
         self.dir.path().join("packages")
     }
@@ -70,27 +119,7 @@ fn the_daily_report_is_drafted_polished_approved_and_published() {
         Move::text("日报 2026-12-02：完成了发布前检查。"),
         Move::text("【日报】2026-12-02：完成发布前检查。"),
     ]);
-    let env = Env {
-        dir: tempfile::tempdir().unwrap(),
-    };
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
-    for package in ["daily-report", "notes"] {
-        copy(&examples.join(package), &env.packages().join(package));
-    }
-    std::fs::write(
-        env.dir.path().join("agent.yaml"),
-        format!(
-            "default: fake\nproviders:\n  fake:\n    kind: openai\n    base_url: {}\n    model: fake-model\n    retry_backoff_ms: 1\n",
-            server.url()
-        ),
-    )
-    .unwrap();
-    // Tools run in the sandbox, as in production.
-    std::fs::write(
-        env.dir.path().join("config.yaml"),
-        "runtime:\n  allow_unsandboxed: false\n",
-    )
-    .unwrap();
+    let env = Env::new(&server);
     let started = env.json(&[
         "run",
         "daily-report.compile",
@@ -100,26 +129,15 @@ fn the_daily_report_is_drafted_polished_approved_and_published() {
     ]);
     let id = started["id"].as_str().unwrap().to_owned();
     // Whatever the notes step needed (consent to another package, asked of nobody), the run
-    // parks on a person; answer each question as bob until it reaches the report's approval.
+    // parks on a person; its owner, who started it, answers each question until it ends.
     let mut answered = Vec::new();
     let mut run = started;
     for _ in 0..4 {
         if run["status"] == "completed" {
             break;
         }
-        let listed = env.json(&["approvals", "list", "--json"]);
-        let parked = listed
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["kind"] == "run" && p["id"] == id.as_str())
-            .unwrap_or_else(|| panic!("run {id} is {run} and not parked: {listed}"))
-            .clone();
-        answered.push(parked.clone());
-        // The one who started the run never approves it.
-        let own = env.quiver(&["approvals", "approve", &id]);
-        assert_eq!(own.status.code(), Some(1), "{parked}");
-        let out = env.json(&["approvals", "approve", &id, "--as", "bob:trusted", "--json"]);
+        answered.push(env.parked(&id));
+        let out = env.json(&["approvals", "approve", &id, "--json"]);
         run = out.get("run").cloned().unwrap_or(out);
     }
     assert_eq!(run["status"], "completed", "{run}");
@@ -137,10 +155,7 @@ fn the_daily_report_is_drafted_polished_approved_and_published() {
         "{text}"
     );
     // Published once, into the package's own data folder.
-    let outbox = env.dir.path().join("home/data/daily-report/outbox");
-    let files: Vec<_> = std::fs::read_dir(&outbox).unwrap().collect();
-    assert_eq!(files.len(), 1, "{outbox:?}");
-    let report = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+    let report = env.published();
     assert!(report.starts_with("# 2026-12-02") && report.contains("完成发布前检查"));
     assert_eq!(
         run["output"]["report"],
@@ -149,4 +164,102 @@ fn the_daily_report_is_drafted_polished_approved_and_published() {
     assert_eq!(run["output"]["published"]["published"], true);
     // Both agent steps asked the model.
     assert_eq!(server.requests().len(), 2);
+}
+
+/// Issue 22 item 5: the model starts the run in `quiver chat`; once the chat is over, its
+/// owner approves the report in `quiver approvals`, and the dangerous publish step, which needs
+/// a person and finds none, parks the run for them instead of failing it ("nobody is
+/// available…").
+#[test]
+fn a_run_the_model_started_in_chat_parks_its_publish_step_for_its_owner() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    server.push([
+        Move::call("daily-report__compile", json!({"date": "2026-12-02"})),
+        Move::text("日报 2026-12-02：完成了发布前检查。"),
+        Move::text("【日报】2026-12-02：完成发布前检查。"),
+        Move::text("日报写好了，等你确认后发布。"),
+    ]);
+    let env = Env::new(&server);
+    let chat = env.json(&["chat", "-m", "写今天的日报", "--json", "--yes"]);
+    let call = &chat["calls"][0];
+    assert_eq!(call["name"], "daily-report__compile", "{chat}");
+    assert_eq!(call["result"]["status"], "waiting", "{chat}");
+    let id = call["result"]["run_id"].as_str().unwrap().to_owned();
+    // Issue 22 item 7: in a later chat the model reads the run it started with `get_run`,
+    // offered in the chat as wherever runs can be started.
+    server.push([
+        Move::call("get_run", json!({"run_id": id})),
+        Move::text("日报在等你确认。"),
+    ]);
+    let read = env.json(&["chat", "-m", "日报怎么样了？", "--json"]);
+    let offered = quiver_agent::fake::offered_tools(&server.requests()[4].body);
+    assert!(offered.iter().any(|t| t == "get_run"), "{offered:?}");
+    let got = &read["calls"][0];
+    assert_eq!(
+        (&got["name"], &got["status"]),
+        (&json!("get_run"), &json!("ok")),
+        "{read}"
+    );
+    assert_eq!(got["result"]["status"], "waiting", "{read}");
+    assert_eq!(
+        got["result"]["waiting_for"][0]["kind"], "approval",
+        "{read}"
+    );
+    // Someone else's model does not see it.
+    server.push([
+        Move::call("get_run", json!({"run_id": id})),
+        Move::text("没有这个运行。"),
+    ]);
+    let other = env.json(&["chat", "-m", "那个运行呢？", "--json", "--as", "eve:user"]);
+    assert_eq!(other["calls"][0]["status"], "error", "{other}");
+    assert!(
+        other["calls"][0]["result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("that you may read"),
+        "{other}"
+    );
+    // The report waits for its owner's approval: the local owner, who started the chat.
+    let parked = env.parked(&id);
+    assert_eq!(parked["question"], "step", "{parked}");
+    assert!(parked.to_string().contains("完成发布前检查"), "{parked}");
+    let out = env.json(&["approvals", "approve", &id, "--json"]);
+    let run = out.get("run").cloned().unwrap_or(out);
+    // Nobody is there to answer the dangerous publish call: the run parks, it does not fail.
+    assert_eq!(run["status"], "waiting", "{run}");
+    let parked = env.parked(&id);
+    assert_eq!(parked["question"], "call", "{parked}");
+    assert_eq!(parked["card"]["tool"], "daily-report.publish", "{parked}");
+    let out = env.json(&["approvals", "approve", &id, "--json"]);
+    let run = out.get("run").cloned().unwrap_or(out);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert!(env.published().contains("完成发布前检查"));
+    assert_eq!(server.requests().len(), 8);
+}
+
+/// Issue 22 item 6: `quiver call` of the workflow runs its two agent steps on the configured
+/// models (it failed the run: "needs Quiver's agent loop"), then waits for the report's
+/// approval.
+#[test]
+fn quiver_call_runs_the_workflows_agent_steps() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    server.push([
+        Move::text("日报 2026-12-02：完成了发布前检查。"),
+        Move::text("【日报】2026-12-02：完成发布前检查。"),
+    ]);
+    let env = Env::new(&server);
+    let out = env.json(&[
+        "call",
+        "daily-report__compile",
+        "--args",
+        r#"{"date": "2026-12-02"}"#,
+        "--yes",
+    ]);
+    let outcome = &out["outcome"];
+    assert_eq!(outcome["status"], "ok", "{out}");
+    assert_eq!(outcome["content"]["status"], "waiting", "{out}");
+    assert_eq!(server.requests().len(), 2);
+    let id = outcome["content"]["run_id"].as_str().unwrap();
+    let parked = env.parked(id);
+    assert!(parked.to_string().contains("完成发布前检查"), "{parked}");
 }

@@ -196,3 +196,39 @@ fn a_steps_own_timeout_replaces_its_tools() {
     let shown = env.json(&["runs", "show", run["id"].as_str().unwrap(), "--json"]);
     assert_eq!(shown["attempts"].as_array().unwrap().len(), 1, "{shown}");
 }
+
+/// Issue 22 item 16: two exposed workflows of two packages that call each other. Through
+/// `quiver call` the nesting overflowed the stack and aborted the process, leaving runs
+/// `in_doubt`; now a run started by a run nested 8 deep is refused with a clear
+/// error, each run of the chain fails, and the process exits normally.
+#[test]
+fn workflows_that_call_each_other_stop_at_the_nesting_bound() {
+    let env = Env::new();
+    let root = env.packages.path();
+    for (me, other) in [("ping", "pong"), ("pong", "ping")] {
+        write(
+            root,
+            &format!("{me}/quiver.yaml"),
+            &format!("id: {me}\ndescription: Calls {other}\nrequires:\n  packages: [{other}]\n"),
+        );
+        write(
+            root,
+            &format!("{me}/workflows/go.yaml"),
+            &format!(
+                "description: Calls {other}.go\nexpose: true\nsteps:\n  - id: call\n    tool: {other}.go\n"
+            ),
+        );
+    }
+    let out = env.quiver(&["call", "ping__go", "--args", "{}", "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = v["outcome"]["content"]["error"].as_str().unwrap();
+    assert!(error.contains("nest at most 8 deep"), "{v}");
+    let runs = env.json(&["runs", "list", "--json"]);
+    let runs = runs.as_array().unwrap();
+    // The first run and eight nested in it: the ninth call is refused.
+    assert_eq!(runs.len(), 9, "{runs:?}");
+    for run in runs {
+        assert_eq!(run["status"], "failed", "{run}");
+    }
+}

@@ -37,11 +37,14 @@ mod workflow;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
+pub use meta::get_run::{GET_RUN, get_run_tool};
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
-pub use workflow::run_ops::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
+pub use workflow::run_ops::{Answerer, Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
 pub use workflow::steps::{WorkflowSteps, run_session_id};
 pub use workflow::triggers::{RunWaker, SCHEDULER_USER};
-pub use workflow::webhooks::{Delivery, HookError, SIGNATURE_HEADER, WEBHOOK_USER};
+pub use workflow::webhooks::{
+    Delivery, HookError, REPLAY_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, WEBHOOK_USER,
+};
 
 /// Largest skill file `read_skill` returns, in bytes.
 pub const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;

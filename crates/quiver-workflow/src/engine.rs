@@ -21,6 +21,11 @@ use crate::runner::StepRunner;
 
 mod operator;
 
+/// At most this many runs of one package are active (`running`, `waiting`, `in_doubt`) at
+/// once, however they were started (a call, a schedule, an event, a webhook): a start beyond
+/// it is refused, in the run row's own transaction.
+pub const MAX_ACTIVE_RUNS_PER_PACKAGE: i64 = 2_048;
+
 /// How a run is started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Start {
@@ -140,6 +145,7 @@ impl<'a> Engine<'a> {
                 .map(|t| now.saturating_add(i64::try_from(t.0.as_millis()).unwrap_or(i64::MAX))),
             now,
             session: None,
+            active_limit: Some(MAX_ACTIVE_RUNS_PER_PACKAGE),
         };
         new.session = self.runner.run_session(&new);
         Ok(new)

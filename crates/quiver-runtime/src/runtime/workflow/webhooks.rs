@@ -1,25 +1,37 @@
 //! Webhook deliveries: `POST /hooks/<pkg>/<name>` starts a run of the workflow of `pkg` whose
-//! trigger is `webhook: {name, secret}`. The request is authenticated by an HMAC-SHA256 of its
-//! exact body under the package's secret setting `secret`, sent as
-//! `X-Quiver-Signature: sha256=<hex>` (as GitHub's `X-Hub-Signature-256`) and compared in
-//! constant time; it needs no bearer token. The body (a JSON object; empty reads as `{}`) is
-//! the run's input. An `Idempotency-Key` makes the delivery once: the same key again answers
-//! the same run. The delivery and the run are committed together before the run's id is
-//! returned; the run is unattended, for [`WEBHOOK_USER`], and the waker is told to drive it.
+//! trigger is `webhook: {name, secret}`. The request is authenticated by an HMAC-SHA256 under
+//! the package's secret setting `secret` of `<timestamp>.<Idempotency-Key>.<body>` (the key
+//! empty when none is sent), sent as `X-Quiver-Signature: sha256=<hex>` with the Unix time in
+//! seconds as `X-Quiver-Timestamp`, compared in constant time; it needs no bearer token.
+//! Exactly one of each header is taken, and a timestamp more than [`REPLAY_WINDOW`] away from
+//! now is refused, so a captured delivery cannot be replayed later; within the window a replay
+//! is the same delivery (an unkeyed delivery is keyed by its signature), answered with the
+//! same run. A refused signature is audited (`webhook_refused`). The body (a JSON object;
+//! empty reads as `{}`) is the run's input. The delivery and the run are committed together
+//! before the run's id is returned; the run is unattended, for [`WEBHOOK_USER`], and the waker
+//! is told to drive it.
 
 use hmac::{Hmac, Mac};
 use quiver_package::rules::Role;
 use quiver_package::workflow::Trigger;
 use quiver_policy::Principal;
 use quiver_store::workflow::Run;
+use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus};
 use quiver_workflow::WorkflowError;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
 use crate::runtime::{Runtime, WorkflowSteps};
 
-/// The header carrying the body's signature, `sha256=<hex of HMAC-SHA256(secret, body)>`.
+/// The header carrying the delivery's signature, `sha256=<hex of HMAC-SHA256(secret,
+/// "<timestamp>.<Idempotency-Key>.<body>")>`.
 pub const SIGNATURE_HEADER: &str = "x-quiver-signature";
+
+/// The header carrying the time the delivery was signed, in Unix seconds.
+pub const TIMESTAMP_HEADER: &str = "x-quiver-timestamp";
+
+/// How far a delivery's timestamp may be from now, either way.
+pub const REPLAY_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The user id webhook runs run as (role `user`): it can ask nobody and approves nothing.
 pub const WEBHOOK_USER: &str = "webhook";
@@ -34,8 +46,10 @@ pub struct Delivery<'a> {
     pub package: &'a str,
     /// The hook's name, `<name>` of the path.
     pub name: &'a str,
-    /// The `X-Quiver-Signature` header, if sent.
-    pub signature: Option<&'a str>,
+    /// Every `X-Quiver-Signature` header sent (exactly one is taken).
+    pub signatures: &'a [&'a str],
+    /// Every `X-Quiver-Timestamp` header sent (exactly one is taken).
+    pub timestamps: &'a [&'a str],
     /// The `Idempotency-Key` header, if sent.
     pub key: Option<&'a str>,
     /// The body, exactly as received.
@@ -48,11 +62,12 @@ pub enum HookError {
     /// No workflow of the catalog has this webhook, or its secret setting is not set.
     #[error("no webhook `{0}` is served here")]
     NoHook(String),
-    /// The signature is missing, malformed, or not the body's.
+    /// The signature or its timestamp is missing, repeated, malformed, out of the replay
+    /// window, or not the delivery's.
     #[error(
-        "the request is not signed with the hook's secret: send `X-Quiver-Signature: sha256=<hex of HMAC-SHA256(secret, body)>`"
+        "the request is not signed with the hook's secret ({0}): send one `X-Quiver-Timestamp: <Unix seconds>` and one `X-Quiver-Signature: sha256=<hex of HMAC-SHA256(secret, \"<timestamp>.<Idempotency-Key>.<body>\")>`"
     )]
-    BadSignature,
+    BadSignature(String),
     /// The body is not a JSON object, or does not fit the workflow's input, or the
     /// `Idempotency-Key` is unusable.
     #[error("{0}")]
@@ -62,9 +77,37 @@ pub enum HookError {
     Failed(String),
 }
 
-/// Whether `signature` (`sha256=<hex>`) is the HMAC-SHA256 of `body` under `secret`, compared
-/// in constant time.
-pub fn signature_matches(secret: &[u8], body: &[u8], signature: &str) -> bool {
+/// Whether `delivery` is signed with `secret` at a time within [`REPLAY_WINDOW`] of `now`
+/// (Unix seconds); `Err` says why not.
+pub fn check_signature(secret: &[u8], delivery: &Delivery<'_>, now: i64) -> Result<(), String> {
+    let one = |values: &[&str], header: &str| match values {
+        [] => Err(format!("no `{header}` header")),
+        [value] => Ok(value.trim().to_owned()),
+        _ => Err(format!("`{header}` is sent more than once")),
+    };
+    let signature = one(delivery.signatures, "X-Quiver-Signature")?;
+    let timestamp = one(delivery.timestamps, "X-Quiver-Timestamp")?;
+    let at: i64 = timestamp
+        .parse()
+        .map_err(|_| format!("`X-Quiver-Timestamp` is not Unix seconds: `{timestamp}`"))?;
+    let window = i64::try_from(REPLAY_WINDOW.as_secs()).unwrap_or(i64::MAX);
+    if now.abs_diff(at) > window.unsigned_abs() {
+        return Err(format!(
+            "the timestamp is more than {window} s from now: a replay, or a clock that is off"
+        ));
+    }
+    let mut signed = format!("{timestamp}.{}.", delivery.key.unwrap_or_default()).into_bytes();
+    signed.extend_from_slice(delivery.body);
+    if signature_matches(secret, &signed, &signature) {
+        Ok(())
+    } else {
+        Err("the signature is not the delivery's".into())
+    }
+}
+
+/// Whether `signature` (`sha256=<hex>`) is the HMAC-SHA256 of `signed` under `secret`,
+/// compared in constant time.
+pub fn signature_matches(secret: &[u8], signed: &[u8], signature: &str) -> bool {
     let Some(tag) = signature
         .trim()
         .strip_prefix("sha256=")
@@ -75,7 +118,7 @@ pub fn signature_matches(secret: &[u8], body: &[u8], signature: &str) -> bool {
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
         return false;
     };
-    mac.update(body);
+    mac.update(signed);
     mac.verify_slice(&tag).is_ok()
 }
 
@@ -130,11 +173,10 @@ impl Runtime {
         let (workflow, secret) = self
             .webhook(delivery.package, delivery.name)
             .ok_or_else(|| HookError::NoHook(hook.clone()))?;
-        let signed = delivery
-            .signature
-            .is_some_and(|s| signature_matches(secret.as_bytes(), delivery.body, s));
-        if !signed {
-            return Err(HookError::BadSignature);
+        let now = chrono::Utc::now().timestamp();
+        if let Err(why) = check_signature(secret.as_bytes(), delivery, now) {
+            self.audit_refused_delivery(&hook, &workflow, delivery, &why);
+            return Err(HookError::BadSignature(why));
         }
         let input: Value = if delivery.body.iter().all(u8::is_ascii_whitespace) {
             json!({})
@@ -152,7 +194,8 @@ impl Runtime {
                 )));
             }
             Some(key) => key.to_owned(),
-            None => format!("unkeyed:{}", crate::ids::new_id("delivery")),
+            // A replay within the window is the same delivery.
+            None => format!("signed:{}", delivery.signatures.concat().trim()),
         };
         let definition = self
             .workflow_definition(&workflow)
@@ -180,6 +223,36 @@ impl Runtime {
             tracing::warn!(run = %run.id, "a webhook run was started but nothing here drives runs");
         }
         Ok((run, created))
+    }
+}
+
+impl Runtime {
+    /// Records a delivery refused for its signature (forged, replayed, tampered): the hook,
+    /// the workflow, why, and the body's size (never the body).
+    fn audit_refused_delivery(
+        &self,
+        hook: &str,
+        workflow: &str,
+        delivery: &Delivery<'_>,
+        why: &str,
+    ) {
+        let mut entry = AuditEntry::new(
+            AuditKind::Other("webhook_refused".into()),
+            format!("hook:{hook}"),
+        );
+        entry.origin = json!({"webhook": hook});
+        entry.tool = Some(workflow.to_owned());
+        entry.status = AuditStatus::Refused;
+        entry.decisions.push(AuditDecision {
+            step: "signature".into(),
+            decision: "refuse".into(),
+            reason: why.to_owned(),
+        });
+        entry.detail =
+            Some(json!({"body_bytes": delivery.body.len(), "idempotency_key": delivery.key}));
+        if let Err(e) = self.store.append_audit(&entry) {
+            tracing::warn!(hook, "cannot record a refused delivery: {e}");
+        }
     }
 }
 
@@ -218,5 +291,75 @@ mod tests {
             assert_eq!(signature_matches(key, body, signature), want, "{signature}");
         }
         assert!(!signature_matches(b"other", body, good));
+    }
+
+    fn sign(secret: &[u8], text: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret).unwrap();
+        mac.update(text.as_bytes());
+        let tag = mac.finalize().into_bytes();
+        format!(
+            "sha256={}",
+            tag.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    }
+
+    #[test]
+    fn a_delivery_is_signed_once_with_its_time_and_key() {
+        let secret = b"s3cret";
+        let now = 1_800_000_000;
+        let good = sign(secret, "1800000000.k1.{}");
+        let other = sign(secret, "1800000000.k1.{\"x\":1}");
+        let old = sign(secret, "1799999000.k1.{}");
+        let unkeyed = sign(secret, "1800000000..{}");
+        let cases: [(&[&str], &[&str], Option<&str>, Result<(), &str>); 9] = [
+            (&[&good], &["1800000000"], Some("k1"), Ok(())),
+            (&[&unkeyed], &["1800000000"], None, Ok(())),
+            // Another key (a replay under a new Idempotency-Key) breaks the signature.
+            (
+                &[&good],
+                &["1800000000"],
+                Some("k2"),
+                Err("not the delivery's"),
+            ),
+            (&[&old], &["1799999000"], Some("k1"), Err("more than 300 s")),
+            (
+                &[&good],
+                &["1799999000"],
+                Some("k1"),
+                Err("more than 300 s"),
+            ),
+            (
+                &[],
+                &["1800000000"],
+                Some("k1"),
+                Err("no `X-Quiver-Signature`"),
+            ),
+            (&[&good], &[], Some("k1"), Err("no `X-Quiver-Timestamp`")),
+            (
+                &[&good, &other],
+                &["1800000000"],
+                Some("k1"),
+                Err("more than once"),
+            ),
+            (&[&good], &["soon"], Some("k1"), Err("not Unix seconds")),
+        ];
+        for (signatures, timestamps, key, want) in cases {
+            let delivery = Delivery {
+                package: "p",
+                name: "h",
+                signatures,
+                timestamps,
+                key,
+                body: b"{}",
+            };
+            let got = check_signature(secret, &delivery, now);
+            match (got, want) {
+                (Ok(()), Ok(())) => {}
+                (Err(e), Err(w)) => assert!(e.contains(w), "{signatures:?} {timestamps:?}: {e}"),
+                (got, want) => {
+                    panic!("{signatures:?} {timestamps:?} {key:?}: {got:?}, want {want:?}")
+                }
+            }
+        }
     }
 }
