@@ -83,7 +83,13 @@ impl Env {
     }
 
     fn quiver(&self, args: &[&str]) -> Output {
+        self.quiver_with(&[], args)
+    }
+
+    /// `quiver` with `vars` set in its environment too.
+    fn quiver_with(&self, vars: &[(&str, &str)], args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_quiver"))
+            .envs(vars.iter().copied())
             .args(["--root", self.packages().to_str().unwrap()])
             .args(args)
             .env("QUIVER_HOME", self.dir.path().join("home"))
@@ -262,4 +268,58 @@ fn quiver_call_runs_the_workflows_agent_steps() {
     let id = outcome["content"]["run_id"].as_str().unwrap();
     let parked = env.parked(id);
     assert!(parked.to_string().contains("完成发布前检查"), "{parked}");
+}
+
+/// Issue 22 item 5: the process dies while an attended step's question is out (here `quiver
+/// chat`, killed right after the question is marked on its attempt; the same holds for `quiver
+/// serve` and its MCP client). The step's action tool never started, so the next driver asks
+/// again (it parks: nobody waits on the run now) instead of leaving the step in doubt.
+#[test]
+fn a_process_killed_during_a_steps_question_leaves_no_step_in_doubt() {
+    let server = FakeServer::start(Api::OpenAi).unwrap();
+    server.push([Move::call("outbox__send", json!({"text": "hi"}))]);
+    let env = Env::new(&server);
+    let root = env.packages();
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("outbox/quiver.yaml", "id: outbox\ndescription: Sends a text after a person approves each send\n");
+    write(
+        "outbox/tools/post/tool.yaml",
+        "description: Posts a text (asks a person every time)\ncategory: action\napproval: always\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nrun: {command: [python3, main.py]}\n",
+    );
+    write(
+        "outbox/tools/post/main.py",
+        "import json, os, sys\nrequest = json.load(sys.stdin)\nopen(os.path.join(os.environ['QUIVER_DATA_DIR'], 'posted'), 'a').write('x')\nprint(json.dumps({'posted': True}))\n",
+    );
+    write(
+        "outbox/workflows/send.yaml",
+        "description: Sends a text\nexpose: true\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nsteps:\n  - id: post\n    tool: post\n    with: {text: '{{ input.text }}'}\n",
+    );
+    let killed = env.quiver_with(
+        &[("QUIVER_TEST_CRASH_AT", "question_asked")],
+        &["chat", "-m", "发一下", "--json", "--yes"],
+    );
+    assert!(!killed.status.success(), "{killed:?}");
+    let runs = env.json(&["runs", "list", "--json"]);
+    let id = runs[0]["id"].as_str().unwrap().to_owned();
+    let run = env.json(&["runs", "wait", &id, "--timeout", "1", "--json"]);
+    assert_eq!(run["status"], "waiting", "{run}");
+    let shown = env.json(&["runs", "show", &id, "--json"]);
+    let statuses: Vec<_> = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses, ["crashed", "waiting"], "{shown}");
+    assert_eq!(env.parked(&id)["card"]["tool"], "outbox.post");
+    // The tool never ran; its owner's answer runs it once.
+    let posted = env.dir.path().join("home/data/outbox/posted");
+    assert!(!posted.exists());
+    let done = env.json(&["approvals", "approve", &id, "--json"]);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(std::fs::read_to_string(posted).unwrap(), "x");
 }
