@@ -285,7 +285,10 @@ fn a_process_killed_during_a_steps_question_leaves_no_step_in_doubt() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     };
-    write("outbox/quiver.yaml", "id: outbox\ndescription: Sends a text after a person approves each send\n");
+    write(
+        "outbox/quiver.yaml",
+        "id: outbox\ndescription: Sends a text after a person approves each send\n",
+    );
     write(
         "outbox/tools/post/tool.yaml",
         "description: Posts a text (asks a person every time)\ncategory: action\napproval: always\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nrun: {command: [python3, main.py]}\n",

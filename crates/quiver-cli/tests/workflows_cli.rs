@@ -126,25 +126,23 @@ fn run_drives_a_workflow_through_its_private_tool_and_one_key_is_one_run() {
     let shown = env.json(&["runs", "show", id, "--json"]);
     assert_eq!(shown["attempts"][0]["step_id"], "s");
     assert_eq!(shown["attempts"][0]["status"], "ok");
-    // The pipeline's record of the step's call and the engine's record of its result, both
-    // committed with the result.
+    // Issue 22 item 11: one record of the step, committed with its result: the pipeline's
+    // record of the call, in the run's session, carrying the engine's facts of the attempt.
     let audit = env.json(&["audit", "--json"]);
-    let records: Vec<(String, String)> = audit
+    let records: Vec<&Value> = audit
         .as_array()
         .unwrap()
         .iter()
         .filter(|r| r["tool"] == "flows.stamp")
-        .map(|r| {
-            let kind = r["kind"].as_str().unwrap().to_owned();
-            let session = r["session"].as_str().unwrap_or_default().to_owned();
-            (kind, session)
-        })
         .collect();
-    assert!(
-        records.contains(&("call".into(), format!("ses-{id}")))
-            && records.contains(&("workflow_step".into(), format!("run:{id}"))),
-        "{records:?}"
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        (&records[0]["kind"], &records[0]["session"]),
+        (&Value::from("call"), &Value::from(format!("ses-{id}")))
     );
+    let step = &records[0]["detail"]["workflow_step"];
+    assert_eq!(step["origin"]["step"], "s", "{step}");
+    assert_eq!(step["attempt"], format!("{id}:s#1"), "{step}");
 }
 
 #[test]

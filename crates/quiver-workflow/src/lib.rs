@@ -67,3 +67,8 @@ pub use engine::{Engine, MAX_ACTIVE_RUNS_PER_PACKAGE, Start};
 pub use error::{Result, WorkflowError};
 pub use parked::{Parked, Question, parked, parked_run};
 pub use runner::{StepCall, StepOutcome, StepRunner, Target};
+
+/// The id of a run's own session, where its steps' calls, cards and audit records live.
+pub fn run_session_id(run_id: &str) -> String {
+    format!("ses-{run_id}")
+}

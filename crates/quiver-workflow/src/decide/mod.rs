@@ -226,7 +226,7 @@ fn audit(view: &View<'_>, call: &StepCall, status: AuditStatus, detail: Value) -
     AuditEntry {
         time: view.now,
         kind: AuditKind::Other("workflow_step".into()),
-        session: format!("run:{}", view.run.id),
+        session: crate::run_session_id(&view.run.id),
         call_id: Some(format!("{}#{}", call.idempotency_key, call.attempt)),
         principal: view.run.principal.clone(),
         origin: json!({"workflow": view.def.qualified(), "run": view.run.id, "step": call.step_id}),

@@ -374,7 +374,4 @@ impl Turn<'_> {
     }
 }
 
-/// The id of a run's own session, where its steps' calls, cards and records live.
-pub fn run_session_id(run_id: &str) -> String {
-    format!("ses-{run_id}")
-}
+pub use quiver_workflow::run_session_id;
