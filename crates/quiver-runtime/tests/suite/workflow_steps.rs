@@ -74,6 +74,11 @@ fn packages(root: &Path) {
     );
     write(
         root,
+        "ledger/workflows/purge.yaml",
+        "description: Wipe the ledger\nexpose: true\nsteps:\n  - id: wipe\n    tool: wipe\n",
+    );
+    write(
+        root,
         "other/quiver.yaml",
         "id: other\ndescription: Another package\nrequires:\n  packages: [ledger]\n",
     );
@@ -340,4 +345,21 @@ fn a_parked_dangerous_call_is_answered_by_a_named_person() {
         "already answered by alice",
     );
     assert!(ops.parked().unwrap().is_empty());
+}
+
+/// Issue 22 item 5: the person waiting on an attended run does not answer its dangerous step
+/// (no terminal, a timeout): the run parks for a person instead of failing the step.
+#[test]
+fn an_attended_runs_unanswered_question_parks_the_run() {
+    let f = fixture();
+    f.person
+        .answer(&[Answer::AllowForSession, Answer::TimedOut]);
+    let out = f.call_workflow("ledger__purge", json!({}));
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content["status"], "waiting", "{out:?}");
+    assert!(f.calls().is_empty(), "nothing ran");
+    let ops = RunOps::new(&f.runtime).unwrap();
+    let parked = ops.parked().unwrap();
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert_eq!(parked[0].question, Question::Call);
 }
