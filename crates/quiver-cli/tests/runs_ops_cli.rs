@@ -2,8 +2,8 @@
 //! emit` and `quiver schedules list` through the built binary, a real SQLite file and the
 //! sandbox, with a package of the test's own: a slow payment tool (an action that is not
 //! idempotent) run in another `quiver run` process, cancelled mid-run or killed with SIGKILL to
-//! leave its run in doubt; approval steps answered by other users, by the starter (refused) and
-//! twice; a call parked on an `always` approval; an event wait; schedules in their zones.
+//! leave its run in doubt; approval steps answered by their starter (the local owner), with
+//! separation of duties (never by the starter, never by a name given with `--as`) and twice; a call parked on an `always` approval; an event wait; schedules in their zones.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -69,6 +69,14 @@ fn ops(root: &Path) {
         (
             "guarded",
             "description: Needs a trusted approver\nsteps:\n  - id: ok\n    approval: {title: Go?, approvers: ['role(trusted)']}\n",
+        ),
+        (
+            "approved_payment",
+            "description: Pays slowly after an approval\nsteps:\n  - id: ok\n    approval: Pay?\n  - id: pay\n    tool: pay\n    with: {amount: 4, slow: true}\noutput: '{{ steps.pay.output }}'\n",
+        ),
+        (
+            "separated",
+            "description: Someone other than the starter approves\nsteps:\n  - id: ok\n    approval: {title: Go?, separation_of_duties: true}\n",
         ),
         (
             "asking",
@@ -209,7 +217,7 @@ fn exits_within(child: &mut Child, limit: Duration) -> bool {
 }
 
 #[test]
-fn an_approval_step_is_answered_once_by_someone_other_than_its_starter() {
+fn an_approval_step_is_answered_once_by_its_starter_by_default() {
     let env = Env::new();
     let run = env.json(&["run", "ops.review", "--input", r#"{"amount": 7}"#, "--json"]);
     assert_eq!(run["status"], "waiting", "{run}");
@@ -226,23 +234,16 @@ fn an_approval_step_is_answered_once_by_someone_other_than_its_starter() {
     let text = String::from_utf8_lossy(&env.quiver(&["approvals", "list"]).stdout).into_owned();
     assert!(text.contains("Pay 7?") && text.contains(id), "{text}");
 
-    // The one who started it (the local owner, by default) cannot approve it.
-    let own = env.quiver(&["approvals", "approve", id]);
-    assert_eq!(own.status.code(), Some(1), "{own:?}");
-    assert!(
-        stderr(&own).contains("started run") && stderr(&own).contains("cannot approve"),
-        "{}",
-        stderr(&own)
-    );
-    // Someone else does; the run goes on and runs its tool in this process.
-    let approved = env.json(&["approvals", "approve", id, "--as", "bob:user", "--json"]);
+    // The one who started it (the local owner, on a one-person install) approves it; the run
+    // goes on and runs its tool in this process.
+    let approved = env.json(&["approvals", "approve", id, "--json"]);
     assert_eq!(approved["status"], "completed", "{approved}");
     assert_eq!(approved["output"], json!({"paid": 7, "by": true}));
     // Answered twice: the second answer is refused and changes nothing.
     let again = env.quiver(&["approvals", "deny", id, "--as", "carol:user"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(
-        stderr(&again).contains("already answered by bob"),
+        stderr(&again).contains("already answered by local"),
         "{}",
         stderr(&again)
     );
@@ -283,11 +284,43 @@ fn approvers_rules_and_a_parked_call_answered_with_its_exact_arguments() {
     let env = Env::new();
     let run = env.json(&["run", "ops.guarded", "--json"]);
     let id = run["id"].as_str().unwrap();
-    let out = env.quiver(&["approvals", "approve", id, "--as", "eve:user"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("not an approver"), "{}", stderr(&out));
-    let done = env.json(&["approvals", "approve", id, "--as", "tom:trusted", "--json"]);
+    // `approvers` take authenticated identities only: a name given with `--as` is refused,
+    // whatever role it claims.
+    for claimed in ["eve:user", "tom:trusted"] {
+        let out = env.quiver(&["approvals", "approve", id, "--as", claimed]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("not an authenticated identity"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // The local owner (master, so trusted) is.
+    let done = env.json(&["approvals", "approve", id, "--json"]);
     assert_eq!(done["status"], "completed", "{done}");
+
+    // Separation of duties: the starter (the local owner) cannot approve, nor a name given.
+    let run = env.json(&["run", "ops.separated", "--json"]);
+    let id = run["id"].as_str().unwrap();
+    let own = env.quiver(&["approvals", "approve", id]);
+    assert_eq!(own.status.code(), Some(1));
+    assert!(
+        stderr(&own).contains("separation of duties") && stderr(&own).contains("cannot approve"),
+        "{}",
+        stderr(&own)
+    );
+    let claimed = env.quiver(&["approvals", "approve", id, "--as", "bob:trusted"]);
+    assert_eq!(claimed.status.code(), Some(1));
+    assert!(
+        stderr(&claimed).contains("not an authenticated identity"),
+        "{}",
+        stderr(&claimed)
+    );
+    assert_eq!(
+        env.json(&["runs", "show", id, "--json"])["run"]["status"],
+        "waiting"
+    );
+    assert!(env.quiver(&["runs", "cancel", id]).status.success());
 
     // An unattended run parks on a tool that asks a person every time.
     let run = env.json(&["run", "ops.asking", "--json"]);
@@ -555,4 +588,43 @@ fn schedules_list_the_next_fire_in_each_zone() {
         text.contains("ops.daily") && text.contains("Asia/Shanghai"),
         "{text}"
     );
+}
+
+/// Issue 22 item 21: `quiver approvals approve` killed while the step it drove on runs leaves
+/// the run `running`; answering it again recovers the run at once (here the interrupted
+/// payment, an action, stands in doubt) instead of leaving it to the next `quiver serve`.
+#[test]
+fn a_run_left_running_by_a_killed_approver_is_recovered_by_the_next_answer() {
+    let env = Env::new();
+    let run = env.json(&["run", "ops.approved_payment", "--json"]);
+    assert_eq!(run["status"], "waiting", "{run}");
+    let id = run["id"].as_str().unwrap().to_owned();
+    let mut approver = env.spawn(&["approvals", "approve", &id]);
+    assert_eq!(env.running_step(), id);
+    let started = Instant::now();
+    while env.payments(&id) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the payment never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    approver.kill().unwrap();
+    approver.wait().unwrap();
+    assert_eq!(
+        env.json(&["runs", "show", &id, "--json"])["run"]["status"],
+        "running"
+    );
+    let again = env.quiver(&["approvals", "approve", &id]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert!(
+        stderr(&again).contains("already answered") && stderr(&again).contains("in_doubt"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        env.json(&["runs", "show", &id, "--json"])["run"]["status"],
+        "in_doubt"
+    );
+    assert_eq!(env.payments(&id), 1);
 }

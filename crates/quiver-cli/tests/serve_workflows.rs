@@ -285,8 +285,19 @@ fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, V
     (status, serde_json::from_str(body).unwrap_or(Value::Null))
 }
 
-fn sign(body: &[u8]) -> String {
+/// Now, in Unix seconds, as `X-Quiver-Timestamp` carries it.
+fn now_secs() -> String {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string()
+}
+
+/// `X-Quiver-Signature` of a delivery signed at `at` with Idempotency-Key `key` ("" for none).
+fn sign(at: &str, key: &str, body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(format!("{at}.{key}.").as_bytes());
     mac.update(body);
     let tag = mac.finalize().into_bytes();
     format!(
@@ -301,12 +312,17 @@ fn webhooks_start_runs_once_per_key_and_refuse_what_is_not_theirs() {
     let (_server, port) = env.serve();
     let hook = "/hooks/clock/push";
     let body = json!({"ref": "refs/heads/main"}).to_string().into_bytes();
-    let signature = sign(&body);
+    let at = now_secs();
     let signed = |key: &str| {
+        let signature = sign(&at, key, &body);
         post(
             port,
             hook,
-            &[("X-Quiver-Signature", &signature), ("Idempotency-Key", key)],
+            &[
+                ("X-Quiver-Signature", &signature),
+                ("X-Quiver-Timestamp", &at),
+                ("Idempotency-Key", key),
+            ],
             &body,
         )
     };
@@ -328,22 +344,67 @@ fn webhooks_start_runs_once_per_key_and_refuse_what_is_not_theirs() {
     // Refusals.
     let tampered = br#"{"ref": "refs/heads/evil"}"#;
     let big = vec![b' '; (1 << 20) + 1];
-    let signed_by = |b: &[u8]| Some(sign(b));
-    let cases: [(&str, Option<String>, &[u8], u16); 8] = [
-        (hook, Some(signature.clone()), tampered, 401),
-        (hook, None, &body, 401),
-        (hook, Some("sha256=00".into()), &body, 401),
-        ("/hooks/clock/nope", Some(signature.clone()), &body, 404),
-        ("/hooks/nobody/push", Some(signature.clone()), &body, 404),
-        (hook, signed_by(b"{}"), b"{}", 400),
-        (hook, signed_by(b"not json"), b"not json", 400),
-        (hook, None, &big, 413),
+    let good = sign(&at, "", &body);
+    let cases: [(&str, Vec<(&str, String)>, &[u8], u16); 8] = [
+        (
+            hook,
+            vec![
+                ("X-Quiver-Signature", good.clone()),
+                ("X-Quiver-Timestamp", at.clone()),
+            ],
+            tampered,
+            401,
+        ),
+        (hook, vec![("X-Quiver-Timestamp", at.clone())], &body, 401),
+        (
+            hook,
+            vec![
+                ("X-Quiver-Signature", "sha256=00".into()),
+                ("X-Quiver-Timestamp", at.clone()),
+            ],
+            &body,
+            401,
+        ),
+        (
+            "/hooks/clock/nope",
+            vec![
+                ("X-Quiver-Signature", good.clone()),
+                ("X-Quiver-Timestamp", at.clone()),
+            ],
+            &body,
+            404,
+        ),
+        (
+            "/hooks/nobody/push",
+            vec![
+                ("X-Quiver-Signature", good.clone()),
+                ("X-Quiver-Timestamp", at.clone()),
+            ],
+            &body,
+            404,
+        ),
+        (
+            hook,
+            vec![
+                ("X-Quiver-Signature", sign(&at, "", b"{}")),
+                ("X-Quiver-Timestamp", at.clone()),
+            ],
+            b"{}",
+            400,
+        ),
+        (
+            hook,
+            vec![
+                ("X-Quiver-Signature", sign(&at, "", b"not json")),
+                ("X-Quiver-Timestamp", at.clone()),
+            ],
+            b"not json",
+            400,
+        ),
+        (hook, vec![], &big, 413),
     ];
-    for (path, signature, body, want) in cases {
-        let headers: Vec<(&str, &str)> = signature
-            .iter()
-            .map(|s| ("X-Quiver-Signature", s.as_str()))
-            .collect();
+    for (path, headers, body, want) in cases {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let (status, answer) = post(port, path, &headers, body);
         assert_eq!(status, want, "{path} {headers:?}: {answer}");
         assert!(answer["error"].is_string(), "{answer}");
@@ -366,6 +427,77 @@ fn webhooks_start_runs_once_per_key_and_refuse_what_is_not_theirs() {
             .count(),
         2
     );
+}
+
+/// Issue 22 item 21: a captured delivery cannot be replayed. Its signature covers its time and
+/// key: later than the replay window it is refused, under another key it is refused, within
+/// the window it is the same delivery; a second signature header is refused; and every
+/// refused signature leaves an audit record.
+#[test]
+fn a_captured_delivery_is_not_replayed_and_a_forged_one_is_audited() {
+    let env = Env::new(false);
+    let (_server, port) = env.serve();
+    let hook = "/hooks/clock/push";
+    let body = json!({"ref": "refs/heads/main"}).to_string().into_bytes();
+    let at = now_secs();
+    let signature = sign(&at, "", &body);
+    let deliver = |headers: &[(&str, &str)]| post(port, hook, headers, &body);
+    let captured = [
+        ("X-Quiver-Signature", signature.as_str()),
+        ("X-Quiver-Timestamp", at.as_str()),
+    ];
+    let (status, first) = deliver(&captured);
+    assert_eq!(status, 202, "{first}");
+    // The same capture again, at once: the same delivery, no second run.
+    let (status, again) = deliver(&captured);
+    assert_eq!(
+        (status, &again["run_id"], &again["duplicate"]),
+        (202, &first["run_id"], &json!(true))
+    );
+    // Under a key of the replayer's choosing: not the delivery's signature.
+    let (status, keyed) = deliver(&[captured[0], captured[1], ("Idempotency-Key", "fresh")]);
+    assert_eq!(status, 401, "{keyed}");
+    // Signed an hour ago (a delivery captured then): out of the window.
+    let old = (at.parse::<u64>().unwrap() - 3600).to_string();
+    let stale = sign(&old, "", &body);
+    let (status, answer) = deliver(&[("X-Quiver-Signature", &stale), ("X-Quiver-Timestamp", &old)]);
+    assert_eq!(status, 401, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("replay"),
+        "{answer}"
+    );
+    // A second signature header beside a good one.
+    let (status, answer) = deliver(&[
+        captured[0],
+        ("X-Quiver-Signature", "sha256=00"),
+        captured[1],
+    ]);
+    assert_eq!(status, 401, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("more than once"),
+        "{answer}"
+    );
+    let runs: Vec<_> = env
+        .runs()
+        .into_iter()
+        .filter(|r| r["workflow"] == "clock.push")
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // Each refused signature is in the audit log.
+    let out = env
+        .command()
+        .args(["audit", "--json", "--session", "hook:clock/push"])
+        .output()
+        .unwrap();
+    let records: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let refused: Vec<_> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "webhook_refused" && r["status"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 3, "{records}");
 }
 
 #[test]
@@ -398,10 +530,14 @@ fn a_run_interrupted_by_kill_9_resumes_when_serve_starts_again() {
     let env = Env::new(false);
     let (server, port) = env.serve();
     let body = br#"{"sleep": 60}"#;
+    let at = now_secs();
     let (status, answer) = post(
         port,
         "/hooks/clock/slow",
-        &[("X-Quiver-Signature", &sign(body))],
+        &[
+            ("X-Quiver-Signature", &sign(&at, "", body)),
+            ("X-Quiver-Timestamp", &at),
+        ],
         body,
     );
     assert_eq!(status, 202, "{answer}");

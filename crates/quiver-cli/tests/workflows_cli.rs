@@ -126,25 +126,23 @@ fn run_drives_a_workflow_through_its_private_tool_and_one_key_is_one_run() {
     let shown = env.json(&["runs", "show", id, "--json"]);
     assert_eq!(shown["attempts"][0]["step_id"], "s");
     assert_eq!(shown["attempts"][0]["status"], "ok");
-    // The pipeline's record of the step's call and the engine's record of its result, both
-    // committed with the result.
+    // Issue 22 item 11: one record of the step, committed with its result: the pipeline's
+    // record of the call, in the run's session, carrying the engine's facts of the attempt.
     let audit = env.json(&["audit", "--json"]);
-    let records: Vec<(String, String)> = audit
+    let records: Vec<&Value> = audit
         .as_array()
         .unwrap()
         .iter()
         .filter(|r| r["tool"] == "flows.stamp")
-        .map(|r| {
-            let kind = r["kind"].as_str().unwrap().to_owned();
-            let session = r["session"].as_str().unwrap_or_default().to_owned();
-            (kind, session)
-        })
         .collect();
-    assert!(
-        records.contains(&("call".into(), format!("ses-{id}")))
-            && records.contains(&("workflow_step".into(), format!("run:{id}"))),
-        "{records:?}"
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        (&records[0]["kind"], &records[0]["session"]),
+        (&Value::from("call"), &Value::from(format!("ses-{id}")))
     );
+    let step = &records[0]["detail"]["workflow_step"];
+    assert_eq!(step["origin"]["step"], "s", "{step}");
+    assert_eq!(step["attempt"], format!("{id}:s#1"), "{step}");
 }
 
 #[test]
@@ -195,4 +193,40 @@ fn a_steps_own_timeout_replaces_its_tools() {
     );
     let shown = env.json(&["runs", "show", run["id"].as_str().unwrap(), "--json"]);
     assert_eq!(shown["attempts"].as_array().unwrap().len(), 1, "{shown}");
+}
+
+/// Issue 22 item 16: two exposed workflows of two packages that call each other. Through
+/// `quiver call` the nesting overflowed the stack and aborted the process, leaving runs
+/// `in_doubt`; now a run started by a run nested 8 deep is refused with a clear
+/// error, each run of the chain fails, and the process exits normally.
+#[test]
+fn workflows_that_call_each_other_stop_at_the_nesting_bound() {
+    let env = Env::new();
+    let root = env.packages.path();
+    for (me, other) in [("ping", "pong"), ("pong", "ping")] {
+        write(
+            root,
+            &format!("{me}/quiver.yaml"),
+            &format!("id: {me}\ndescription: Calls {other}\nrequires:\n  packages: [{other}]\n"),
+        );
+        write(
+            root,
+            &format!("{me}/workflows/go.yaml"),
+            &format!(
+                "description: Calls {other}.go\nexpose: true\nsteps:\n  - id: call\n    tool: {other}.go\n"
+            ),
+        );
+    }
+    let out = env.quiver(&["call", "ping__go", "--args", "{}", "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = v["outcome"]["content"]["error"].as_str().unwrap();
+    assert!(error.contains("nest at most 8 deep"), "{v}");
+    let runs = env.json(&["runs", "list", "--json"]);
+    let runs = runs.as_array().unwrap();
+    // The first run and eight nested in it: the ninth call is refused.
+    assert_eq!(runs.len(), 9, "{runs:?}");
+    for run in runs {
+        assert_eq!(run["status"], "failed", "{run}");
+    }
 }

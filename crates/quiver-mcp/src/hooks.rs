@@ -1,9 +1,10 @@
 //! Webhooks beside MCP on `quiver serve --http`: `POST /hooks/<pkg>/<name>` starts a run of
 //! the workflow of `<pkg>` whose trigger is `webhook: {name, secret}`. The request's
-//! authentication is the HMAC-SHA256 of its body under the secret setting, in
-//! `X-Quiver-Signature: sha256=<hex>`; it needs no bearer token. `Idempotency-Key` makes a
-//! delivery once. Answers: `202 {"run_id", "status", "duplicate"}` once the run row is
-//! committed; `401` for a missing or wrong signature; `404` for no such hook; `413` for a body
+//! authentication is the HMAC-SHA256 of `<timestamp>.<Idempotency-Key>.<body>` under the
+//! secret setting, in `X-Quiver-Signature: sha256=<hex>`, with `X-Quiver-Timestamp` within
+//! the replay window; it needs no bearer token. `Idempotency-Key` makes a delivery once.
+//! Answers: `202 {"run_id", "status", "duplicate"}` once the run row is committed; `401` for
+//! a missing, repeated, stale or wrong signature; `404` for no such hook; `413` for a body
 //! over [`MAX_HOOK_BODY`]; `400` for a body that is not a JSON object or does not fit the
 //! workflow's input. The logic is the runtime's ([`quiver_runtime::Runtime::deliver_webhook`]).
 
@@ -14,7 +15,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use quiver_runtime::{Delivery, HookError, SIGNATURE_HEADER};
+use quiver_runtime::{Delivery, HookError, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use serde_json::json;
 
 use crate::front::Front;
@@ -74,13 +75,26 @@ async fn deliver(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let (signature, key) = (text(SIGNATURE_HEADER), text(IDEMPOTENCY_HEADER));
+    // Every value of a header, so a second signature is refused rather than ignored.
+    let every = |name: &str| -> Vec<String> {
+        parts
+            .headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let (signatures, timestamps) = (every(SIGNATURE_HEADER), every(TIMESTAMP_HEADER));
+    let key = text(IDEMPOTENCY_HEADER);
     let runtime = front.runtime().clone();
     let delivered = tokio::task::spawn_blocking(move || {
+        let signatures: Vec<&str> = signatures.iter().map(String::as_str).collect();
+        let timestamps: Vec<&str> = timestamps.iter().map(String::as_str).collect();
         runtime.deliver_webhook(&Delivery {
             package: &package,
             name: &name,
-            signature: signature.as_deref(),
+            signatures: &signatures,
+            timestamps: &timestamps,
             key: key.as_deref(),
             body: &body,
         })
@@ -94,7 +108,7 @@ async fn deliver(
         Ok(Err(error)) => {
             let status = match &error {
                 HookError::NoHook(_) => StatusCode::NOT_FOUND,
-                HookError::BadSignature => StatusCode::UNAUTHORIZED,
+                HookError::BadSignature(_) => StatusCode::UNAUTHORIZED,
                 HookError::BadInput(_) => StatusCode::BAD_REQUEST,
                 HookError::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
             };

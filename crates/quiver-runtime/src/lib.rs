@@ -20,9 +20,10 @@ pub mod prompt;
 pub mod runtime;
 pub mod sandboxed;
 
+pub use runtime::{Answerer, Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
 pub use runtime::{
     ApproverSet, CallKind, CallOutcome, CallStatus, Delivery, HookError, NotConfigured, Offer,
     Profile, RunWaker, Runtime, RuntimeConfig, RuntimeError, SCHEDULER_USER, SIGNATURE_HEADER,
-    SessionRequest, ToolDefinition, Trimmed, Turn, WEBHOOK_USER, WorkflowSteps, run_session_id,
+    SessionRequest, TIMESTAMP_HEADER, ToolDefinition, Trimmed, Turn, WEBHOOK_USER, WorkflowSteps,
+    run_session_id,
 };
-pub use runtime::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};

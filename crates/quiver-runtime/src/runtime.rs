@@ -32,20 +32,19 @@ mod call;
 mod definitions;
 mod meta;
 mod outcome;
-mod run_ops;
 mod turn;
-mod webhooks;
-mod workflow_calls;
-mod workflow_steps;
-mod workflow_triggers;
+mod workflow;
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
+pub use meta::get_run::{GET_RUN, get_run_tool};
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
-pub use run_ops::{Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
-pub use webhooks::{Delivery, HookError, SIGNATURE_HEADER, WEBHOOK_USER};
-pub use workflow_steps::{WorkflowSteps, run_session_id};
-pub use workflow_triggers::{RunWaker, SCHEDULER_USER};
+pub use workflow::run_ops::{Answerer, Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
+pub use workflow::steps::{WorkflowSteps, run_session_id};
+pub use workflow::triggers::{RunWaker, SCHEDULER_USER};
+pub use workflow::webhooks::{
+    Delivery, HookError, REPLAY_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, WEBHOOK_USER,
+};
 
 /// Largest skill file `read_skill` returns, in bytes.
 pub const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
@@ -184,7 +183,7 @@ pub struct Runtime {
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
     workflow_store: std::sync::OnceLock<Arc<dyn quiver_store::WorkflowStore>>,
     workflow_owner: std::sync::OnceLock<String>,
-    run_waker: std::sync::OnceLock<workflow_triggers::RunWaker>,
+    run_waker: std::sync::OnceLock<workflow::triggers::RunWaker>,
     background: std::sync::OnceLock<std::sync::Weak<Runtime>>,
 }
 
@@ -709,7 +708,7 @@ pub struct Turn<'r> {
     /// this turn delivered): reading one of them again answers "already active".
     in_transcript: BTreeSet<String>,
     /// Set when the turn runs one step of a workflow run.
-    step: Option<workflow_steps::StepContext>,
+    step: Option<workflow::steps::StepContext>,
     /// The session's presence as this turn last read it, with the store's stamp of that read:
     /// kept while the stamp does not move (see [`Turn::presence`]).
     presence: Mutex<Option<(PresenceStamp, Arc<SessionPresence>)>>,

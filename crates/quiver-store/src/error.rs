@@ -119,6 +119,10 @@ pub enum StoreError {
     #[error("invalid argument: {0}")]
     Invalid(String),
 
+    /// A bound was reached (the active runs of a package): nothing was written.
+    #[error("{0}")]
+    Full(String),
+
     /// The transaction holding this write could not be committed; the write did not happen.
     #[error("commit failed, the write was rolled back: {0}")]
     CommitFailed(String),

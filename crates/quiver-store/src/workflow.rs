@@ -173,6 +173,11 @@ pub struct NewRun {
     /// no commit of its own); kept if a session of that id exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<crate::NewSession>,
+    /// At most this many runs of the workflow's package may be active (`running`, `waiting`,
+    /// `in_doubt`): a start beyond it is refused ([`crate::StoreError::Full`]) in the run
+    /// row's own transaction, so processes on one file share the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_limit: Option<i64>,
 }
 
 /// A stored run.
@@ -269,10 +274,15 @@ pub struct Attempt {
     /// When it ended (Unix ms).
     pub finished_at: Option<i64>,
     /// The process group running it, while a tool runs it in its own process (named as a
-    /// waiter is, [`crate::waiter::of`]), so a cancel from another process can kill it.
+    /// waiter is, [`crate::waiter::of`]), so a cancel from another process can kill it; or
+    /// [`ASKING`] while its call waits for a person's answer (its tool has not started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<String>,
 }
+
+/// [`Attempt::process`] while the attempt's call waits for a person's answer: its tool has not
+/// started, so an attempt found so after a crash is run again, never in doubt.
+pub const ASKING: &str = "asking";
 
 /// A run with its attempts and waits and the last event id, read from one snapshot of the
 /// store: what an engine decides a run's next move on.
@@ -495,7 +505,8 @@ pub trait WorkflowStore: Send + Sync {
     /// Every attempt of a run, by step then attempt.
     fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
 
-    /// Records the process group that runs an attempt ([`Attempt::process`]). `false` (and
+    /// Records what runs an attempt now ([`Attempt::process`]): its tool's process group, or
+    /// [`ASKING`] while its call waits for a person's answer; `None` clears it. `false` (and
     /// nothing written) unless the run still runs that attempt and it has no result yet: the
     /// caller then stops the process, whose result would be discarded.
     fn set_attempt_process(
@@ -503,7 +514,7 @@ pub trait WorkflowStore: Send + Sync {
         run_id: &str,
         step: i64,
         attempt: i64,
-        process: &str,
+        process: Option<&str>,
     ) -> Result<bool>;
 
     /// Commits one step of a run's progress (see [`Advance`]). `false` if the run was no

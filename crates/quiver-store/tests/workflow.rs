@@ -47,6 +47,7 @@ fn new_run(id: &str, key: Option<&str>) -> NewRun {
         deadline: None,
         now: 1000,
         session: None,
+        active_limit: None,
     }
 }
 
@@ -176,20 +177,44 @@ fn an_attempts_process_is_recorded_only_while_the_run_runs_it() {
     definition(&store);
     store.create_run(&new_run("r", None)).unwrap();
     // No attempt started yet.
-    assert!(!store.set_attempt_process("r", 0, 1, "b:n:40:7").unwrap());
+    assert!(
+        !store
+            .set_attempt_process("r", 0, 1, Some("b:n:40:7"))
+            .unwrap()
+    );
     assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
-    assert!(store.set_attempt_process("r", 0, 1, "b:n:40:7").unwrap());
-    assert!(!store.set_attempt_process("r", 0, 2, "b:n:41:7").unwrap());
+    assert!(
+        store
+            .set_attempt_process("r", 0, 1, Some("b:n:40:7"))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .set_attempt_process("r", 0, 2, Some("b:n:41:7"))
+            .unwrap()
+    );
     assert_eq!(
         store.attempts("r").unwrap()[0].process.as_deref(),
         Some("b:n:40:7")
+    );
+    // Cleared while the run still runs the attempt.
+    assert!(store.set_attempt_process("r", 0, 1, None).unwrap());
+    assert_eq!(store.attempts("r").unwrap()[0].process, None);
+    assert!(
+        store
+            .set_attempt_process("r", 0, 1, Some("b:n:40:7"))
+            .unwrap()
     );
     // Cancelled: a process that starts now is not recorded (its caller stops it).
     let mut cancel = start("r", 0, 1, 1);
     cancel.attempts.clear();
     cancel.to.status = RunStatus::Cancelled;
     assert!(store.advance(&cancel).unwrap());
-    assert!(!store.set_attempt_process("r", 0, 1, "b:n:42:7").unwrap());
+    assert!(
+        !store
+            .set_attempt_process("r", 0, 1, Some("b:n:42:7"))
+            .unwrap()
+    );
     assert_eq!(
         store.attempts("r").unwrap()[0].process.as_deref(),
         Some("b:n:40:7")
@@ -482,4 +507,35 @@ fn a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept() {
     new.session = Some(NewSession::new("ses-r2", "workflow"));
     assert!(store.create_run(&new).unwrap().1);
     assert_eq!(store.session("ses-r2").unwrap().unwrap().agent, "other");
+}
+
+#[test]
+fn a_package_starts_no_run_beyond_its_bound_of_active_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    definition(&store);
+    let bounded = |id: &str| NewRun {
+        active_limit: Some(2),
+        ..new_run(id, None)
+    };
+    assert!(store.create_run(&bounded("r1")).unwrap().1);
+    assert!(store.create_run(&bounded("r2")).unwrap().1);
+    let err = store.create_run(&bounded("r3")).unwrap_err();
+    assert!(matches!(err, StoreError::Full(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("package `pkg` has 2 runs"),
+        "{err}"
+    );
+    assert!(store.run("r3").unwrap().is_none(), "nothing written");
+    // Another package's runs do not count; an ended run frees its place.
+    let other = NewRun {
+        workflow: "pkg-two.wf".into(),
+        ..bounded("o1")
+    };
+    assert!(store.create_run(&other).unwrap().1);
+    let mut end = start("r1", 0, 1, 0);
+    end.attempts.clear();
+    end.to.status = RunStatus::Cancelled;
+    assert!(store.advance(&end).unwrap());
+    assert!(store.create_run(&bounded("r3")).unwrap().1);
 }

@@ -17,6 +17,7 @@ const POINTS: &[&str] = &[
     "wait_stored",
     "wait_resolved",
     "operator_committed",
+    "question_asked",
 ];
 
 /// Where the switch kills the process.
@@ -49,9 +50,9 @@ fn read() -> Option<Switch> {
     })
 }
 
-/// The engine passed commit point `name`: kills the process with SIGKILL if the switch names
-/// it and this is its `n`-th time.
-pub(crate) fn point(name: &str) {
+/// The engine (or the runtime's step runner) passed commit point `name`: kills the process
+/// with SIGKILL if the switch names it and this is its `n`-th time.
+pub fn point(name: &str) {
     let Some(switch) = SWITCH.get_or_init(read) else {
         return;
     };

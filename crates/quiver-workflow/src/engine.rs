@@ -21,6 +21,11 @@ use crate::runner::StepRunner;
 
 mod operator;
 
+/// At most this many runs of one package are active (`running`, `waiting`, `in_doubt`) at
+/// once, however they were started (a call, a schedule, an event, a webhook): a start beyond
+/// it is refused, in the run row's own transaction.
+pub const MAX_ACTIVE_RUNS_PER_PACKAGE: i64 = 2_048;
+
 /// How a run is started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Start {
@@ -140,6 +145,7 @@ impl<'a> Engine<'a> {
                 .map(|t| now.saturating_add(i64::try_from(t.0.as_millis()).unwrap_or(i64::MAX))),
             now,
             session: None,
+            active_limit: Some(MAX_ACTIVE_RUNS_PER_PACKAGE),
         };
         new.session = self.runner.run_session(&new);
         Ok(new)
@@ -237,7 +243,7 @@ impl<'a> Engine<'a> {
                         &call,
                         &outcome,
                     );
-                    done.call_audit = record;
+                    one_record(&mut done, record);
                     // `false`: the run was cancelled or taken over meanwhile; the late result is
                     // discarded, and the call's own record kept.
                     if self.store.advance(&done)? {
@@ -350,6 +356,39 @@ impl<'a> Engine<'a> {
         self.tick()?;
         Ok(id)
     }
+}
+
+/// One audit record per step decision, in the run's session: the runner's record of the
+/// step's call (with every decision of the pipeline) carries the engine's facts of the attempt
+/// (workflow, step, attempt, its outcome) in its `detail.workflow_step`, instead of a second
+/// record beside it; without one, the engine's record is the step's.
+fn one_record(done: &mut store::Advance, call: Option<quiver_store::AuditEntry>) {
+    let Some(mut call) = call else {
+        return;
+    };
+    if let Some(step) = done.audit.take() {
+        let facts = json!({
+            "origin": step.origin,
+            "attempt": step.call_id,
+            "status": step.status,
+            "detail": step.detail,
+        });
+        match &mut call.detail {
+            Some(Value::Object(detail)) => {
+                detail.insert("workflow_step".into(), facts);
+            }
+            other => {
+                let kept = other.take();
+                let mut detail = serde_json::Map::new();
+                if let Some(kept) = kept {
+                    detail.insert("call".into(), kept);
+                }
+                detail.insert("workflow_step".into(), facts);
+                *other = Some(Value::Object(detail));
+            }
+        }
+    }
+    done.call_audit = Some(call);
 }
 
 /// Whether the engine that took a lease may still be running: `false` only for a default owner

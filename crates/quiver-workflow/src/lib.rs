@@ -48,7 +48,7 @@
 
 pub mod backoff;
 pub mod clock;
-mod crash;
+pub mod crash;
 pub mod decide;
 mod definition;
 mod driving;
@@ -63,7 +63,12 @@ mod triggers;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use definition::{Definition, RerunSafe, StepMeta};
-pub use engine::{Engine, Start};
+pub use engine::{Engine, MAX_ACTIVE_RUNS_PER_PACKAGE, Start};
 pub use error::{Result, WorkflowError};
 pub use parked::{Parked, Question, parked, parked_run};
 pub use runner::{StepCall, StepOutcome, StepRunner, Target};
+
+/// The id of a run's own session, where its steps' calls, cards and audit records live.
+pub fn run_session_id(run_id: &str) -> String {
+    format!("ses-{run_id}")
+}

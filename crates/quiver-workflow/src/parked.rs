@@ -29,7 +29,7 @@ pub struct Parked {
     pub run_id: String,
     /// The run's workflow, `pkg.workflow`.
     pub workflow: String,
-    /// Who started the run (who cannot answer).
+    /// Who started the run (who answers by default; not when `separation_of_duties`).
     pub started_by: String,
     /// The approval wait.
     pub wait_id: i64,
@@ -43,9 +43,12 @@ pub struct Parked {
     /// An approval step's rendered `show`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub show: Option<Value>,
-    /// An approval step's `approvers` (permission rules the answerer must meet; none: anyone
-    /// but the starter).
+    /// An approval step's `approvers` (permission rules an authenticated answerer must meet;
+    /// none: the starter or the operator).
     pub approvers: Vec<String>,
+    /// An approval step's separation of duties: an authenticated answerer other than the
+    /// starter.
+    pub separation_of_duties: bool,
     /// A call's card: the tool, the exact arguments, whether consent is asked, the reasons,
     /// whether it is dangerous or `human`, its risk categories and permissions.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,6 +90,10 @@ impl Parked {
                         .collect()
                 })
                 .unwrap_or_default(),
+            separation_of_duties: detail
+                .get("separation_of_duties")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             card: detail.get("card").cloned(),
             created_at: wait.created_at,
             timeout_at: wait.wake_at,

@@ -18,6 +18,10 @@ use crate::error::{Result, WorkflowError};
 /// per-minute schedule stops here).
 pub const MAX_CATCHUP: usize = 1000;
 
+/// Most fires of one schedule started at once, the newest: after a stall or an outage the
+/// older ones are passed (coalesced into these), so a gap never starts a storm of runs.
+pub const MAX_FIRES_AT_ONCE: usize = 10;
+
 /// A fire within this long before now is on time, not missed.
 pub const ON_TIME: Duration = Duration::from_secs(60);
 
@@ -82,7 +86,7 @@ impl Compiled {
     /// The fires to start now, oldest first, given the last fire already handled (or when the
     /// schedule began to be watched): a fire within [`ON_TIME`] of `now` always; older (missed)
     /// ones as `catchup` says: `none` drops them, `latest` keeps the newest, `all` keeps every
-    /// one.
+    /// one; of all these, the newest [`MAX_FIRES_AT_ONCE`].
     pub fn due(&self, last: DateTime<Utc>, now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
         let fires = self.fires_between(last, now);
         let on_time = chrono::Duration::from_std(ON_TIME).unwrap_or_default();
@@ -95,7 +99,8 @@ impl Compiled {
             Catchup::All => missed,
         };
         out.extend(timely);
-        out
+        let passed = out.len().saturating_sub(MAX_FIRES_AT_ONCE);
+        out.split_off(passed)
     }
 }
 
@@ -287,11 +292,20 @@ mod tests {
         // Nothing new: nothing due.
         let s = schedule("0 * * * *", "UTC", Catchup::All);
         assert!(s.due(at(8), clock.now()).is_empty());
-        // A long gap of a per-minute schedule is capped.
+        // A long gap of a per-minute schedule is capped, and starts its newest fires only.
         let minutely = schedule("* * * * *", "UTC", Catchup::All);
-        let fires = minutely.due(utc(2026, 1, 1, 0, 0), utc(2026, 1, 2, 0, 0));
+        let fires = minutely.fires_between(utc(2026, 1, 1, 0, 0), utc(2026, 1, 2, 0, 0));
         assert_eq!(fires.len(), MAX_CATCHUP);
+        let fires = minutely.due(utc(2026, 1, 1, 0, 0), utc(2026, 1, 2, 0, 0));
+        assert_eq!(fires.len(), MAX_FIRES_AT_ONCE);
+        assert_eq!(fires.first(), Some(&utc(2026, 1, 1, 23, 51)));
         assert_eq!(fires.last(), Some(&utc(2026, 1, 2, 0, 0)));
+        // A per-second schedule stalled for 50 s starts its newest 10 fires, all on time.
+        let secondly = schedule("* * * * * *", "UTC", Catchup::None);
+        let now = utc(2026, 1, 2, 0, 0);
+        let fires = secondly.due(now - chrono::Duration::seconds(50), now);
+        assert_eq!(fires.len(), MAX_FIRES_AT_ONCE);
+        assert_eq!(fires.last(), Some(&now));
         assert_eq!(fire_key(at(7)), at(7).timestamp_millis());
     }
 

@@ -10,8 +10,9 @@ use quiver_store::workflow::{self as store, Run, RunStatus};
 
 use crate::crash;
 use crate::engine::{Engine, Start, check_input};
-use crate::error::Result;
+use crate::error::{Result, WorkflowError};
 use crate::{eval, schedule};
+use quiver_store::StoreError;
 
 impl Engine<'_> {
     /// Starts the run of one schedule fire (keyed by its fire time): once across crashes and
@@ -31,7 +32,9 @@ impl Engine<'_> {
     /// `overlap: skip`, no fire starts while a run of the workflow is still going (and a fire
     /// so skipped is passed for good: the workflow's schedule cursor moves past it); with
     /// `queue`, its run is held at its first step until the runs of the workflow created
-    /// before it have ended; with `allow`, it starts at once.
+    /// before it have ended; with `allow`, it starts at once. A fire that finds the package at
+    /// its bound of active runs ([`MAX_ACTIVE_RUNS_PER_PACKAGE`](crate::MAX_ACTIVE_RUNS_PER_PACKAGE))
+    /// is passed for good too.
     pub fn fire_due(&self, digest: &str, since: i64, start: &Start) -> Result<Vec<(Run, bool)>> {
         let def = self.definition(digest)?;
         let workflow = def.qualified();
@@ -72,7 +75,16 @@ impl Engine<'_> {
                     key: None,
                     ..start.clone()
                 };
-                out.push(self.fire(digest, schedule::fire_key(fire), &start)?);
+                match self.fire(digest, schedule::fire_key(fire), &start) {
+                    Ok(started) => out.push(started),
+                    // The package is at its bound of active runs: the fire is passed for good,
+                    // as `overlap: skip` passes one.
+                    Err(WorkflowError::Store(StoreError::Full(_))) => {
+                        self.store
+                            .advance_cursor(&cursor, schedule::fire_key(fire))?;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(out)

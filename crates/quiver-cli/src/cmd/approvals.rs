@@ -47,8 +47,10 @@ pub struct AnswerArgs {
     /// Print the answered approval (or the run) as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Who answers a parked run (`--as USER:ROLE`; default the local owner, who cannot
-    /// answer a run they started).
+    /// Who answers a parked run (`--as USER:ROLE`, a name taken on trust; default the local
+    /// owner, who answers the runs they or their model started, and is the one authenticated
+    /// identity of this command: a step with `approvers` or `separation_of_duties` refuses a
+    /// name given with `--as`).
     #[command(flatten)]
     pub sender: SenderArgs,
     #[command(flatten)]

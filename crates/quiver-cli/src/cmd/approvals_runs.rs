@@ -1,8 +1,9 @@
 //! The workflow side of `quiver approvals`: runs parked on a person (an approval step, or a
 //! step's call whose question nobody could be asked) are listed beside the console's cards and
-//! answered by run id through [`quiver_runtime::RunOps::answer`] — the starter of a run cannot
-//! answer it, an approval step's `approvers` must admit the answerer, and an anonymous answerer
-//! never answers a dangerous or `human` call.
+//! answered by run id through [`quiver_runtime::RunOps::answer`] — the local owner answers the
+//! runs they (or their model) started; a step's `approvers` and `separation_of_duties` take
+//! only the local owner's own identity (a name given with `--as` is taken on trust, never
+//! authenticated), and an anonymous answerer never answers a dangerous or `human` call.
 
 use std::process::ExitCode;
 
@@ -79,6 +80,9 @@ pub(super) fn describe(p: &Parked) -> String {
             text.push_str("\n  a named person must answer (dangerous or human-only)");
         }
     }
+    if p.separation_of_duties {
+        text.push_str("\n  separation of duties: someone other than the starter answers");
+    }
     if !p.approvers.is_empty() {
         text.push_str(&format!("\n  approvers: {}", p.approvers.join(", ")));
     }
@@ -93,7 +97,12 @@ pub(super) fn answer(
     args: AnswerArgs,
     approve: bool,
 ) -> miette::Result<ExitCode> {
-    let answerer = args.sender.principal(None)?;
+    let principal = args.sender.principal(None)?;
+    let answerer = quiver_runtime::Answerer {
+        principal: &principal,
+        // The local owner is who runs this command; a name given with `--as` is a claim.
+        authenticated: args.sender.as_user.is_none(),
+    };
     let host = open_host(roots, &args.state, false)?;
     let ops = quiver_runtime::RunOps::new(host.runtime()).map_err(|e| miette::miette!("{e}"))?;
     match ops.answer(&args.id, approve, &answerer, args.note.as_deref()) {

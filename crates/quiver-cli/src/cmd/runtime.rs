@@ -279,6 +279,11 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     )
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
+    // A workflow's `agent` steps and exposed agents run on the configured models, as in
+    // `quiver run` and `quiver serve`.
+    if let Err(e) = host.run_agents_with_configured_models() {
+        tracing::warn!("agents cannot run: {e}");
+    }
     let runtime = host.runtime();
     // The runtime resolves wire and qualified names alike, and answers an unknown one by the
     // name as given, so the answer never tells whether the tool exists.

@@ -201,9 +201,14 @@ pub enum StepAction {
         /// What to show the approver (templated), if anything beyond the title.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         show: Option<Value>,
-        /// Permission rules of who may answer (default: any operator).
+        /// Permission rules of who may answer (default: the person who owns the conversation
+        /// or started the run, or the operator), checked against authenticated identities.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         approvers: Vec<String>,
+        /// Separation of duties: someone other than the run's starter answers, by an
+        /// authenticated identity.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        separation_of_duties: bool,
         /// How long to wait for an answer (default: forever).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout: Option<Seconds>,

@@ -56,6 +56,8 @@ struct RawApproval {
     show: Option<Value>,
     #[serde(default)]
     approvers: Vec<String>,
+    #[serde(default)]
+    separation_of_duties: bool,
     timeout: Option<Seconds>,
     #[serde(default)]
     on_timeout: OnTimeout,
@@ -400,6 +402,7 @@ fn step(
                 title,
                 show: None,
                 approvers: Vec::new(),
+                separation_of_duties: false,
                 timeout: None,
                 on_timeout: OnTimeout::Fail,
             }),
@@ -417,6 +420,7 @@ fn step(
                         title: a.title,
                         show: a.show,
                         approvers: a.approvers,
+                        separation_of_duties: a.separation_of_duties,
                         timeout: a.timeout,
                         on_timeout: a.on_timeout,
                     })

@@ -276,6 +276,9 @@ impl Turn<'_> {
             .copied()
             .filter(|m| listed.is_some_and(|l| l.iter().any(|x| x == m)))
             .filter(|m| !(self.unattended && *m == "ask_user"))
+            .filter(|m| {
+                *m != super::meta::get_run::GET_RUN || self.runtime.workflow_store().is_some()
+            })
             .collect()
     }
 

@@ -10,7 +10,9 @@ use quiver_package::rules::Role;
 use quiver_policy::ControlPlane;
 use quiver_policy::Principal;
 use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::{ApproverSet, RunError, RunOps, Runtime, RuntimeConfig, WorkflowSteps};
+use quiver_runtime::{
+    Answerer, ApproverSet, RunError, RunOps, Runtime, RuntimeConfig, WorkflowSteps,
+};
 use quiver_store::SqliteStore;
 use quiver_store::WorkflowStore;
 use quiver_store::workflow::{Run, RunStatus, WaitKind, WaitStatus};
@@ -69,6 +71,11 @@ fn packages(root: &Path) {
         root,
         "ledger/workflows/review.yaml",
         "description: Book after a review\nexpose: true\nsteps:\n  - id: ok\n    approval: Book it?\n  - id: rec\n    tool: record\n    with: {amount: 1}\n",
+    );
+    write(
+        root,
+        "ledger/workflows/purge.yaml",
+        "description: Wipe the ledger\nexpose: true\nsteps:\n  - id: wipe\n    tool: wipe\n",
     );
     write(
         root,
@@ -298,7 +305,7 @@ fn run_ops_need_a_workflow_store() {
 }
 
 #[test]
-fn a_parked_dangerous_call_is_answered_by_a_named_person_other_than_the_starter() {
+fn a_parked_dangerous_call_is_answered_by_a_named_person() {
     let f = fixture();
     f.runtime
         .set_workflow_store(Arc::new(SqliteStore::open(&f.db).unwrap()));
@@ -314,17 +321,23 @@ fn a_parked_dangerous_call_is_answered_by_a_named_person_other_than_the_starter(
         (&json!(true), &json!(true))
     );
     assert!(parked[0].needs_a_named_person());
+    fn answerer(principal: &Principal) -> Answerer<'_> {
+        Answerer {
+            principal,
+            authenticated: true,
+        }
+    }
     let refused = |who: Principal, want: &str| {
-        let err = ops.answer(&run.id, true, &who, None).unwrap_err();
+        let err = ops
+            .answer(&run.id, true, &answerer(&who), None)
+            .unwrap_err();
         assert!(matches!(err, RunError::Refused(_)), "{err:?}");
         assert!(err.to_string().contains(want), "{err}");
     };
     refused(Principal::anonymous(), "anonymous");
-    refused(Principal::user("scheduler", Role::Master), "cannot approve");
     assert!(f.calls().is_empty(), "nothing ran on a refused answer");
-    let done = ops
-        .answer(&run.id, true, &Principal::user("alice", Role::User), None)
-        .unwrap();
+    let alice = Principal::user("alice", Role::User);
+    let done = ops.answer(&run.id, true, &answerer(&alice), None).unwrap();
     assert_eq!(done.status, RunStatus::Completed, "{done:?}");
     assert_eq!(f.calls().len(), 1);
     refused(
@@ -332,4 +345,21 @@ fn a_parked_dangerous_call_is_answered_by_a_named_person_other_than_the_starter(
         "already answered by alice",
     );
     assert!(ops.parked().unwrap().is_empty());
+}
+
+/// Issue 22 item 5: the person waiting on an attended run does not answer its dangerous step
+/// (no terminal, a timeout): the run parks for a person instead of failing the step.
+#[test]
+fn an_attended_runs_unanswered_question_parks_the_run() {
+    let f = fixture();
+    f.person
+        .answer(&[Answer::AllowForSession, Answer::TimedOut]);
+    let out = f.call_workflow("ledger__purge", json!({}));
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert_eq!(out.content["status"], "waiting", "{out:?}");
+    assert!(f.calls().is_empty(), "nothing ran");
+    let ops = RunOps::new(&f.runtime).unwrap();
+    let parked = ops.parked().unwrap();
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert_eq!(parked[0].question, Question::Call);
 }

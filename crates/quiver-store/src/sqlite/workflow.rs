@@ -61,10 +61,10 @@ impl WorkflowStore for SqliteStore {
         run_id: &str,
         step: i64,
         attempt: i64,
-        process: &str,
+        process: Option<&str>,
     ) -> Result<bool> {
-        let (run_id, process) = (run_id.to_owned(), process.to_owned());
-        self.write(move |c| ops::set_attempt_process(c, &run_id, step, attempt, &process))
+        let (run_id, process) = (run_id.to_owned(), process.map(str::to_owned));
+        self.write(move |c| ops::set_attempt_process(c, &run_id, step, attempt, process.as_deref()))
     }
 
     fn advance(&self, advance: &Advance) -> Result<bool> {

@@ -230,6 +230,24 @@ pub(crate) fn create_run(conn: &Connection, new: &NewRun) -> Result<(Run, bool)>
             id: new.digest.clone(),
         });
     }
+    if let Some(limit) = new.active_limit {
+        let package = new.workflow.split_once('.').map_or("", |(p, _)| p);
+        // Workflows of `package` sort from `package.` to `package/` ('/' follows '.').
+        let active: i64 = conn
+            .prepare_cached(
+                "SELECT count(*) FROM wf_runs WHERE status IN ('running', 'waiting', 'in_doubt') \
+                 AND workflow >= ?1 AND workflow < ?2",
+            )?
+            .query_row(params![format!("{package}."), format!("{package}/")], |r| {
+                r.get(0)
+            })?;
+        if active >= limit {
+            return Err(StoreError::Full(format!(
+                "package `{package}` has {active} runs that have not ended (at most {limit}): {} is not started",
+                new.workflow
+            )));
+        }
+    }
     let inserted = conn
         .prepare_cached(
             "INSERT INTO wf_runs (id, workflow, digest, idempotency_key, status, step, attempt, \
@@ -384,7 +402,7 @@ pub(crate) fn set_attempt_process(
     run_id: &str,
     step: i64,
     attempt: i64,
-    process: &str,
+    process: Option<&str>,
 ) -> Result<bool> {
     let set = conn
         .prepare_cached(

@@ -226,7 +226,7 @@ fn audit(view: &View<'_>, call: &StepCall, status: AuditStatus, detail: Value) -
     AuditEntry {
         time: view.now,
         kind: AuditKind::Other("workflow_step".into()),
-        session: format!("run:{}", view.run.id),
+        session: crate::run_session_id(&view.run.id),
         call_id: Some(format!("{}#{}", call.idempotency_key, call.attempt)),
         principal: view.run.principal.clone(),
         origin: json!({"workflow": view.def.qualified(), "run": view.run.id, "step": call.step_id}),
@@ -408,6 +408,7 @@ fn begin(view: &View<'_>, step: &quiver_package::workflow::Step) -> Next {
             title,
             show,
             approvers,
+            separation_of_duties,
             timeout,
             on_timeout,
         } => {
@@ -421,6 +422,7 @@ fn begin(view: &View<'_>, step: &quiver_package::workflow::Step) -> Next {
                     timeout.map(|t| after(t.0)),
                     None,
                     json!({"kind": "step", "title": title, "show": show, "approvers": approvers,
+                           "separation_of_duties": separation_of_duties,
                            "on_timeout": on_timeout, "started_by": view.run.started_by}),
                 ),
                 Err(e) => commit(view.fail(Vec::new(), format!("step `{}`: {e}", step.id))),
@@ -555,10 +557,14 @@ fn recover(view: &View<'_>, a: &Attempt) -> Next {
         fail.to.crashes = crashes;
         return commit(fail);
     }
-    let safe = usize::try_from(a.step)
-        .ok()
-        .and_then(|i| view.def.steps.get(i))
-        .is_some_and(|m| m.rerun_safe);
+    // A call that was waiting for a person's answer never started its tool: asking again is
+    // safe whatever the tool does.
+    let never_started = a.process.as_deref() == Some(quiver_store::workflow::ASKING);
+    let safe = never_started
+        || usize::try_from(a.step)
+            .ok()
+            .and_then(|i| view.def.steps.get(i))
+            .is_some_and(|m| m.rerun_safe);
     if safe {
         return call(view, a.attempt + 1, vec![crashed], crashes, None);
     }

@@ -171,6 +171,17 @@ fn decisions() {
             "commit in_doubt 2/1 [write#1=crashed]",
         ),
         (
+            "crash of an action while its call asked a person: asked again, never in doubt",
+            run(R::Running, 2, 1, 0),
+            vec![read_ok.clone(), {
+                let mut asking = attempt(2, 1, "write", A::Started, Value::Null);
+                asking.process = Some(quiver_store::workflow::ASKING.into());
+                asking
+            }],
+            0,
+            "call write#2 {} [write#1=crashed,write#2=started]",
+        ),
+        (
             "the fifth crash parks the run as failed",
             run(R::Running, 0, 5, 4),
             vec![attempt(0, 5, "read", A::Started, Value::Null)],

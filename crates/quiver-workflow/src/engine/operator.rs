@@ -10,8 +10,8 @@ use crate::error::{Result, WorkflowError};
 
 impl Engine<'_> {
     /// A person's answer to the approval a run waits on, then the run driven on. Refused when
-    /// the run waits on no approval, when it was answered already, and when the person is the
-    /// one who started the run (no self-approval).
+    /// the run waits on no approval or it was answered already. Who may answer is the
+    /// front's to check (the runtime's `RunOps::answer`).
     pub fn answer(&self, run_id: &str, approve: bool, by: &str, note: Option<&str>) -> Result<Run> {
         let loaded = self.load(run_id)?;
         let wait = loaded
@@ -23,8 +23,7 @@ impl Engine<'_> {
     }
 
     /// [`Engine::answer`] for the approval wait `wait_id` (the one the person was shown):
-    /// refused when it is not a pending approval of the run, when it was answered meanwhile,
-    /// and when the person started the run.
+    /// refused when it is not a pending approval of the run or it was answered meanwhile.
     pub fn answer_wait(
         &self,
         run_id: &str,
@@ -42,11 +41,6 @@ impl Engine<'_> {
         if wait.status != WaitStatus::Pending {
             return Err(WorkflowError::Refused(format!(
                 "the approval of run {run_id} was answered already"
-            )));
-        }
-        if by == loaded.run.started_by {
-            return Err(WorkflowError::Refused(format!(
-                "{by} started run {run_id} and cannot approve it"
             )));
         }
         let outcome = if approve {

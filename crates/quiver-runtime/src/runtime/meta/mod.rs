@@ -1,10 +1,11 @@
 //! The meta-tools, one file each: [`read_skill`], [`tool_search`], [`load_tool`],
-//! [`ask_user`], [`run_skill_script`] and [`tool_output`]. They answer from the runtime itself
+//! [`ask_user`], [`run_skill_script`], [`tool_output`] and [`get_run`]. They answer from the runtime itself
 //! (the catalog, the session's state, the person); the one that runs something,
 //! `run_skill_script`, hands its script to the call pipeline as an `action` call of the skill's
 //! package.
 
 pub(super) mod ask_user;
+pub(super) mod get_run;
 pub(super) mod load_tool;
 pub(super) mod read_skill;
 pub(super) mod run_skill_script;
@@ -18,13 +19,14 @@ use super::{CallOutcome, CallStatus, RuntimeError, ToolDefinition, Turn};
 use read_skill::Invoker;
 
 /// The meta-tools, by wire name.
-pub const META_TOOLS: [&str; 6] = [
+pub const META_TOOLS: [&str; 7] = [
     "read_skill",
     "tool_search",
     "load_tool",
     "ask_user",
     "run_skill_script",
     "tool_output",
+    get_run::GET_RUN,
 ];
 
 /// The string argument `key` of `arguments`.
@@ -66,6 +68,7 @@ impl Turn<'_> {
             "load_tool" => self.load_tool(call_id, arguments)?,
             "ask_user" => self.ask_user(call_id, arguments),
             "tool_output" => self.tool_output(call_id, arguments)?,
+            get_run::GET_RUN => self.get_run(call_id, arguments),
             _ => self.run_skill_script(call_id, arguments, audit)?,
         })
     }
@@ -94,6 +97,7 @@ pub(super) fn meta_definition(name: &str) -> ToolDefinition {
             "Run a script from the scripts/ folder of an active skill.",
             json!({"type": "object", "properties": {"skill": {"type": "string"}, "script": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}}}, "required": ["skill", "script"]}),
         ),
+        get_run::GET_RUN => get_run::definition(),
         _ => (
             "Read more of a tool result that was trimmed (`has_more`).",
             json!({"type": "object", "properties": {"call": {"type": "string"}, "offset": {"type": "integer", "minimum": 0}}, "required": ["call"]}),

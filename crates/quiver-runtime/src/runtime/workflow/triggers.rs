@@ -12,7 +12,7 @@ use quiver_workflow::scheduler::Watched;
 use quiver_workflow::{Engine, Start};
 use serde_json::json;
 
-use super::Runtime;
+use crate::runtime::Runtime;
 
 /// Told the id of a run started in this process that someone should drive now.
 pub type RunWaker = Arc<dyn Fn(&str) + Send + Sync>;

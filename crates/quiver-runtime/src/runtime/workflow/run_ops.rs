@@ -15,7 +15,7 @@ use quiver_workflow::{Engine, Parked, SystemClock, WorkflowError};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Runtime, WorkflowSteps};
+use crate::runtime::{Runtime, WorkflowSteps};
 
 /// Why an operation on a run did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -192,7 +192,7 @@ impl<'r> RunOps<'r> {
             .and_then(|a| a.process.as_deref())
             .and_then(quiver_store::waiter::running_here)
             .filter(|pgid| quiver_sandbox::kill_process_group(*pgid));
-        let session = super::run_session_id(id);
+        let session = crate::runtime::run_session_id(id);
         let mut expired_cards = Vec::new();
         for card in self.runtime.store.pending_approvals(Some(&session))? {
             if let Ok(card) = self.runtime.store.expire_approval(&card.card.id) {
@@ -230,22 +230,31 @@ impl<'r> RunOps<'r> {
     }
 
     /// A person's answer to the approval run `id` is parked on, then the run driven on (an
-    /// approved call runs again with its exact arguments). Refused when the run waits on no
-    /// approval (answered already), when `answerer` started the run, when an approval step's
-    /// `approvers` do not admit them, and when an anonymous answerer meets a dangerous or
-    /// `human` call.
+    /// approved call runs again with its exact arguments). By default the person who owns the
+    /// conversation or started the run answers (or the operator). Refused when the run waits
+    /// on no approval (answered already), when an anonymous answerer meets a dangerous or
+    /// `human` call, and when a step asks for separation of duties (`approvers` the answerer
+    /// does not meet, or `separation_of_duties` and the answerer started the run) and the
+    /// answerer is not `authenticated` (a name the front took on trust, such as the CLI's
+    /// `--as`, proves nothing).
     pub fn answer(
         &self,
         id: &str,
         approve: bool,
-        answerer: &Principal,
+        answerer: &Answerer<'_>,
         note: Option<&str>,
     ) -> Result<Run, RunError> {
-        let run = self.run(id)?;
+        let mut run = self.run(id)?;
+        if run.status == RunStatus::Running {
+            // Answered already, and left running by a process that ended (a killed `quiver
+            // approvals approve`): driven on now, so its step is recovered at once.
+            run = self.engine().drive(id)?;
+        }
         let Some(parked) = quiver_workflow::parked_run(self.store, &run)? else {
             return Err(RunError::Refused(self.not_parked(&run)?));
         };
         check_answerer(&parked, answerer)?;
+        let answerer = answerer.principal;
         let by = answerer.user_id.as_deref().unwrap_or("anonymous");
         Ok(self
             .engine()
@@ -261,10 +270,11 @@ impl<'r> RunOps<'r> {
             .rfind(|w| w.kind == WaitKind::Approval);
         Ok(match last {
             Some(w) if w.resolved_by.is_some() => format!(
-                "the approval of run {} was already answered by {} ({}); nothing changed",
+                "the approval of run {} was already answered by {} ({}); the run is {}",
                 run.id,
                 w.resolved_by.unwrap_or_default(),
-                w.resolution.unwrap_or_default()
+                w.resolution.unwrap_or_default(),
+                run.status
             ),
             Some(w) => format!(
                 "the approval of run {} was {} (the run is {}); nothing changed",
@@ -327,11 +337,39 @@ impl<'r> RunOps<'r> {
     }
 }
 
-/// Whether `answerer` may answer `parked` (the engine refuses the run's starter itself).
-fn check_answerer(parked: &Parked, answerer: &Principal) -> Result<(), RunError> {
+/// Who answers a parked run, as the front knows them.
+#[derive(Debug, Clone, Copy)]
+pub struct Answerer<'a> {
+    /// The person.
+    pub principal: &'a Principal,
+    /// Whether the front proved who they are (a token, the local owner), rather than taking a
+    /// name on trust (`quiver approvals --as`).
+    pub authenticated: bool,
+}
+
+/// Whether `answerer` may answer `parked`.
+fn check_answerer(parked: &Parked, answerer: &Answerer<'_>) -> Result<(), RunError> {
+    let Answerer {
+        principal: answerer,
+        authenticated,
+    } = *answerer;
+    let name = answerer.user_id.as_deref().unwrap_or("anonymous");
     if answerer.is_anonymous() && parked.needs_a_named_person() {
         return Err(RunError::Refused(format!(
             "an anonymous person cannot answer run {}: its call is dangerous or needs a named person",
+            parked.run_id
+        )));
+    }
+    let separated = parked.separation_of_duties || !parked.approvers.is_empty();
+    if separated && !authenticated {
+        return Err(RunError::Refused(format!(
+            "run {} asks for separation of duties: `{name}` is a name given, not an authenticated identity; answer as yourself",
+            parked.run_id
+        )));
+    }
+    if parked.separation_of_duties && name == parked.started_by {
+        return Err(RunError::Refused(format!(
+            "{name} started run {} and cannot approve it: the step asks for someone else (separation of duties)",
             parked.run_id
         )));
     }
@@ -345,8 +383,7 @@ fn check_answerer(parked: &Parked, answerer: &Principal) -> Result<(), RunError>
                 .map(|s| s.why.clone())
                 .unwrap_or_default();
             return Err(RunError::Refused(format!(
-                "{} is not an approver of run {} (approvers: {}): {why}",
-                answerer.user_id.as_deref().unwrap_or("anonymous"),
+                "{name} is not an approver of run {} (approvers: {}): {why}",
                 parked.run_id,
                 parked.approvers.join(", ")
             )));

@@ -5,22 +5,27 @@
 //! question; another package's are unknown), consent, approval, the dangerous gate, hooks, the
 //! control plane, the sandbox and the audit all apply. An unattended run asks nobody: a
 //! question parks the run ([`StepOutcome::NeedsPerson`]) with the card's facts and the exact
-//! arguments, and the attempt that follows a person's yes runs with it. The tool's call context
-//! carries the step's idempotency key.
+//! arguments, and the attempt that follows a person's yes runs with it. An attended run asks
+//! the person waiting on it, while one does: with nobody there (the run driven on by
+//! `quiver approvals`, a timer, the scheduler, or after its caller stopped waiting) or no answer
+//! (no terminal, a timeout), its question parks the run as an unattended one's does. While a
+//! question is out the attempt is marked [`ASKING`], so a crash then is a question to ask again,
+//! never a step in doubt. The tool's call context carries the step's idempotency key.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use quiver_package::rules::Role;
 use quiver_policy::{Ask, AskReason, Principal};
-use quiver_store::workflow::NewRun;
+use quiver_store::workflow::{ASKING, NewRun};
 use quiver_store::{AuditEntry, NewSession, StoreError, WorkflowStore};
 use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
 use serde_json::{Value, json};
 
-use super::call::audit::decision;
-use super::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
-use crate::approver::Approver;
+use crate::approver::{Answer, Approver, Card};
+use crate::runtime::call::audit::decision;
+use crate::runtime::{CallOutcome, CallStatus, Profile, Runtime, RuntimeError, Turn};
 
 /// What a turn that runs one workflow step knows of it.
 #[derive(Debug, Clone)]
@@ -52,7 +57,8 @@ pub struct WorkflowSteps<'r> {
 }
 
 impl<'r> WorkflowSteps<'r> {
-    /// The step runner of `runtime`: an attended run's questions go to the runtime's person.
+    /// The step runner of `runtime` with nobody waiting on its runs: every question of a step
+    /// parks the run, attended or not.
     pub fn new(runtime: &'r Runtime) -> WorkflowSteps<'r> {
         WorkflowSteps {
             runtime,
@@ -61,9 +67,20 @@ impl<'r> WorkflowSteps<'r> {
     }
 
     /// Makes `person` (the front's channel to whoever waits on the run: an MCP client's
-    /// elicitation, a chat's terminal) answer an attended run's questions.
-    pub fn with_person(mut self, person: Option<Arc<dyn Approver>>) -> WorkflowSteps<'r> {
-        self.person = person;
+    /// elicitation, a chat's terminal) answer an attended run's questions while `waiting`
+    /// holds (`None`: for as long as the runner lives); a question it does not answer (no
+    /// terminal, a timeout) parks the run.
+    pub fn with_person(
+        mut self,
+        person: Option<Arc<dyn Approver>>,
+        waiting: Option<Arc<AtomicBool>>,
+    ) -> WorkflowSteps<'r> {
+        self.person = person.map(|inner| {
+            Arc::new(Present {
+                inner,
+                waiting: waiting.unwrap_or_else(|| Arc::new(AtomicBool::new(true))),
+            }) as Arc<dyn Approver>
+        });
         self
     }
 
@@ -110,8 +127,10 @@ impl<'r> WorkflowSteps<'r> {
         let mut turn = self
             .runtime
             .begin_turn(&session, principal_from(&call.principal), "")?;
-        turn.unattended = !call.attended;
+        // Nobody waits on the run: its questions park it, attended or not.
+        turn.unattended = true;
         if let (true, Some(person)) = (call.attended, &self.person) {
+            turn.unattended = false;
             turn.set_person(person.clone());
         }
         turn.step = Some(StepContext {
@@ -151,7 +170,53 @@ impl<'r> WorkflowSteps<'r> {
     }
 }
 
+/// The person waiting on an attended run, as its steps see them: while the caller waits, their
+/// answer; a question nobody answers (no terminal, a timeout), or asked once the caller stopped
+/// waiting, is [`Answer::Pending`], which parks the run.
+struct Present {
+    inner: Arc<dyn Approver>,
+    waiting: Arc<AtomicBool>,
+}
+
+impl Approver for Present {
+    fn decide(&self, card: &Card) -> Answer {
+        if !self.waiting.load(Ordering::Acquire) {
+            return Answer::Pending;
+        }
+        match self.inner.decide(card) {
+            Answer::TimedOut => Answer::Pending,
+            answer => answer,
+        }
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        self.waiting
+            .load(Ordering::Acquire)
+            .then(|| self.inner.answer_question(question))
+            .flatten()
+    }
+}
+
 impl StepContext {
+    /// Marks the attempt [`ASKING`] while its call waits for a person's answer (`asking`), or
+    /// clears the mark before its tool starts: a crash in between leaves a question to ask
+    /// again, not a step in doubt.
+    fn mark_asking(&self, runtime: &Runtime, asking: bool) -> Result<(), RuntimeError> {
+        let Some(store) = runtime.workflow_store() else {
+            return Ok(());
+        };
+        store.set_attempt_process(
+            &self.run_id,
+            self.step,
+            self.attempt,
+            asking.then_some(ASKING),
+        )?;
+        if asking {
+            quiver_workflow::crash::point("question_asked");
+        }
+        Ok(())
+    }
+
     /// Records the process group that runs this attempt's tool, so that a cancel from another
     /// process can kill it. When the run no longer runs this attempt (cancelled meanwhile) the
     /// group is killed at once: its result would be discarded.
@@ -159,7 +224,7 @@ impl StepContext {
         let Some(process) = quiver_store::waiter::of(pgid) else {
             return;
         };
-        match store.set_attempt_process(&self.run_id, self.step, self.attempt, &process) {
+        match store.set_attempt_process(&self.run_id, self.step, self.attempt, Some(&process)) {
             Ok(true) => {}
             Ok(false) => {
                 tracing::info!(run = %self.run_id, "the run moved on while its step started: the step's process is stopped");
@@ -267,7 +332,14 @@ impl Turn<'_> {
             return Ok(None);
         }
         if !self.unattended {
+            let step = self.step.clone();
+            if let Some(step) = &step {
+                step.mark_asking(self.runtime, true)?;
+            }
             let stop = self.ask_or_stop(call_id, ask, qualified, arguments, audit)?;
+            if let Some(step) = &step {
+                step.mark_asking(self.runtime, false)?;
+            }
             if stop
                 .as_ref()
                 .is_none_or(|o| o.status != CallStatus::Pending)
@@ -302,7 +374,4 @@ impl Turn<'_> {
     }
 }
 
-/// The id of a run's own session, where its steps' calls, cards and records live.
-pub fn run_session_id(run_id: &str) -> String {
-    format!("ses-{run_id}")
-}
+pub use quiver_workflow::run_session_id;

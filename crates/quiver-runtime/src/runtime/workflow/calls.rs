@@ -7,6 +7,7 @@
 //! reads the run's output when it ended, else `{run_id, status}`. An attended run's questions
 //! go to the caller's person (an MCP client's elicitation, a chat's terminal).
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
 
@@ -14,15 +15,15 @@ use quiver_catalog::Catalog;
 use quiver_package::Package;
 use quiver_package::tool::Category;
 use quiver_store::workflow::{Run, RunStatus};
-use quiver_store::{AuditEntry, WorkflowStore};
+use quiver_store::{AuditEntry, StoreError, WorkflowStore};
 use quiver_workflow::{Definition, Engine, Start, WorkflowError};
 use serde_json::{Map, Value, json};
 
-use super::call::Target;
-use super::call::audit::decision;
-use super::call::execute::Ran;
-use super::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, WorkflowSteps};
 use crate::approver::Approver;
+use crate::runtime::call::Target;
+use crate::runtime::call::audit::decision;
+use crate::runtime::call::execute::Ran;
+use crate::runtime::{CallOutcome, CallStatus, Runtime, RuntimeError, Turn, WorkflowSteps};
 
 impl Runtime {
     /// Sets the store the workflow engine keeps its runs in (the same SQLite file as the
@@ -46,21 +47,33 @@ impl Runtime {
 
     /// Drives run `id` for a caller with `steps` in its thread, or in a thread of its own for
     /// at most `workflow_call_wait` when the front asked for that; the run as it then stands.
+    /// A run started by another run's step (`nested`) is driven in that step's thread, and at
+    /// most [`MAX_RUN_THREADS`] runs have threads of their own at once: beyond them a run is
+    /// driven in its caller's thread.
     fn drive_for_caller(
         &self,
         engine: &Engine<'_>,
         id: &str,
         person: Option<Arc<dyn Approver>>,
+        nested: bool,
     ) -> Result<Run, WorkflowError> {
-        let Some(runtime) = self.background.get().and_then(Weak::upgrade) else {
+        let background = self.background.get().and_then(Weak::upgrade);
+        let (Some(runtime), false) = (background, nested) else {
+            return engine.drive(id);
+        };
+        let Some(slot) = RunThread::take() else {
             return engine.drive(id);
         };
         let (sent, received) = mpsc::channel();
         let run_id = id.to_owned();
+        // Once the caller stops waiting, nobody is there to answer: a question parks the run.
+        let waiting = Arc::new(AtomicBool::new(true));
+        let waited = waiting.clone();
         let spawned = std::thread::Builder::new()
             .name("quiver-run".into())
             .spawn(move || {
-                let steps = WorkflowSteps::new(&runtime).with_person(person);
+                let _slot = slot;
+                let steps = WorkflowSteps::new(&runtime).with_person(person, Some(waited));
                 let driven = runtime
                     .workflow_engine(&steps)
                     .map(|engine| engine.drive(&run_id));
@@ -76,6 +89,7 @@ impl Runtime {
         match received.recv_timeout(self.config.workflow_call_wait) {
             Ok(driven) => driven,
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                waiting.store(false, Ordering::Release);
                 let stored = match self.workflow_store.get() {
                     Some(store) => store.run(id)?,
                     None => None,
@@ -83,6 +97,36 @@ impl Runtime {
                 stored.ok_or_else(|| WorkflowError::NoRun(id.to_owned()))
             }
         }
+    }
+}
+
+/// Most runs driven in threads of their own at once (a long-running front's calls).
+pub const MAX_RUN_THREADS: usize = 16;
+
+/// Most levels of runs started by other runs' steps: a call of a workflow from a step of a
+/// run `MAX_RUN_DEPTH` deep is refused.
+pub const MAX_RUN_DEPTH: u64 = 8;
+
+static RUN_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`MAX_RUN_THREADS`] places of a run driven in a thread of its own, given back
+/// when dropped.
+struct RunThread;
+
+impl RunThread {
+    fn take() -> Option<RunThread> {
+        RUN_THREADS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_RUN_THREADS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| RunThread)
+    }
+}
+
+impl Drop for RunThread {
+    fn drop(&mut self) {
+        RUN_THREADS.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -188,7 +232,7 @@ impl Turn<'_> {
         } else {
             self.person().cloned()
         };
-        let steps = WorkflowSteps::new(self.runtime).with_person(person.clone());
+        let steps = WorkflowSteps::new(self.runtime).with_person(person.clone(), None);
         let (Some(engine), Some(workflow)) = (
             self.runtime.workflow_engine(&steps),
             target
@@ -202,12 +246,22 @@ impl Turn<'_> {
                 format!("`{}` cannot run here: no workflow engine", target.asked_as),
             );
         };
+        let depth = self.run_depth()?;
+        if depth > MAX_RUN_DEPTH {
+            return error(
+                CallStatus::Refused,
+                format!(
+                    "`{}` is not started: runs started by other runs' steps nest at most {MAX_RUN_DEPTH} deep (do workflows call each other?); do not retry",
+                    target.asked_as
+                ),
+            );
+        }
         let definition = definition_in(&self.catalog, target.package, workflow);
         let start = self.runtime.run_start(
             target.package.id.as_str(),
             &self.sender,
             arguments.clone(),
-            json!({"kind": "call", "session": self.session, "call_id": call_id}),
+            json!({"kind": "call", "session": self.session, "call_id": call_id, "depth": depth}),
             !self.unattended,
             None,
         );
@@ -215,11 +269,17 @@ impl Turn<'_> {
         let started = engine
             .pin(&definition)
             .and_then(|digest| engine.start(&digest, &start));
-        let driven =
-            started.and_then(|(run, _)| self.runtime.drive_for_caller(&engine, &run.id, person));
+        let nested = self.step.is_some();
+        let driven = started.and_then(|(run, _)| {
+            self.runtime
+                .drive_for_caller(&engine, &run.id, person, nested)
+        });
         let run = match driven {
             Ok(run) => run,
             Err(WorkflowError::Refused(why)) => return error(CallStatus::Invalid, why),
+            Err(WorkflowError::Store(StoreError::Full(why))) => {
+                return error(CallStatus::Refused, format!("{why}; do not retry"));
+            }
             Err(e) => return error(CallStatus::Error, e.to_string()),
         };
         audit.decisions.push(decision(
@@ -248,5 +308,20 @@ impl Turn<'_> {
             cached: false,
             cache_key: None,
         }))
+    }
+}
+
+impl Turn<'_> {
+    /// How deep a run this turn starts would be: 0 for a conversation's call, one more than
+    /// its run for a run's step.
+    fn run_depth(&self) -> Result<u64, RuntimeError> {
+        let (Some(step), Some(store)) = (&self.step, self.runtime.workflow_store()) else {
+            return Ok(0);
+        };
+        let parent = store
+            .run(&step.run_id)?
+            .and_then(|run| run.trigger.get("depth").and_then(Value::as_u64))
+            .unwrap_or(0);
+        Ok(parent + 1)
     }
 }
