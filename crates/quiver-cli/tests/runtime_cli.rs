@@ -269,3 +269,33 @@ fn library_warnings_are_seen_and_quiver_log_filters_them() {
         );
     }
 }
+
+/// Issue 22 item 14: a session keeps the origin it was created with; `--platform` or `--scope`
+/// with `--session` is refused instead of silently ignored.
+#[test]
+fn platform_and_scope_with_a_session_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let v = json(&quiver(
+        home.path(),
+        &["call", "tool_search", "--args", r#"{"query": "x"}"#],
+    ));
+    let session = v["session"].as_str().unwrap().to_owned();
+    for flag in [["--platform", "qq"], ["--scope", "group:1"]] {
+        let out = quiver(
+            home.path(),
+            &[
+                "call",
+                "tool_search",
+                "--args",
+                r#"{"query": "x"}"#,
+                "--session",
+                &session,
+                flag[0],
+                flag[1],
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot be used with"), "{flag:?}: {stderr}");
+    }
+}

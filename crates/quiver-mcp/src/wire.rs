@@ -148,7 +148,7 @@ impl Approver for ElicitingApprover {
             .handle
             .block_on(async move { peer.create_elicitation(params).await });
         match result {
-            Ok(result) => decision_of(&result).answer(),
+            Ok(result) => decision_of(&result).answer_to(card),
             Err(error) => {
                 tracing::warn!(%error, "elicitation failed");
                 Answer::TimedOut

@@ -6,3 +6,4 @@ mod runs;
 mod skills;
 mod switched_off;
 mod tools;
+mod turns;

@@ -114,6 +114,7 @@ impl Turn<'_> {
         if self.session.is_empty() {
             return Ok(SessionView {
                 agent: self.own_agent.clone(),
+                declared: self.declared_by_agent(),
                 ..SessionView::default()
             });
         }
@@ -144,7 +145,54 @@ impl Turn<'_> {
             active_skills,
             unlocked,
             agent: self.own_agent.clone().or_else(|| self.step_package()),
+            declared: self.declared_by_agent(),
         })
+    }
+
+    /// For a session of a package's agent, the items its `tools:` declares (qualified names;
+    /// a declared name that is no item, or a meta-tool, adds nothing).
+    fn declared_by_agent(&self) -> Option<BTreeSet<String>> {
+        let (package, agent) = self.own_agent.as_ref()?;
+        let declared = &self.agent_definition(package, agent)?.tools;
+        Some(
+            declared
+                .iter()
+                .filter_map(|name| {
+                    self.catalog
+                        .item(name)
+                        .or_else(|| self.catalog.item_by_wire(name))
+                        .or_else(|| self.catalog.item(&format!("{package}.{name}")))
+                        .map(|item| item.qualified.clone())
+                })
+                .collect(),
+        )
+    }
+
+    /// The definition of `package`'s agent `agent` in this turn's snapshot.
+    fn agent_definition(&self, package: &str, agent: &str) -> Option<&quiver_package::agent::Agent> {
+        self.catalog
+            .package(package)
+            .filter(|cp| !cp.shadowed)?
+            .package
+            .agents
+            .iter()
+            .find(|a| a.name.as_str() == agent)
+    }
+
+    /// Whether this session's package agent may read the skill `id`: one of its own skills, or
+    /// one its `skills:` lists (by id, or by name within its package). Any other caller may.
+    fn agent_may_read(&self, id: &str) -> bool {
+        let Some((package, agent)) = &self.own_agent else {
+            return true;
+        };
+        let Some(definition) = self.agent_definition(package, agent) else {
+            return false;
+        };
+        id.starts_with(&format!("{package}/{agent}/"))
+            || definition
+                .skills
+                .iter()
+                .any(|s| s == id || format!("{package}/{s}") == id || (s == package && id == package))
     }
 
     /// The session's opened packages, loaded tools and active skills as the store holds them
@@ -262,9 +310,12 @@ impl Turn<'_> {
             EntryKind::Builtin => self.meta_tools().iter().any(|m| *m == entry.id),
             EntryKind::Skill => self.skill_visible(&entry.id).is_some(),
             EntryKind::Package => true,
-            _ => entry
-                .item
-                .is_some_and(|i| self.admitted(&self.catalog.items()[i])),
+            // Only items shown outside their package: a skill's or an agent's own tool is
+            // offered once its skill is read (or to its agent), never listed before.
+            _ => entry.item.is_some_and(|i| {
+                let item = &self.catalog.items()[i];
+                crate::presence::public(&self.catalog, item) && self.admitted(item)
+            }),
         }
     }
 
@@ -329,7 +380,8 @@ impl Turn<'_> {
             .as_deref()
             .is_some_and(|m| self.model.as_deref() != Some(m));
         let hidden_from_invoker = match invoker {
-            Invoker::Model => skill.meta.disable_model_invocation,
+            // A package's agent reads only its own skills and those its `skills:` lists.
+            Invoker::Model => skill.meta.disable_model_invocation || !self.agent_may_read(id),
             Invoker::User => !skill.meta.user_invocable,
         };
         if hidden_from_invoker
