@@ -98,15 +98,25 @@ fn lint_json_is_data_on_stdout() {
 #[test]
 fn lint_reports_a_fork_into_another_packages_private_agent() {
     let tmp = tempfile::tempdir().unwrap();
-    write(tmp.path(), "a/quiver.yaml", "id: a\ndescription: Package a\n");
+    write(
+        tmp.path(),
+        "a/quiver.yaml",
+        "id: a\ndescription: Package a\n",
+    );
     for (skill, agent) in [("sneaky", "b.secret"), ("fine", "b.helper")] {
         write(
             tmp.path(),
             &format!("a/skills/{skill}/SKILL.md"),
-            &format!("---\nname: {skill}\ndescription: Forks into {agent}\ncontext: fork\nagent: {agent}\n---\nDo it.\n"),
+            &format!(
+                "---\nname: {skill}\ndescription: Forks into {agent}\ncontext: fork\nagent: {agent}\n---\nDo it.\n"
+            ),
         );
     }
-    write(tmp.path(), "b/quiver.yaml", "id: b\ndescription: Package b\n");
+    write(
+        tmp.path(),
+        "b/quiver.yaml",
+        "id: b\ndescription: Package b\n",
+    );
     write(
         tmp.path(),
         "b/agents/secret.md",

@@ -35,6 +35,9 @@ pub const TURN_META: &str = "io.quiver/turn";
 pub const MAX_HELD_TURNS: usize = 4096;
 /// The agent profile MCP conversations run as.
 pub const MCP_AGENT: &str = "chat";
+
+/// What every client's `instructions` start with.
+pub const INSTRUCTIONS: &str = "Quiver serves a catalog of skills and tools. Find a tool with `tool_search`, open a skill with `read_skill`, and run a tool with `call_tool`. When a result carries `conversation`, pass it on later calls so consent is asked once per conversation.";
 const CONVERSATION: &str = "conversation";
 const REQUEST_STATE: &str = "request-state";
 /// How long a pending question's `requestState` stays valid, in seconds.
@@ -524,6 +527,24 @@ impl Front {
             .ok()
     }
 
+    /// The server's `instructions` for `caller` (docs/mcp.md "Prompt sections"): how to use
+    /// the server, then the prompt sections the runtime delivers to this caller, assembled as
+    /// for a chat turn. An error when the required sections exceed the budget: `initialize`
+    /// fails then, as a chat turn does, rather than leave a required section out.
+    pub fn instructions(&self, caller: &Caller) -> Result<String, FrontError> {
+        let sections = self.runtime.prompt_sections_outside_session(
+            caller.principal.clone(),
+            caller.origin.clone(),
+            MCP_AGENT,
+        )?;
+        let mut text = INSTRUCTIONS.to_owned();
+        if !sections.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&sections);
+        }
+        Ok(text)
+    }
+
     /// Whether `caller` may see the skill with Quiver id `id` (the runtime offers it).
     pub fn skill_visible(&self, caller: &Caller, id: &str) -> bool {
         self.offer(caller)
@@ -935,7 +956,11 @@ impl Front {
             .filter(|_| matches!(asker, Asker::Deferred));
         // A call waiting for the person's answer is not over: its resumption is the same call
         // and keeps the widening it was given.
-        let keep = if pending.is_some() { &given } else { &TurnState::new() };
+        let keep = if pending.is_some() {
+            &given
+        } else {
+            &TurnState::new()
+        };
         self.hold_turn(&session, request.turn.as_deref(), keep, &given, state);
         slot.remember(&session, &delivered);
         if let Some(card) = pending {
@@ -1017,7 +1042,13 @@ impl Front {
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
-        self.hold_turn(&session, turn_id.as_deref(), &TurnState::new(), &given, state);
+        self.hold_turn(
+            &session,
+            turn_id.as_deref(),
+            &TurnState::new(),
+            &given,
+            state,
+        );
         if let Some(skill) = outcome.content["skill"].as_str() {
             let mut delivered = slot.delivered(&session);
             delivered.insert(skill.to_owned());

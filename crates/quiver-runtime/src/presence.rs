@@ -216,7 +216,9 @@ pub fn reach(
 ) -> Option<usize> {
     let index = catalog.item_index_by_wire(wire)?;
     let item = &catalog.items()[index];
-    if !admitted(item) || !scope_open(catalog, view, item) || !declared_by_agent(catalog, view, item)
+    if !admitted(item)
+        || !scope_open(catalog, view, item)
+        || !declared_by_agent(catalog, view, item)
     {
         return None;
     }

@@ -16,15 +16,25 @@ use super::common::*;
 /// `sneak` forks into other packages' agents: `vault.keeper` is private (with a private
 /// action tool of its own), `reports.writer` is exposed.
 fn sneak(root: &Path) {
-    write(root, "sneak/quiver.yaml", "id: sneak\ndescription: Sneaky forks\n");
+    write(
+        root,
+        "sneak/quiver.yaml",
+        "id: sneak\ndescription: Sneaky forks\n",
+    );
     for (skill, agent) in [("peek", "vault.keeper"), ("borrow", "reports.writer")] {
         write(
             root,
             &format!("sneak/skills/{skill}/SKILL.md"),
-            &format!("---\nname: {skill}\ndescription: Fork {skill} into {agent}\ncontext: fork\nagent: {agent}\n---\nDo the {skill}.\n"),
+            &format!(
+                "---\nname: {skill}\ndescription: Fork {skill} into {agent}\ncontext: fork\nagent: {agent}\n---\nDo the {skill}.\n"
+            ),
         );
     }
-    write(root, "vault/quiver.yaml", "id: vault\ndescription: A vault\n");
+    write(
+        root,
+        "vault/quiver.yaml",
+        "id: vault\ndescription: A vault\n",
+    );
     write(
         root,
         "vault/agents/keeper.md",
@@ -54,7 +64,11 @@ fn a_fork_into_another_packages_private_agent_is_unknown() {
         call.result["error"],
         "skill `sneak/peek` cannot run: unknown agent `vault.keeper`"
     );
-    assert_eq!(h.server.requests().len(), 2, "no child session ever asked the model");
+    assert_eq!(
+        h.server.requests().len(),
+        2,
+        "no child session ever asked the model"
+    );
     assert!(h.person.cards().is_empty(), "{:?}", h.person.cards());
     assert_eq!(h.server.remaining(), 0);
 }
@@ -68,7 +82,8 @@ fn a_fork_into_another_packages_exposed_agent_asks_that_packages_consent() {
         (Answer::Deny, CallStatus::Refused, 2),
     ] {
         let h = harness_over(Api::OpenAi, ToolMode::Native, |_| {}, sneak);
-        h.server.push([Move::call("read_skill", json!({"id": "sneak/borrow"}))]);
+        h.server
+            .push([Move::call("read_skill", json!({"id": "sneak/borrow"}))]);
         if status == CallStatus::Ok {
             h.server.push([Move::text("借到了")]);
         }
@@ -97,7 +112,12 @@ fn load_tool_takes_a_qualified_name() {
     ]);
     let s = session(&h);
     let report = chat(&h, &s).send("加载笔记工具", &mut Quiet).unwrap();
-    assert_eq!(report.calls[0].status, CallStatus::Ok, "{:#?}", report.calls[0]);
+    assert_eq!(
+        report.calls[0].status,
+        CallStatus::Ok,
+        "{:#?}",
+        report.calls[0]
+    );
     assert_eq!(report.calls[0].result["loaded"], "notes__add_note");
     assert_eq!(report.calls[1].status, CallStatus::Unknown);
     assert!(
@@ -111,7 +131,11 @@ fn load_tool_takes_a_qualified_name() {
 /// `read_skill`, and may read no skill.
 fn kit_and_spy(root: &Path) {
     sneak(root);
-    write(root, "kit/quiver.yaml", "id: kit\ndescription: A kit of tools\n");
+    write(
+        root,
+        "kit/quiver.yaml",
+        "id: kit\ndescription: A kit of tools\n",
+    );
     write(
         root,
         "kit/SKILL.md",
@@ -188,7 +212,12 @@ fn an_agent_is_offered_only_what_it_may_call() {
     h.person.answer(&[Answer::AllowForSession]);
     let s = session(&h);
     let report = chat(&h, &s).send("派间谍去", &mut Quiet).unwrap();
-    assert_eq!(report.calls[0].status, CallStatus::Ok, "{:#?}", report.calls[0]);
+    assert_eq!(
+        report.calls[0].status,
+        CallStatus::Ok,
+        "{:#?}",
+        report.calls[0]
+    );
     let requests = h.server.requests();
     let child = &requests[1].body;
     assert_eq!(tool_names(child), ["read_skill", "notes__list_notes"]);
@@ -199,10 +228,81 @@ fn an_agent_is_offered_only_what_it_may_call() {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect();
-    assert!(tool_results[0].contains("no such skill: weather"), "{tool_results:?}");
+    assert!(
+        tool_results[0].contains("no such skill: weather"),
+        "{tool_results:?}"
+    );
     assert!(
         tool_results[1].contains("unknown tool: vault__open_safe"),
         "{tool_results:?}"
     );
     assert!(h.calls.lock().unwrap().is_empty(), "nothing ran");
+}
+
+/// Item 4: an unattended run of a package's agent (a workflow's agent step, a schedule) gets
+/// its package's `profiles: [schedule]` sections, not the interactive ones, and no other
+/// package's.
+#[test]
+fn an_unattended_agent_run_gets_its_packages_schedule_sections() {
+    use quiver_agent::SubAgents;
+    use quiver_policy::Origin;
+    use quiver_runtime::runtime::{AgentRunner, AgentTask};
+    use quiver_runtime::{Profile, SessionRequest};
+
+    let h = harness_over(
+        Api::OpenAi,
+        ToolMode::Native,
+        |_| {},
+        |root| {
+            write(
+                root,
+                "reports/prompts/nightly.md",
+                "---\nprofiles: [schedule]\n---\nNIGHTLY: write for the morning reader.\n",
+            );
+            write(
+                root,
+                "reports/prompts/daytime.md",
+                "---\nprofiles: [interactive]\n---\nDAYTIME: ask when unsure.\n",
+            );
+            write(root, "weather/prompts/tone.md", "WEATHER TONE: be brief.\n");
+        },
+    );
+    h.server.push([Move::text("# 日报")]);
+    let parent = h
+        .runtime
+        .create_session(&SessionRequest {
+            origin: Origin::default(),
+            agent: "workflow".into(),
+            principal: owner(),
+            profile: Profile::Schedule,
+        })
+        .unwrap();
+    let runner = SubAgents::new(h.providers.clone());
+    let reply = runner
+        .run(
+            &h.runtime,
+            AgentTask {
+                call_id: "call-1".into(),
+                parent_session: parent,
+                agent: Some("reports.writer".into()),
+                skill: None,
+                task: "写日报".into(),
+                sender: owner(),
+                person: None,
+                deadline: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(reply.reply, "# 日报");
+    let system = h.server.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("You are the report writer."), "{system}");
+    assert!(
+        system.contains("NIGHTLY: write for the morning reader."),
+        "{system}"
+    );
+    assert!(!system.contains("DAYTIME"), "{system}");
+    assert!(!system.contains("WEATHER TONE"), "{system}");
 }

@@ -49,19 +49,31 @@ async fn a_pre_approval_without_a_turn_id_ends_with_the_next_call() {
         // The next call: consent is asked (pre-approval never grants it), the approval is not.
         script.answer("accept", Some("allow_conversation"));
         let first = call(&client, "call_tool", add("milk")).await;
-        assert_eq!(body(&first)["saved"], "milk", "{version}: {:?}", body(&first));
+        assert_eq!(
+            body(&first)["saved"],
+            "milk",
+            "{version}: {:?}",
+            body(&first)
+        );
         assert_eq!(script.asked().len(), 1, "{version}: {:?}", script.asked());
         // The call after it: the widening has ended, so `always` asks again.
         script.answer("decline", None);
         let second = call(&client, "call_tool", add("eggs")).await;
         assert!(
-            body(&second)["error"].as_str().unwrap().starts_with("refused"),
+            body(&second)["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("refused"),
             "{version}: {:?}",
             body(&second)
         );
         let asked = script.asked();
         assert_eq!(asked.len(), 2, "{version}: {asked:?}");
-        assert!(asked[1].starts_with("Run `notes.add_note`?"), "{}", asked[1]);
+        assert!(
+            asked[1].starts_with("Run `notes.add_note`?"),
+            "{}",
+            asked[1]
+        );
     }
 }
 

@@ -169,7 +169,11 @@ impl Turn<'_> {
     }
 
     /// The definition of `package`'s agent `agent` in this turn's snapshot.
-    fn agent_definition(&self, package: &str, agent: &str) -> Option<&quiver_package::agent::Agent> {
+    fn agent_definition(
+        &self,
+        package: &str,
+        agent: &str,
+    ) -> Option<&quiver_package::agent::Agent> {
         self.catalog
             .package(package)
             .filter(|cp| !cp.shadowed)?
@@ -189,10 +193,9 @@ impl Turn<'_> {
             return false;
         };
         id.starts_with(&format!("{package}/{agent}/"))
-            || definition
-                .skills
-                .iter()
-                .any(|s| s == id || format!("{package}/{s}") == id || (s == package && id == package))
+            || definition.skills.iter().any(|s| {
+                s == id || format!("{package}/{s}") == id || (s == package && id == package)
+            })
     }
 
     /// The session's opened packages, loaded tools and active skills as the store holds them
@@ -487,18 +490,21 @@ impl Turn<'_> {
         })
     }
 
-    /// The system prompt: admitted prompt sections under their budget, today's date, and the
-    /// package catalog for agents that have `read_skill`.
-    pub fn system_prompt(&self) -> Result<(String, PromptReport), RuntimeError> {
+    /// The prompt sections this turn delivers, assembled under their budget: those the origin
+    /// and this turn's sender are admitted to whose `profiles` include the turn's (`schedule`
+    /// when unattended, else `interactive`); for a package's agent, only its own package's
+    /// (it sees no other package's sections). Fails, as every front must, when the `required`
+    /// ones alone exceed the budget: a required section is never silently left out.
+    pub fn prompt_sections(&self) -> Result<(String, PromptReport), RuntimeError> {
         let mut report = PromptReport::default();
         let mut sections = Vec::new();
         let mut names = Vec::new();
-        for cp in self
-            .catalog
-            .packages()
-            .iter()
-            .filter(|p| !p.shadowed && self.enabled(p.package.id.as_str()))
-        {
+        let own_package = self.own_agent.as_ref().map(|(p, _)| p.as_str());
+        for cp in self.catalog.packages().iter().filter(|p| {
+            !p.shadowed
+                && self.enabled(p.package.id.as_str())
+                && own_package.is_none_or(|own| own == p.package.id.as_str())
+        }) {
             for s in &cp.package.prompts {
                 let name = format!("{}.{}", cp.package.id, s.name);
                 let profile_ok = s.profiles.is_empty()
@@ -525,7 +531,14 @@ impl Turn<'_> {
             .zip(&sections)
             .map(|(name, section)| NamedSection { name, section })
             .collect();
-        let mut text = assemble_sections(&named, self.runtime.config.budget.sections, &mut report)?;
+        let text = assemble_sections(&named, self.runtime.config.budget.sections, &mut report)?;
+        Ok((text, report))
+    }
+
+    /// The system prompt: the prompt sections of [`Turn::prompt_sections`], today's date, and
+    /// the package catalog for agents that have `read_skill`.
+    pub fn system_prompt(&self) -> Result<(String, PromptReport), RuntimeError> {
+        let (mut text, mut report) = self.prompt_sections()?;
         let today = (self.runtime.clock)();
         text.push_str(&format!(
             "\n\nToday's date is {}.",
@@ -614,6 +627,23 @@ impl Turn<'_> {
         let mut outcome = self.read_skill(&call_id, id, Invoker::User, &mut audit)?;
         self.finish_audit(audit, &mut outcome, started)?;
         Ok(outcome)
+    }
+}
+
+impl super::Runtime {
+    /// The prompt sections `sender` at `origin`, running as `agent`, gets before any
+    /// conversation exists (an MCP client's `initialize` instructions), as
+    /// [`Turn::prompt_sections`] assembles them for an interactive turn: an error when the
+    /// required ones exceed the budget, so the front fails as chat does.
+    pub fn prompt_sections_outside_session(
+        &self,
+        sender: quiver_policy::Principal,
+        origin: quiver_policy::Origin,
+        agent: &str,
+    ) -> Result<String, RuntimeError> {
+        self.refresh_operator_state()?;
+        let turn = self.blank_turn("", agent, origin, sender);
+        Ok(turn.prompt_sections()?.0)
     }
 }
 

@@ -211,12 +211,10 @@ impl Turn<'_> {
         skill: &quiver_package::skill::Skill,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
-        if let Some(agent) = skill
-            .meta
-            .agent
-            .as_deref()
-            .filter(|a| a.split_once('.').is_some_and(|(p, _)| p != package.id.as_str()))
-        {
+        if let Some(agent) = skill.meta.agent.as_deref().filter(|a| {
+            a.split_once('.')
+                .is_some_and(|(p, _)| p != package.id.as_str())
+        }) {
             return self.run_forked_into(call_id, skill, agent, audit);
         }
         let local = skill.id.split_once('/').map_or("skill", |(_, s)| s);
@@ -264,7 +262,10 @@ impl Turn<'_> {
             audit.decisions.push(decision(
                 "resolve",
                 "unknown",
-                &format!("`{agent}`, the agent of skill `{}`, is not one this caller may call", skill.id),
+                &format!(
+                    "`{agent}`, the agent of skill `{}`, is not one this caller may call",
+                    skill.id
+                ),
             ));
             return Ok(CallOutcome::new(
                 call_id,
