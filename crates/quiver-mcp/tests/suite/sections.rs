@@ -7,7 +7,7 @@ use std::path::Path;
 use quiver_mcp::McpConfig;
 use quiver_runtime::RuntimeConfig;
 use rmcp::model::ProtocolVersion;
-use rmcp::{ClientLifecycleMode, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{Scripted, front_with_runtime};
@@ -87,7 +87,7 @@ async fn a_required_section_reaches_the_client_or_the_handshake_fails() {
         assert!(!instructions.contains("NIGHT ONLY"), "{instructions}");
         let error = handshake(10, version.clone()).await.unwrap_err();
         assert!(
-            error.contains("required prompt sections") || !error.is_empty(),
+            error.contains("the required prompt sections house.rules need"),
             "{version}: {error}"
         );
     }
