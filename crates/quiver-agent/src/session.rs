@@ -35,7 +35,9 @@ pub enum ToolScope {
 pub enum SystemPrompt {
     /// The runtime's assembly (sections, date, catalog), then the rules.
     Runtime,
-    /// This text (an agent's own prompt), then the date and the rules.
+    /// This text (an agent's own prompt), then the prompt sections the runtime delivers to
+    /// its session (a package's agent: its own package's, for the turn's profile), then the
+    /// date and the rules.
     Fixed(String),
 }
 
@@ -185,7 +187,15 @@ pub fn request_parts(
     let today = chrono::Local::now().format("%Y-%m-%d").to_string();
     let mut text = match system {
         SystemPrompt::Runtime => prompt::with_rules(&turn.system_prompt()?.0, &today),
-        SystemPrompt::Fixed(text) => prompt::with_rules(text, &today),
+        SystemPrompt::Fixed(text) => {
+            let (sections, _) = turn.prompt_sections()?;
+            let text = if sections.is_empty() {
+                text.clone()
+            } else {
+                format!("{}\n\n{sections}", text.trim())
+            };
+            prompt::with_rules(&text, &today)
+        }
     };
     if mode == ToolMode::Json {
         text.push_str("\n\n");

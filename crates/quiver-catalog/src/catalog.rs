@@ -396,6 +396,7 @@ impl Catalog {
             }
         }
 
+        diagnostics.extend(forks_into_private_agents(&packages));
         let (entries, docs) = model_view(&packages, &items, &options.builtins);
         let (index, dense) = rayon::join(
             || SearchIndex::build(docs.clone()),
@@ -529,6 +530,53 @@ impl Catalog {
 }
 
 /// The file that defines `item`.
+/// `skill-agent-private`: a skill with `context: fork` whose `agent:` names a private agent of
+/// another package. Forking into it would run that package's private agent on the
+/// conversation's behalf; the runtime answers such a fork as an unknown agent, and lint says
+/// why.
+fn forks_into_private_agents(packages: &[CatalogPackage]) -> Vec<Diagnostic> {
+    let own = |id: &str| {
+        packages
+            .iter()
+            .find(|cp| !cp.shadowed && cp.package.id.as_str() == id)
+    };
+    let mut out = Vec::new();
+    for cp in packages.iter().filter(|cp| !cp.shadowed) {
+        let package = cp.package.id.as_str();
+        for skill in cp.package.all_skills().filter(|s| s.meta.fork) {
+            let Some((other, agent)) = skill.meta.agent.as_deref().and_then(|a| a.split_once('.'))
+            else {
+                continue;
+            };
+            if other == package {
+                continue;
+            }
+            let private = own(other).is_some_and(|o| {
+                o.package
+                    .agents
+                    .iter()
+                    .any(|a| a.name.as_str() == agent && !a.expose)
+            });
+            if private {
+                out.push(
+                    Diagnostic::error(
+                        "skill-agent-private",
+                        &skill.file,
+                        format!(
+                            "skill `{}` forks into `{other}.{agent}`, a private agent of another package; private agents answer only their own package, so the fork is answered as an unknown agent",
+                            skill.id
+                        ),
+                    )
+                    .with_help(format!(
+                        "name an agent of package `{package}`, or ask the author of `{other}` to expose `{agent}`"
+                    )),
+                );
+            }
+        }
+    }
+    out
+}
+
 fn item_file(packages: &[CatalogPackage], item: &Item) -> std::path::PathBuf {
     let p = &packages[item.package].package;
     let index = item.index;

@@ -93,6 +93,59 @@ fn lint_json_is_data_on_stdout() {
     assert!(text(&out.stderr).contains("1 package, 1 error, 0 warnings"));
 }
 
+/// Issue 22, item 1: a skill that forks into another package's private agent is reported
+/// (the runtime answers such a fork as an unknown agent); one into an exposed agent is not.
+#[test]
+fn lint_reports_a_fork_into_another_packages_private_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "a/quiver.yaml",
+        "id: a\ndescription: Package a\n",
+    );
+    for (skill, agent) in [("sneaky", "b.secret"), ("fine", "b.helper")] {
+        write(
+            tmp.path(),
+            &format!("a/skills/{skill}/SKILL.md"),
+            &format!(
+                "---\nname: {skill}\ndescription: Forks into {agent}\ncontext: fork\nagent: {agent}\n---\nDo it.\n"
+            ),
+        );
+    }
+    write(
+        tmp.path(),
+        "b/quiver.yaml",
+        "id: b\ndescription: Package b\n",
+    );
+    write(
+        tmp.path(),
+        "b/agents/secret.md",
+        "---\ndescription: Private\n---\nYou are private.\n",
+    );
+    write(
+        tmp.path(),
+        "b/agents/helper.md",
+        "---\ndescription: Helps\nexpose: true\n---\nYou help.\n",
+    );
+    let out = quiver(&["lint", "--json", "a", "b"], tmp.path());
+    let diags: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let forks: Vec<&serde_json::Value> = diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "skill-agent-private")
+        .collect();
+    assert_eq!(forks.len(), 1, "{diags:#}");
+    assert!(
+        forks[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("a/skills/sneaky/SKILL.md"),
+        "{diags:#}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
 #[test]
 fn lint_of_a_missing_path_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();

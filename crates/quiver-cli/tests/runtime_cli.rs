@@ -269,3 +269,75 @@ fn library_warnings_are_seen_and_quiver_log_filters_them() {
         );
     }
 }
+
+/// Issue 22 item 14: a session keeps the origin it was created with; `--platform` or `--scope`
+/// with `--session` is refused instead of silently ignored.
+#[test]
+fn platform_and_scope_with_a_session_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let v = json(&quiver(
+        home.path(),
+        &["call", "tool_search", "--args", r#"{"query": "x"}"#],
+    ));
+    let session = v["session"].as_str().unwrap().to_owned();
+    for flag in [["--platform", "qq"], ["--scope", "group:1"]] {
+        let out = quiver(
+            home.path(),
+            &[
+                "call",
+                "tool_search",
+                "--args",
+                r#"{"query": "x"}"#,
+                "--session",
+                &session,
+                flag[0],
+                flag[1],
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot be used with"), "{flag:?}: {stderr}");
+    }
+}
+
+/// Issue 22 item 2: `quiver call --agent <package>.<agent>` calls as that agent, which may call
+/// only what its `tools:` declares: anything else is unknown, as in its chat.
+#[test]
+fn call_as_an_agent_reaches_only_its_declared_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let args = r#"{"city": "北京", "date": "明天"}"#;
+    let out = quiver(
+        home.path(),
+        &[
+            "call",
+            "weather.forecast",
+            "--args",
+            args,
+            "--yes",
+            "--agent",
+            "daily-report.reporter",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["outcome"]["status"], "unknown", "{v:#}");
+    assert_eq!(
+        v["outcome"]["content"]["error"],
+        "unknown tool: weather.forecast"
+    );
+    // Its declared tool is callable.
+    let out = quiver(
+        home.path(),
+        &[
+            "call",
+            "notes.list_notes",
+            "--args",
+            "{}",
+            "--yes",
+            "--agent",
+            "daily-report.reporter",
+        ],
+    );
+    let v = json(&out);
+    assert_ne!(v["outcome"]["status"], "unknown", "{v:#}");
+}

@@ -35,6 +35,9 @@ pub const TURN_META: &str = "io.quiver/turn";
 pub const MAX_HELD_TURNS: usize = 4096;
 /// The agent profile MCP conversations run as.
 pub const MCP_AGENT: &str = "chat";
+
+/// What every client's `instructions` start with.
+pub const INSTRUCTIONS: &str = "Quiver serves a catalog of skills and tools. Find a tool with `tool_search`, open a skill with `read_skill`, and run a tool with `call_tool`. When a result carries `conversation`, pass it on later calls so consent is asked once per conversation.";
 const CONVERSATION: &str = "conversation";
 const REQUEST_STATE: &str = "request-state";
 /// How long a pending question's `requestState` stays valid, in seconds.
@@ -175,8 +178,18 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// The runtime's answer for this choice to `card`. A card that needs a person (the
+    /// dangerous gate, `human`) offers only "allow once" and "deny": "allow for this
+    /// conversation", not one of its choices, is no yes.
+    pub(crate) fn answer_to(self, card: &Card) -> Answer {
+        if card.needs_person && self == Decision::AllowConversation {
+            return Answer::Deny;
+        }
+        self.answer()
+    }
+
     /// The runtime's answer for this choice.
-    pub(crate) fn answer(self) -> Answer {
+    fn answer(self) -> Answer {
         match self {
             Decision::AllowOnce => Answer::Allow,
             Decision::AllowConversation => Answer::AllowForSession,
@@ -329,7 +342,38 @@ fn now_ms() -> i64 {
 struct HeldTurn {
     id: Option<String>,
     state: TurnState,
+    /// Skills whose lists the last request applied (read, or read again): their
+    /// `allowed-tools` pre-approval may still serve the next request when it names no turn.
+    widening: Vec<String>,
     seen: u128,
+}
+
+/// What a request naming no turn id continues of the held turn: every skill's restriction
+/// (`disallowed-tools`, never lifted silently), and the pre-approval (`allowed-tools`) only
+/// of the skills the previous request applied, so a widening ends at the latest with the next
+/// call. Lockouts last one request.
+fn unmarked_continuation(held: &HeldTurn) -> TurnState {
+    let mut lists = TurnState::new();
+    for rules in held.state.skills() {
+        let mut rules = rules.clone();
+        if !held.widening.contains(&rules.skill) {
+            rules.allowed.clear();
+        }
+        lists.activate_skill(rules);
+    }
+    lists
+}
+
+/// The skills whose lists a request applied: those it left with a pre-approval that differs
+/// from what it was given (a skill read, or read again after its widening had lapsed).
+fn applied_widenings(given: &TurnState, after: &TurnState) -> Vec<String> {
+    after
+        .skills()
+        .iter()
+        .filter(|rules| !rules.allowed.is_empty())
+        .filter(|rules| !given.skills().iter().any(|g| g == *rules))
+        .map(|rules| rules.skill.clone())
+        .collect()
 }
 
 fn now_nanos() -> u128 {
@@ -372,7 +416,7 @@ impl Approver for Deferred {
     fn decide(&self, card: &Card) -> Answer {
         let key = CardKey::of(card);
         if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
-            return decision.answer();
+            return decision.answer_to(card);
         }
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         if pending.is_none() {
@@ -481,6 +525,24 @@ impl Front {
                 |error| tracing::warn!(%error, "cannot compute what the caller is offered"),
             )
             .ok()
+    }
+
+    /// The server's `instructions` for `caller` (docs/mcp.md "Prompt sections"): how to use
+    /// the server, then the prompt sections the runtime delivers to this caller, assembled as
+    /// for a chat turn. An error when the required sections exceed the budget: `initialize`
+    /// fails then, as a chat turn does, rather than leave a required section out.
+    pub fn instructions(&self, caller: &Caller) -> Result<String, FrontError> {
+        let sections = self.runtime.prompt_sections_outside_session(
+            caller.principal.clone(),
+            caller.origin.clone(),
+            MCP_AGENT,
+        )?;
+        let mut text = INSTRUCTIONS.to_owned();
+        if !sections.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&sections);
+        }
+        Ok(text)
     }
 
     /// Whether `caller` may see the skill with Quiver id `id` (the runtime offers it).
@@ -674,28 +736,37 @@ impl Front {
         Ok(())
     }
 
-    /// The turn state a request of `session` continues: all of the held turn (skill lists and
-    /// lockouts) for a request naming the held turn's id; the held skill lists alone for a
-    /// request naming none (the lists never lapse; a lockout lasts one request, as before
-    /// turns spanned requests); nothing for a new turn id.
+    /// The turn state a request of `session` continues (docs/mcp.md "Turns"): all of the held
+    /// turn (skill lists and lockouts) for a request naming the held turn's id; for a request
+    /// naming none, the held restrictions, and the pre-approvals only of skills the previous
+    /// request applied (a widening never outlives the next call); nothing for a new turn id.
     fn held_turn(&self, session: &str, turn: Option<&str>) -> TurnState {
         let turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
         match (turns.get(session), turn) {
             (Some(held), Some(id)) if held.id.as_deref() == Some(id) => held.state.clone(),
-            (Some(held), None) => {
-                let mut lists = TurnState::new();
-                for rules in held.state.skills() {
-                    lists.activate_skill(rules.clone());
-                }
-                lists
-            }
+            (Some(held), None) => unmarked_continuation(held),
             _ => TurnState::new(),
         }
     }
 
-    /// Holds `state` as `session`'s current turn; past [`MAX_HELD_TURNS`] the least recently
-    /// used conversation is ended.
-    fn hold_turn(&self, session: &str, turn: Option<&str>, state: TurnState) {
+    /// Holds `state`, what a request given `given` left, as `session`'s current turn, with the
+    /// pre-approvals of `kept` (a call still waiting for an answer) still open; past
+    /// [`MAX_HELD_TURNS`] the least recently used conversation is ended.
+    fn hold_turn(
+        &self,
+        session: &str,
+        turn: Option<&str>,
+        kept: &TurnState,
+        given: &TurnState,
+        state: TurnState,
+    ) {
+        let mut widening = applied_widenings(given, &state);
+        widening.extend(
+            kept.skills()
+                .iter()
+                .filter(|rules| !rules.allowed.is_empty())
+                .map(|rules| rules.skill.clone()),
+        );
         let evicted = {
             let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
             let id = match turn {
@@ -707,6 +778,7 @@ impl Front {
                 HeldTurn {
                     id,
                     state,
+                    widening,
                     seen: now_nanos(),
                 },
             );
@@ -863,6 +935,7 @@ impl Front {
         let name = request.name.clone();
         let arguments = request.arguments.clone();
         let held = self.held_turn(&session, request.turn.as_deref());
+        let given = held.clone();
         let delivered = slot.delivered(&session);
         let (outcome, state, delivered) = tokio::task::spawn_blocking(move || {
             let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
@@ -875,14 +948,22 @@ impl Front {
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
-        self.hold_turn(&session, request.turn.as_deref(), state);
-        slot.remember(&session, &delivered);
         let pending = deferred
             .pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let (Asker::Deferred, Some(card)) = (&asker, pending) {
+            .take()
+            .filter(|_| matches!(asker, Asker::Deferred));
+        // A call waiting for the person's answer is not over: its resumption is the same call
+        // and keeps the widening it was given.
+        let keep = if pending.is_some() {
+            &given
+        } else {
+            &TurnState::new()
+        };
+        self.hold_turn(&session, request.turn.as_deref(), keep, &given, state);
+        slot.remember(&session, &delivered);
+        if let Some(card) = pending {
             let state = PendingState {
                 s: session,
                 u: caller.principal.user_id.clone(),
@@ -951,6 +1032,7 @@ impl Front {
         let front = self.clone();
         let principal = caller.principal.clone();
         let held = self.held_turn(&session, turn_id.as_deref());
+        let given = held.clone();
         let for_call = session.clone();
         let (outcome, state) = tokio::task::spawn_blocking(move || {
             let mut turn = front.runtime.begin_turn(&for_call, principal, "")?;
@@ -960,7 +1042,13 @@ impl Front {
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
-        self.hold_turn(&session, turn_id.as_deref(), state);
+        self.hold_turn(
+            &session,
+            turn_id.as_deref(),
+            &TurnState::new(),
+            &given,
+            state,
+        );
         if let Some(skill) = outcome.content["skill"].as_str() {
             let mut delivered = slot.delivered(&session);
             delivered.insert(skill.to_owned());

@@ -9,14 +9,14 @@ use base64::engine::general_purpose::STANDARD;
 use quiver_runtime::CallStatus;
 use quiver_runtime::approver::{Answer, Approver, Card};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationAction, GetSkillRequestParams, GetSkillResult,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig, Skill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetSkillRequestParams,
+    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, InputRequest,
+    InputRequests, InputRequiredResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Skill,
+    SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler};
@@ -148,7 +148,7 @@ impl Approver for ElicitingApprover {
             .handle
             .block_on(async move { peer.create_elicitation(params).await });
         match result {
-            Ok(result) => decision_of(&result).answer(),
+            Ok(result) => decision_of(&result).answer_to(card),
             Err(error) => {
                 tracing::warn!(%error, "elicitation failed");
                 Answer::TimedOut
@@ -288,6 +288,13 @@ impl QuiverServer {
         }
     }
 
+    /// The `instructions` for the caller of `context`, or why they cannot be given.
+    fn instructions(&self, context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        self.front
+            .instructions(&self.caller(context))
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
     fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
         self.front.visible_skills(caller)
     }
@@ -302,9 +309,34 @@ impl ServerHandler for QuiverServer {
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Quiver serves a catalog of skills and tools. Find a tool with `tool_search`, open a skill with `read_skill`, and run a tool with `call_tool`. When a result carries `conversation`, pass it on later calls so consent is asked once per conversation.",
-            )
+            .with_instructions(crate::front::INSTRUCTIONS)
+    }
+
+    /// `initialize` (2025-11-25): the negotiated answer, whose `instructions` carry the prompt
+    /// sections this caller gets; it fails, as a chat turn does, when the required sections
+    /// exceed the budget.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        result.instructions = Some(self.instructions(&context)?);
+        Ok(result)
+    }
+
+    /// `server/discover` (2026-07-28): the same `instructions` as `initialize`.
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.instructions = Some(self.instructions(&context)?);
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
+        ))
     }
 
     /// `subscriptions/listen` (2026-07-28): accepted; rmcp reduces the filter to the advertised

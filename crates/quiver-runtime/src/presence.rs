@@ -29,6 +29,10 @@ pub struct SessionView {
     pub unlocked: BTreeSet<String>,
     /// The agent this session runs, as `(package, agent)`, when it is a package's own agent.
     pub agent: Option<(String, String)>,
+    /// For a package's agent, the items its `tools:` declares (qualified names): it may call
+    /// those, its own agent-scoped tools and what a skill it read unlocks, nothing else.
+    /// `None` for any other caller.
+    pub declared: Option<BTreeSet<String>>,
 }
 
 /// The operator's `always_loaded` list.
@@ -158,11 +162,52 @@ fn scope_open(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
     }
 }
 
+/// Whether `item` is one the catalog shows to callers outside its package: exposed, not
+/// hidden, and not a skill's or an agent's own tool (those are offered only once their skill
+/// is read, or to their agent). The package catalog, `read_skill`'s list of a package's tools,
+/// `tool_search` and pinning list only these.
+pub fn public(catalog: &Catalog, item: &Item) -> bool {
+    item.exposed
+        && !item.hidden
+        && catalog
+            .tool(item)
+            .is_none_or(|t| t.scope == ToolScope::Package)
+}
+
+/// Whether a package's agent may use `item` at all: one its `tools:` declares, one of its own
+/// agent-scoped tools, or one a skill it read unlocks. Any other caller may (`declared` is
+/// `None`).
+fn declared_by_agent(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
+    view.declared.as_ref().is_none_or(|declared| {
+        declared.contains(&item.qualified)
+            || view.unlocked.contains(&item.qualified)
+            || catalog
+                .tool(item)
+                .is_some_and(|t| matches!(t.scope, ToolScope::Agent(_)))
+    })
+}
+
+/// Whether the caller may call `item` (admission aside): it is in scope (a skill's tools once
+/// the skill is active, an agent's own tools in that agent's session), exposed or of the
+/// caller's own package (a private item answers only its own package's agents and workflow
+/// steps), and, for a package's agent, among what it declares. This is "what this caller may
+/// call": the offer ([`offered`]) lists nothing outside it, and a call of anything outside it
+/// is refused or unknown.
+pub fn callable(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
+    let scoped = catalog
+        .tool(item)
+        .is_some_and(|t| t.scope != ToolScope::Package);
+    scope_open(catalog, view, item)
+        && (item.exposed || scoped || is_own(catalog, view, item))
+        && declared_by_agent(catalog, view, item)
+}
+
 /// Resolves a wire name for a direct call (DESIGN.md §3 steps 1–2): the item's index when
 /// the caller may name it — an admitted exposed item, a root tool of an opened package, a tool
 /// unlocked by an active skill, a hidden tool by its exact name, or anything of the session's
-/// own package — and `None` for "unknown tool", with no hint that it exists. Whether a private
-/// item may then run is the policy's decision.
+/// own package; for a package's agent, only among what it declares — and `None` for "unknown
+/// tool", with no hint that it exists. Whether a private item may then run is the policy's
+/// decision (a private root tool of an opened package is named, and refused).
 pub fn reach(
     catalog: &Catalog,
     view: &SessionView,
@@ -171,7 +216,10 @@ pub fn reach(
 ) -> Option<usize> {
     let index = catalog.item_index_by_wire(wire)?;
     let item = &catalog.items()[index];
-    if !admitted(item) || !scope_open(catalog, view, item) {
+    if !admitted(item)
+        || !scope_open(catalog, view, item)
+        || !declared_by_agent(catalog, view, item)
+    {
         return None;
     }
     let package = catalog.packages()[item.package].package.id.as_str();
@@ -189,7 +237,7 @@ pub fn reach(
 /// tool that declares `platforms`, an exposed item of an opened package, or a tool unlocked by
 /// an active skill or belonging to the session's agent.
 fn resident(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
-    let public = item.exposed && !item.hidden;
+    let public = public(catalog, item);
     let platform_tool = public && catalog.tool(item).is_some_and(|t| t.platforms.is_some());
     let package = catalog.packages()[item.package].package.id.as_str();
     // An opened package, or one loaded as a whole (seed 000: its exposed items come together).
@@ -203,7 +251,9 @@ fn resident(catalog: &Catalog, view: &SessionView, item: &Item) -> bool {
     platform_tool || pinned || own_agent_tool || unlocked
 }
 
-/// The items offered this turn (besides the meta-tools), in a stable order without duplicates.
+/// The items offered this turn (besides the meta-tools), in a stable order without duplicates:
+/// what is present (resident, always loaded, loaded) among what the caller may call
+/// ([`callable`]) and is admitted to.
 pub fn offered(
     catalog: &Catalog,
     view: &SessionView,
@@ -222,21 +272,21 @@ pub fn offered(
         // restrictions, and most items of a large catalog are not resident.
         if item.wire.is_some()
             && resident(catalog, view, item)
-            && scope_open(catalog, view, item)
+            && callable(catalog, view, item)
             && admitted(item)
         {
             push(i, &mut out);
         }
     }
     for &i in always {
-        if admitted(&items[i]) {
+        if callable(catalog, view, &items[i]) && admitted(&items[i]) {
             push(i, &mut out);
         }
     }
     for name in &view.loaded {
         if let Some(i) = catalog.item_index(name)
+            && callable(catalog, view, &items[i])
             && admitted(&items[i])
-            && scope_open(catalog, view, &items[i])
         {
             push(i, &mut out);
         }
@@ -270,7 +320,7 @@ pub fn is_offered(
     admitted: &dyn Fn(&Item) -> bool,
 ) -> bool {
     let item = &catalog.items()[index];
-    if !admitted(item) || !scope_open(catalog, view, item) {
+    if !callable(catalog, view, item) || !admitted(item) {
         return false;
     }
     (item.wire.is_some() && resident(catalog, view, item))

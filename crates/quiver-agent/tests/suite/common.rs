@@ -158,12 +158,28 @@ pub fn harness(api: Api, tweak: impl FnOnce(&mut AgentConfig)) -> Harness {
 }
 
 pub fn harness_with(api: Api, mode: ToolMode, tweak: impl FnOnce(&mut AgentConfig)) -> Harness {
+    harness_over(api, mode, tweak, |_| {})
+}
+
+/// A harness whose packages are the fixture's plus what `more` writes into the same folder.
+pub fn harness_over(
+    api: Api,
+    mode: ToolMode,
+    tweak: impl FnOnce(&mut AgentConfig),
+    more: impl FnOnce(&Path),
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let packages = dir.path().join("packages");
     fixture(&packages);
+    more(&packages);
     let catalog = Catalog::load_dirs(&[&packages]);
+    // Forks into another package's private agent are linted, and loaded so tests can show
+    // that the runtime refuses them.
     assert!(
-        catalog.diagnostics().iter().all(|d| !d.is_error()),
+        catalog
+            .diagnostics()
+            .iter()
+            .all(|d| !d.is_error() || d.code == "skill-agent-private"),
         "{:#?}",
         catalog.diagnostics()
     );

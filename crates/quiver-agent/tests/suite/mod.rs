@@ -1,3 +1,4 @@
+mod boundaries;
 mod chat_loop;
 mod common;
 mod providers;

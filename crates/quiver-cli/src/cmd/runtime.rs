@@ -51,16 +51,18 @@ pub struct CallArgs {
     pub args: String,
     #[command(flatten)]
     pub sender: SenderArgs,
-    /// The platform the conversation is on (none for the CLI).
-    #[arg(long)]
+    /// The platform of a new conversation (none for the CLI). A session keeps the origin it
+    /// was created with, so this cannot be given with `--session`.
+    #[arg(long, conflicts_with = "session")]
     pub platform: Option<String>,
-    /// The conversation scope, `group:ID`, `private:ID` or `channel:ID`.
-    #[arg(long)]
+    /// The scope of a new conversation, `group:ID`, `private:ID` or `channel:ID` (not with
+    /// `--session`).
+    #[arg(long, conflicts_with = "session")]
     pub scope: Option<String>,
     /// The user's message of this turn (relative dates are read from it).
     #[arg(long, default_value = "")]
     pub message: String,
-    /// Continue this session instead of starting one.
+    /// Continue this session (its origin and agent) instead of starting one.
     #[arg(long)]
     pub session: Option<String>,
     /// The agent profile of a new session (its meta-tools come from the config file's

@@ -4,6 +4,8 @@ mod harness;
 mod http;
 mod http_gate;
 mod runs;
+mod sections;
 mod skills;
 mod switched_off;
 mod tools;
+mod turns;

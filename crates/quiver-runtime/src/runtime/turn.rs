@@ -114,6 +114,7 @@ impl Turn<'_> {
         if self.session.is_empty() {
             return Ok(SessionView {
                 agent: self.own_agent.clone(),
+                declared: self.declared_by_agent(),
                 ..SessionView::default()
             });
         }
@@ -144,7 +145,57 @@ impl Turn<'_> {
             active_skills,
             unlocked,
             agent: self.own_agent.clone().or_else(|| self.step_package()),
+            declared: self.declared_by_agent(),
         })
+    }
+
+    /// For a session of a package's agent, the items its `tools:` declares (qualified names;
+    /// a declared name that is no item, or a meta-tool, adds nothing).
+    fn declared_by_agent(&self) -> Option<BTreeSet<String>> {
+        let (package, agent) = self.own_agent.as_ref()?;
+        let declared = &self.agent_definition(package, agent)?.tools;
+        Some(
+            declared
+                .iter()
+                .filter_map(|name| {
+                    self.catalog
+                        .item(name)
+                        .or_else(|| self.catalog.item_by_wire(name))
+                        .or_else(|| self.catalog.item(&format!("{package}.{name}")))
+                        .map(|item| item.qualified.clone())
+                })
+                .collect(),
+        )
+    }
+
+    /// The definition of `package`'s agent `agent` in this turn's snapshot.
+    fn agent_definition(
+        &self,
+        package: &str,
+        agent: &str,
+    ) -> Option<&quiver_package::agent::Agent> {
+        self.catalog
+            .package(package)
+            .filter(|cp| !cp.shadowed)?
+            .package
+            .agents
+            .iter()
+            .find(|a| a.name.as_str() == agent)
+    }
+
+    /// Whether this session's package agent may read the skill `id`: one of its own skills, or
+    /// one its `skills:` lists (by id, or by name within its package). Any other caller may.
+    fn agent_may_read(&self, id: &str) -> bool {
+        let Some((package, agent)) = &self.own_agent else {
+            return true;
+        };
+        let Some(definition) = self.agent_definition(package, agent) else {
+            return false;
+        };
+        id.starts_with(&format!("{package}/{agent}/"))
+            || definition.skills.iter().any(|s| {
+                s == id || format!("{package}/{s}") == id || (s == package && id == package)
+            })
     }
 
     /// The session's opened packages, loaded tools and active skills as the store holds them
@@ -262,9 +313,12 @@ impl Turn<'_> {
             EntryKind::Builtin => self.meta_tools().iter().any(|m| *m == entry.id),
             EntryKind::Skill => self.skill_visible(&entry.id).is_some(),
             EntryKind::Package => true,
-            _ => entry
-                .item
-                .is_some_and(|i| self.admitted(&self.catalog.items()[i])),
+            // Only items shown outside their package: a skill's or an agent's own tool is
+            // offered once its skill is read (or to its agent), never listed before.
+            _ => entry.item.is_some_and(|i| {
+                let item = &self.catalog.items()[i];
+                crate::presence::public(&self.catalog, item) && self.admitted(item)
+            }),
         }
     }
 
@@ -332,7 +386,8 @@ impl Turn<'_> {
             .as_deref()
             .is_some_and(|m| self.model.as_deref() != Some(m));
         let hidden_from_invoker = match invoker {
-            Invoker::Model => skill.meta.disable_model_invocation,
+            // A package's agent reads only its own skills and those its `skills:` lists.
+            Invoker::Model => skill.meta.disable_model_invocation || !self.agent_may_read(id),
             Invoker::User => !skill.meta.user_invocable,
         };
         if hidden_from_invoker
@@ -438,18 +493,21 @@ impl Turn<'_> {
         })
     }
 
-    /// The system prompt: admitted prompt sections under their budget, today's date, and the
-    /// package catalog for agents that have `read_skill`.
-    pub fn system_prompt(&self) -> Result<(String, PromptReport), RuntimeError> {
+    /// The prompt sections this turn delivers, assembled under their budget: those the origin
+    /// and this turn's sender are admitted to whose `profiles` include the turn's (`schedule`
+    /// when unattended, else `interactive`); for a package's agent, only its own package's
+    /// (it sees no other package's sections). Fails, as every front must, when the `required`
+    /// ones alone exceed the budget: a required section is never silently left out.
+    pub fn prompt_sections(&self) -> Result<(String, PromptReport), RuntimeError> {
         let mut report = PromptReport::default();
         let mut sections = Vec::new();
         let mut names = Vec::new();
-        for cp in self
-            .catalog
-            .packages()
-            .iter()
-            .filter(|p| !p.shadowed && self.enabled(p.package.id.as_str()))
-        {
+        let own_package = self.own_agent.as_ref().map(|(p, _)| p.as_str());
+        for cp in self.catalog.packages().iter().filter(|p| {
+            !p.shadowed
+                && self.enabled(p.package.id.as_str())
+                && own_package.is_none_or(|own| own == p.package.id.as_str())
+        }) {
             for s in &cp.package.prompts {
                 let name = format!("{}.{}", cp.package.id, s.name);
                 let profile_ok = s.profiles.is_empty()
@@ -476,7 +534,14 @@ impl Turn<'_> {
             .zip(&sections)
             .map(|(name, section)| NamedSection { name, section })
             .collect();
-        let mut text = assemble_sections(&named, self.runtime.config.budget.sections, &mut report)?;
+        let text = assemble_sections(&named, self.runtime.config.budget.sections, &mut report)?;
+        Ok((text, report))
+    }
+
+    /// The system prompt: the prompt sections of [`Turn::prompt_sections`], today's date, and
+    /// the package catalog for agents that have `read_skill`.
+    pub fn system_prompt(&self) -> Result<(String, PromptReport), RuntimeError> {
+        let (mut text, mut report) = self.prompt_sections()?;
         let today = (self.runtime.clock)();
         text.push_str(&format!(
             "\n\nToday's date is {}.",
@@ -565,6 +630,23 @@ impl Turn<'_> {
         let mut outcome = self.read_skill(&call_id, id, Invoker::User, &mut audit)?;
         self.finish_audit(audit, &mut outcome, started)?;
         Ok(outcome)
+    }
+}
+
+impl super::Runtime {
+    /// The prompt sections `sender` at `origin`, running as `agent`, gets before any
+    /// conversation exists (an MCP client's `initialize` instructions), as
+    /// [`Turn::prompt_sections`] assembles them for an interactive turn: an error when the
+    /// required ones exceed the budget, so the front fails as chat does.
+    pub fn prompt_sections_outside_session(
+        &self,
+        sender: quiver_policy::Principal,
+        origin: quiver_policy::Origin,
+        agent: &str,
+    ) -> Result<String, RuntimeError> {
+        self.refresh_operator_state()?;
+        let turn = self.blank_turn("", agent, origin, sender);
+        Ok(turn.prompt_sections()?.0)
     }
 }
 

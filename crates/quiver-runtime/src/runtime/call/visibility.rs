@@ -6,7 +6,7 @@
 
 use quiver_policy::{Approvers, CallRequest, Caller, Evaluation, Presence, evaluate_call};
 
-use super::{CallKind, Target};
+use super::{Runs, Target};
 use crate::runtime::{RuntimeError, Turn};
 
 impl Turn<'_> {
@@ -27,10 +27,16 @@ impl Turn<'_> {
             // The policy knows an agent by its package: its own package's private items are
             // its own, without a consent question.
             Some((package, _)) if package == target.facts.package => Caller::Agent(package),
-            // A forked skill runs as an agent of its own package: like reading the skill, it
-            // asks no consent (each tool its run calls is governed on its own), while the
-            // control plane, hooks and lockouts apply.
-            _ if target.kind == CallKind::ForkedSkill => Caller::Agent(target.facts.package),
+            // A forked skill with an agent of its own package runs as that package: like
+            // reading the skill, it asks no consent (each tool its run calls is governed on
+            // its own), while the control plane, hooks and lockouts apply. A fork into another
+            // package's agent is that agent called by the conversation (its package's
+            // consent), so it falls through to the model.
+            _ if matches!(&target.runs, Runs::ForkedSkill(skill)
+                if skill.id.split('/').next() == Some(target.facts.package)) =>
+            {
+                Caller::Agent(target.facts.package)
+            }
             _ => Caller::Model,
         };
         let mut request = CallRequest::new(

@@ -1,5 +1,6 @@
-//! `load_tool(name)`: loads a tool the caller may reach into the session's tool list, so it
-//! can be called: an exposed item brings its whole package's exposed items (seed 000), and the
+//! `load_tool(name)`: loads a tool the caller may reach, named by its wire name
+//! (`notes__add_note`) or its qualified name (`notes.add_note`), into the session's tool list,
+//! so it can be called: an exposed item brings its whole package's exposed items (seed 000), and the
 //! loaded slots count packages, least recently used evicted first. What it may not reach is
 //! unknown.
 
@@ -18,7 +19,13 @@ impl Turn<'_> {
     ) -> Result<CallOutcome, RuntimeError> {
         let name = text_arg(arguments, "name").unwrap_or_default();
         let view = self.view()?;
-        let Some(index) = reach(&self.catalog, &view, &name, &|i| self.admitted(i)) else {
+        // A qualified name (`notes.add_note`) names the same item as its wire name.
+        let wire = self
+            .catalog
+            .item(&name)
+            .and_then(|item| item.wire.as_deref())
+            .unwrap_or(&name);
+        let Some(index) = reach(&self.catalog, &view, wire, &|i| self.admitted(i)) else {
             return Ok(self.unknown(call_id, &name));
         };
         self.load_item(index)?;

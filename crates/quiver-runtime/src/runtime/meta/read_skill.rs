@@ -98,7 +98,7 @@ impl Turn<'_> {
             return Ok(no_such());
         }
         let package = &cp.package;
-        let exposed = self.exposed_items(package_id);
+        let exposed = self.exposed_items(package_id)?;
         match self.skill_admitted(id, invoker).map(|(_, s)| s.clone()) {
             Some(skill) => {
                 if skill.meta.fork {
@@ -175,15 +175,18 @@ impl Turn<'_> {
         }
     }
 
-    /// The exposed items of `package_id` this caller is admitted to, as `read_skill` lists them.
-    fn exposed_items(&self, package_id: &str) -> Vec<Value> {
-        self.catalog
+    /// The exposed items of `package_id` this caller may call and is admitted to, as
+    /// `read_skill` lists them (a package's agent: only those it declares).
+    fn exposed_items(&self, package_id: &str) -> Result<Vec<Value>, RuntimeError> {
+        let view = self.view()?;
+        Ok(self
+            .catalog
             .items()
             .iter()
             .filter(|i| {
-                i.exposed
-                    && !i.hidden
+                crate::presence::public(&self.catalog, i)
                     && self.package_of(i).id.as_str() == package_id
+                    && crate::presence::callable(&self.catalog, &view, i)
                     && self.admitted(i)
             })
             .filter_map(|i| {
@@ -191,11 +194,16 @@ impl Turn<'_> {
                     .as_ref()
                     .map(|w| json!({"name": w, "kind": i.kind, "summary": i.summary}))
             })
-            .collect()
+            .collect())
     }
 
     /// A skill with `context: fork` runs in a child session with its `agent`, as a `decision`
-    /// call of its package through the whole pipeline, instead of becoming active here.
+    /// call through the whole pipeline, instead of becoming active here. With an agent of its
+    /// own package (or none) it is a call of the skill's package, which reading a skill of an
+    /// admitted package needs no consent for. With `agent: <other>.<agent>` it is that
+    /// package's agent called on the conversation's behalf, resolved exactly as a direct call
+    /// of it: a private agent of another package (or one the caller may not reach) is an
+    /// unknown agent, and an exposed one asks that package's consent.
     fn run_forked(
         &mut self,
         call_id: &str,
@@ -203,6 +211,12 @@ impl Turn<'_> {
         skill: &quiver_package::skill::Skill,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
+        if let Some(agent) = skill.meta.agent.as_deref().filter(|a| {
+            a.split_once('.')
+                .is_some_and(|(p, _)| p != package.id.as_str())
+        }) {
+            return self.run_forked_into(call_id, skill, agent, audit);
+        }
         let local = skill.id.split_once('/').map_or("skill", |(_, s)| s);
         let mut facts = ToolFacts::new(package.id.as_str(), local);
         facts.package_permission = Some(&package.manifest.permissions);
@@ -224,6 +238,45 @@ impl Turn<'_> {
         };
         let mut out = self.run_target(call_id, &target, Value::Null, audit)?;
         audit.skill = Some(skill.id.clone());
+        out.kind = Some(CallKind::ForkedSkill);
+        Ok(out)
+    }
+
+    /// A fork into `agent`, an agent of another package: the call is that agent's, resolved
+    /// and governed as the conversation's own direct call of it (visibility, admission,
+    /// consent for its package), and runs the skill's instructions as its task.
+    fn run_forked_into(
+        &mut self,
+        call_id: &str,
+        skill: &quiver_package::skill::Skill,
+        agent: &str,
+        audit: &mut AuditEntry,
+    ) -> Result<CallOutcome, RuntimeError> {
+        audit.skill = Some(skill.id.clone());
+        let catalog = self.catalog.clone();
+        let input = crate::runtime::call::resolve::agent_input();
+        let resolved = self
+            .resolve(&catalog, agent, &Value::Null, &input)?
+            .filter(|t| t.kind == CallKind::Agent);
+        let Some(mut target) = resolved else {
+            audit.decisions.push(decision(
+                "resolve",
+                "unknown",
+                &format!(
+                    "`{agent}`, the agent of skill `{}`, is not one this caller may call",
+                    skill.id
+                ),
+            ));
+            return Ok(CallOutcome::new(
+                call_id,
+                CallStatus::Unknown,
+                json!({"error": format!("skill `{}` cannot run: unknown agent `{agent}`", skill.id)}),
+            ));
+        };
+        target.kind = CallKind::ForkedSkill;
+        target.input = None;
+        target.runs = Runs::ForkedSkill(skill);
+        let mut out = self.run_target(call_id, &target, Value::Null, audit)?;
         out.kind = Some(CallKind::ForkedSkill);
         Ok(out)
     }
