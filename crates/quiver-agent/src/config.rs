@@ -240,15 +240,12 @@ impl AgentConfig {
     }
 
     /// The default file: `$QUIVER_AGENT_CONFIG`, else `$XDG_CONFIG_HOME/quiver/agent.yaml`,
-    /// else `~/.config/quiver/agent.yaml`.
+    /// else `~/.config/quiver/agent.yaml`; a variable that is empty or relative counts as unset.
     pub fn default_path() -> Option<PathBuf> {
-        if let Some(p) = std::env::var_os("QUIVER_AGENT_CONFIG") {
-            return Some(PathBuf::from(p));
-        }
-        if let Some(x) = std::env::var_os("XDG_CONFIG_HOME") {
-            return Some(PathBuf::from(x).join("quiver/agent.yaml"));
-        }
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/quiver/agent.yaml"))
+        use quiver_package::env::{absolute_path, home};
+        absolute_path("QUIVER_AGENT_CONFIG")
+            .or_else(|| absolute_path("XDG_CONFIG_HOME").map(|x| x.join("quiver/agent.yaml")))
+            .or_else(|| home().map(|h| h.join(".config/quiver/agent.yaml")))
     }
 
     /// Reads `path` (or the default file; a missing default file is an empty configuration),

@@ -144,6 +144,20 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Text a package, a caller or a tool wrote (a title, an error, a reason, a name), as a human
+/// renderer prints it: every terminal control, bidirectional and zero-width character, and
+/// every line break, written as a visible escape, so nothing it says can move the cursor,
+/// recolour the terminal or forge a line of its own.
+pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    quiver_package::text::escape_for_terminal(text)
+}
+
+/// A JSON value a package, a caller or a tool wrote (arguments, an output), compact, as a
+/// human renderer prints it (see [`shown`]).
+pub(crate) fn shown_json(value: &serde_json::Value) -> String {
+    shown(&value.to_string()).into_owned()
+}
+
 /// Writes a line of data to stdout; a closed pipe ends the process quietly.
 pub(crate) fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();

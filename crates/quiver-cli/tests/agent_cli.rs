@@ -165,7 +165,7 @@ fn chat_m_json_shows_each_call_with_its_decisions_and_the_tokens() {
     assert!(
         steps(&calls[2])
             .iter()
-            .any(|(s, d)| s == "approval" && d == "timed-out"),
+            .any(|(s, d)| s == "approval" && d == "unanswered"),
         "{:?}",
         steps(&calls[2])
     );
@@ -224,6 +224,43 @@ fn chat_without_a_provider_or_a_terminal_says_what_to_do() {
         String::from_utf8_lossy(&out.stderr)
             .contains("cannot reach http://127.0.0.1:9/v1/chat/completions")
     );
+}
+
+/// Issue 22 item 9: an empty `XDG_CONFIG_HOME` counts as unset, so `./quiver/agent.yaml` of
+/// the current folder never picks the provider.
+#[test]
+fn an_empty_xdg_config_home_reads_no_config_from_the_current_folder() {
+    let cwd = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "quiver/agent.yaml",
+        "providers:\n  x: {base_url: 'http://127.0.0.1:9/v1', model: m, max_retries: 0}\n",
+    );
+    for xdg in ["", "."] {
+        let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+            .args(["chat", "-m", "hi"])
+            .args(["--db", home.path().join("state.db").to_str().unwrap()])
+            .current_dir(cwd.path())
+            .env("XDG_CONFIG_HOME", xdg)
+            .env("HOME", home.path())
+            .env("QUIVER_HOME", home.path())
+            .env_remove("QUIVER_AGENT_CONFIG")
+            .env_remove("QUIVER_CONFIG")
+            .env_remove("QUIVER_PATH")
+            .env_remove("QUIVER_BASE_URL")
+            .env_remove("QUIVER_MODEL")
+            .env_remove("QUIVER_PROVIDER")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{xdg:?}: {stderr}");
+        assert!(
+            stderr.contains("no model provider is configured"),
+            "{xdg:?}: {stderr}"
+        );
+    }
 }
 
 const CASES: &str = "cases:

@@ -378,3 +378,44 @@ fn control_help_documents_every_state() {
         assert!(line.is_some_and(|l| l.contains(meaning)), "{state}: {help}");
     }
 }
+
+/// Issue 22 item 14: `quiver lint` reports a billion-laughs manifest as `yaml-too-complex`
+/// in our own words, and a plain skill with a flow list in `metadata` loads with the warning
+/// that `quiver skill validate` (as skills-ref) refuses it.
+#[test]
+fn lint_says_too_complex_for_a_billion_laughs_and_warns_of_strict_yaml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut laughs = "id: laughs\ndescription: Laughs\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n".to_owned();
+    for i in 1..10 {
+        let row = vec![format!("*a{}", i - 1); 9].join(", ");
+        laughs.push_str(&format!("a{i}: &a{i} [{row}]\n"));
+    }
+    write(tmp.path(), "laughs/quiver.yaml", &laughs);
+    write(
+        tmp.path(),
+        "tagged/SKILL.md",
+        "---\nname: tagged\ndescription: A skill with tags.\nmetadata:\n  tags: [a, b]\n---\nBody.\n",
+    );
+    let out = quiver(&["lint", "--json", "laughs", "tagged"], tmp.path());
+    let diags: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes: Vec<(&str, &str)> = diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap(), d["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("yaml-too-complex", "error"),
+            ("skill-frontmatter-invalid-yaml", "warning")
+        ],
+        "{diags:#}"
+    );
+    assert!(
+        diags[0]["message"].as_str().unwrap().starts_with("the YAML "),
+        "{diags:#}"
+    );
+    let strict = quiver(&["skill", "validate", "tagged"], tmp.path());
+    assert_eq!(strict.status.code(), Some(1), "{}", text(&strict.stdout));
+}

@@ -268,19 +268,19 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
         records[4]
     );
     assert!(
-        has(&records[4], "approvalmode", "allow"),
+        has(&records[4], "approval-mode", "allow"),
         "{:#}",
         records[4]
     );
     assert!(!has(&records[3], "consent", "ask"), "{:#}", records[3]);
     assert!(
-        has(&records[3], "approvalmode", "allow"),
+        has(&records[3], "approval-mode", "allow"),
         "{:#}",
         records[3]
     );
-    assert!(has(&records[2], "approvalmode", "ask"), "{:#}", records[2]);
+    assert!(has(&records[2], "approval-mode", "ask"), "{:#}", records[2]);
     assert!(
-        has(&records[2], "approval", "timed-out"),
+        has(&records[2], "approval", "unanswered"),
         "{:#}",
         records[2]
     );
@@ -289,7 +289,7 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
         "{:#}",
         records[1]
     );
-    assert!(has(&records[0], "dangerousgate", "ask"), "{:#}", records[0]);
+    assert!(has(&records[0], "dangerous-gate", "ask"), "{:#}", records[0]);
 
     // The sandbox holds: declared environment only, the data folder as home, no secret
     // files, no file outside the declared folders, no undeclared network.

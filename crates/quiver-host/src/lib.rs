@@ -46,9 +46,10 @@ pub enum HostError {
     /// file and the line).
     #[error("{0}")]
     Config(String),
-    /// None of `QUIVER_HOME`, `XDG_DATA_HOME` and `HOME` is set.
+    /// None of `QUIVER_HOME`, `XDG_DATA_HOME` and `HOME` holds an absolute path (an empty or
+    /// relative value counts as unset).
     #[error(
-        "no state folder: none of QUIVER_HOME, XDG_DATA_HOME and HOME is set\n\nhint: set QUIVER_HOME to the folder Quiver keeps its state in"
+        "no state folder: none of QUIVER_HOME, XDG_DATA_HOME and HOME holds an absolute path\n\nhint: set QUIVER_HOME to the absolute path of the folder Quiver keeps its state in"
     )]
     NoStateDir,
     /// The sandbox cannot be set up.

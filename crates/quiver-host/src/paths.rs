@@ -9,29 +9,24 @@ use quiver_catalog::{CatalogOptions, Root, Scope};
 use crate::HostError;
 use crate::config::Config;
 
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from)
-}
+use quiver_package::env::{absolute_path, home};
 
 /// The config file in use, if there is one (`$QUIVER_CONFIG`, else
-/// `~/.config/quiver/config.yaml`).
+/// `~/.config/quiver/config.yaml`). A variable that is empty or holds a relative path counts
+/// as unset (the XDG rule, see [`quiver_package::env`]).
 pub fn config_path() -> Option<PathBuf> {
-    std::env::var_os("QUIVER_CONFIG")
-        .map(PathBuf::from)
+    absolute_path("QUIVER_CONFIG")
         .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))
         .filter(|p| p.is_file())
 }
 
 /// Quiver's state folder: `$QUIVER_HOME`, else `$XDG_DATA_HOME/quiver`, else
-/// `~/.local/share/quiver`; `None` when none of them is set.
+/// `~/.local/share/quiver`; `None` when none of them is an absolute path (an empty or
+/// relative value counts as unset, so the state never lands under the current directory).
 pub fn state_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("QUIVER_HOME") {
-        return Some(PathBuf::from(dir));
-    }
-    match std::env::var_os("XDG_DATA_HOME") {
-        Some(xdg) => Some(PathBuf::from(xdg).join("quiver")),
-        None => home().map(|home| home.join(".local/share/quiver")),
-    }
+    absolute_path("QUIVER_HOME")
+        .or_else(|| absolute_path("XDG_DATA_HOME").map(|xdg| xdg.join("quiver")))
+        .or_else(|| home().map(|home| home.join(".local/share/quiver")))
 }
 
 /// The state folder, or an error saying which variables to set.
@@ -40,12 +35,11 @@ pub fn require_state_dir() -> Result<PathBuf, HostError> {
 }
 
 /// The state database: `db`, else `state.db` in the state folder.
-pub fn state_db(db: Option<&Path>) -> PathBuf {
-    db.map(Path::to_owned).unwrap_or_else(|| {
-        state_dir()
-            .unwrap_or_else(|| PathBuf::from(".local/share/quiver"))
-            .join("state.db")
-    })
+pub fn state_db(db: Option<&Path>) -> Result<PathBuf, HostError> {
+    match db {
+        Some(db) => Ok(db.to_owned()),
+        None => Ok(require_state_dir()?.join("state.db")),
+    }
 }
 
 fn parse_scope(text: &str) -> Result<Scope, HostError> {

@@ -138,6 +138,9 @@ pub struct McpConfig {
     /// How long a conversation may go without a request before it is deleted with what it
     /// holds (default one day): a stateless request that never comes back leaves no row.
     pub conversation_idle: Duration,
+    /// How long a conversation a stateless request started without a handle is kept when no
+    /// request names it again (default ten minutes; not read from the file).
+    pub provisional_idle: Duration,
 }
 
 impl Default for McpConfig {
@@ -154,6 +157,7 @@ impl Default for McpConfig {
             approval_wait: Duration::from_secs(60),
             header_timeout: Duration::from_secs(10),
             conversation_idle: Duration::from_secs(24 * 60 * 60),
+            provisional_idle: Duration::from_secs(10 * 60),
         }
     }
 }

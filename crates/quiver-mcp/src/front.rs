@@ -194,7 +194,7 @@ impl Decision {
             Decision::AllowOnce => Answer::Allow,
             Decision::AllowConversation => Answer::AllowForSession,
             Decision::Deny => Answer::Deny,
-            Decision::Cancel => Answer::TimedOut,
+            Decision::Cancel => Answer::Unanswered,
         }
     }
 
@@ -325,6 +325,9 @@ pub struct Front {
     turns: Mutex<HashMap<String, HeldTurn>>,
     /// When idle conversations were last deleted (Unix ms).
     purged: AtomicI64,
+    /// Conversations a stateless request without a handle started, with when (Unix ms): each
+    /// is deleted after `provisional_idle` unless a request names it by its handle.
+    provisional: Mutex<HashMap<String, i64>>,
 }
 
 /// How often a conversation in use is marked so (its `updated_at`), and idle ones are looked
@@ -488,6 +491,7 @@ impl Front {
             used_states: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),
             purged: AtomicI64::new(0),
+            provisional: Mutex::new(HashMap::new()),
         }
     }
 
@@ -658,6 +662,11 @@ impl Front {
             if body.u != caller.principal.user_id {
                 return Err(FrontError::BadHandle("it belongs to another user".into()));
             }
+            // Named again: a conversation of its own now, kept as long as any.
+            self.provisional
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&body.s);
             let active = self
                 .runtime
                 .store()
@@ -694,6 +703,11 @@ impl Front {
         if slot.bound {
             slot.touched.store(now_ms(), Ordering::Relaxed);
             *bound = Some(session.clone());
+        } else {
+            self.provisional
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(session.clone(), now_ms());
         }
         Ok(session)
     }
@@ -716,20 +730,44 @@ impl Front {
         Ok(())
     }
 
-    /// Deletes the conversations idle for longer than `conversation_idle` (at most once a
-    /// minute): a stateless request whose client never comes back leaves no row.
+    /// Deletes the conversations idle for longer than `conversation_idle`, and those a
+    /// stateless request started without a handle that no request named again within
+    /// `provisional_idle` (at most once a minute): a stateless request whose client never
+    /// comes back leaves no row for long.
     fn purge_idle(&self) -> Result<(), FrontError> {
         let now = now_ms();
-        if now - self.purged.load(Ordering::Relaxed) < self.keep_alive_every() {
+        let provisional_ms =
+            i64::try_from(self.config.provisional_idle.as_millis()).unwrap_or(i64::MAX);
+        let every = self.keep_alive_every().min(provisional_ms / 2);
+        if now - self.purged.load(Ordering::Relaxed) < every {
             return Ok(());
         }
         self.purged.store(now, Ordering::Relaxed);
+        let expired: Vec<String> = {
+            let mut provisional = self
+                .provisional
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let expired = provisional
+                .iter()
+                .filter(|(_, started)| now - **started >= provisional_ms)
+                .map(|(session, _)| session.clone())
+                .collect::<Vec<_>>();
+            for session in &expired {
+                provisional.remove(session);
+            }
+            expired
+        };
+        for session in &expired {
+            self.runtime.delete_session(
+                session,
+                "a stateless request's conversation no request named again",
+            )?;
+        }
         let idle = self.idle_ms();
-        let deleted = self
-            .runtime
-            .store()
-            .purge_idle_sessions(MCP_AGENT, now.saturating_sub(idle), PURGE_BATCH)
-            .map_err(RuntimeError::from)?;
+        let deleted =
+            self.runtime
+                .purge_idle_sessions(MCP_AGENT, now.saturating_sub(idle), PURGE_BATCH)?;
         if deleted > 0 {
             tracing::info!(deleted, "deleted idle MCP conversations");
         }

@@ -139,6 +139,13 @@ async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Respons
             // Another caller's session answers as if it did not exist.
             return (StatusCode::NOT_FOUND, "Not Found: Session not found\n").into_response();
         }
+        Admit::CallerFull => {
+            return rpc_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                -32000,
+                "this caller holds too many open MCP sessions; end one (DELETE) or wait for one to expire".into(),
+            );
+        }
         Admit::Full => {
             return rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -9,26 +9,96 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
 
 use quiver_catalog::Catalog;
 use quiver_package::skill::Skill as PackageSkill;
+use quiver_package::source::{MAX_SKILL_ASSET_BYTES, PackageDir};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-/// One file of a skill.
-#[derive(Debug, Clone, PartialEq)]
+/// One file of a skill. Listing it reads only its metadata; its bytes are read on demand
+/// ([`SkillFile::read`], at most [`MAX_SKILL_ASSET_BYTES`]) and its digest is computed by
+/// streaming it, once per size and modification time ([`SkillFile::digest`]).
+#[derive(Debug, Clone)]
 pub struct SkillFile {
     /// `skill://...` URI.
     pub uri: String,
     /// The file name (last segment).
     pub name: String,
-    /// `sha256:<hex>`.
-    pub digest: String,
-    /// Its bytes.
-    pub bytes: Arc<[u8]>,
+    /// Its size in bytes, as listed.
+    pub size: u64,
     /// Its MIME type, when the extension is known.
     pub mime_type: Option<&'static str>,
+    /// The file, and the package folder it is read through.
+    path: PathBuf,
+    package_root: Arc<Path>,
+    /// The digest, with the size and modification time it was computed for.
+    digest: Arc<Mutex<Option<(u64, Option<SystemTime>, String)>>>,
+    /// Bytes of skill files this index read into memory (shared by the index's files).
+    read: Arc<AtomicU64>,
+}
+
+impl PartialEq for SkillFile {
+    fn eq(&self, other: &Self) -> bool {
+        self.uri == other.uri && self.size == other.size && self.mime_type == other.mime_type
+    }
+}
+
+impl SkillFile {
+    /// The file's bytes, read now through its package folder (no link out of it is
+    /// followed), at most [`MAX_SKILL_ASSET_BYTES`].
+    pub fn read(&self) -> Result<Vec<u8>, String> {
+        let bytes = PackageDir::new(&self.package_root)
+            .read_limited(&self.path, MAX_SKILL_ASSET_BYTES)
+            .map_err(|d| d.message)?;
+        self.read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(bytes)
+    }
+
+    /// `sha256:<hex>` of the file as it is now, computed by streaming it (never whole in
+    /// memory) and kept until its size or modification time changes.
+    pub fn digest(&self) -> Result<String, String> {
+        let (file, meta) = PackageDir::new(&self.package_root)
+            .open_regular(&self.path)
+            .map_err(|d| d.message)?;
+        let key = (meta.len(), meta.modified().ok());
+        let mut cached = self.digest.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((size, modified, digest)) = cached.as_ref()
+            && (*size, *modified) == key
+        {
+            return Ok(digest.clone());
+        }
+        let digest = stream_digest(file).map_err(|e| format!("cannot read the file: {e}"))?;
+        *cached = Some((key.0, key.1, digest.clone()));
+        Ok(digest)
+    }
+}
+
+/// `sha256:` and the hex digest of everything `reader` yields, read in small chunks.
+fn stream_digest(mut reader: impl std::io::Read) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = reader.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&chunk[..n]);
+    }
+    Ok(hex_digest(&hasher.finalize()))
+}
+
+fn hex_digest(hash: &[u8]) -> String {
+    let mut out = String::with_capacity(71);
+    out.push_str("sha256:");
+    for b in hash {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// One skill.
@@ -71,17 +141,12 @@ pub struct SkillIndex {
     pub skills: Vec<SkillEntry>,
     files: BTreeMap<String, (usize, usize)>,
     directories: BTreeMap<String, Vec<Child>>,
+    read: Arc<AtomicU64>,
 }
 
 /// `sha256:` and 64 lowercase hex digits.
 pub fn sha256_digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut out = String::with_capacity(71);
-    out.push_str("sha256:");
-    for b in hash {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
+    hex_digest(&Sha256::digest(bytes))
 }
 
 fn percent_encode_segment(segment: &str) -> String {
@@ -161,6 +226,7 @@ fn skill_root(skill: &PackageSkill) -> String {
 impl SkillIndex {
     /// The skills of `catalog` that a model may see, skipping packages `enabled` says are off.
     pub fn build(catalog: &Catalog, enabled: &dyn Fn(&str) -> bool) -> SkillIndex {
+        let read = Arc::new(AtomicU64::new(0));
         let mut skills = Vec::new();
         for cp in catalog.packages().iter().filter(|p| !p.shadowed) {
             let package = &cp.package;
@@ -171,7 +237,7 @@ impl SkillIndex {
                 if skill.meta.disable_model_invocation || skill.meta.model.is_some() {
                     continue;
                 }
-                match Self::entry(package.id.as_str(), skill) {
+                match Self::entry(package.id.as_str(), skill, &read) {
                     Ok(entry) => skills.push(entry),
                     Err(why) => tracing::warn!(skill = %skill.id, "not served over MCP: {why}"),
                 }
@@ -180,6 +246,7 @@ impl SkillIndex {
         skills.sort_by(|a, b| a.uri.cmp(&b.uri));
         let mut index = SkillIndex {
             skills,
+            read,
             ..SkillIndex::default()
         };
         for (s, skill) in index.skills.iter().enumerate() {
@@ -214,22 +281,37 @@ impl SkillIndex {
         index
     }
 
-    fn entry(package: &str, skill: &PackageSkill) -> Result<SkillEntry, String> {
+    /// A skill's entry: each file's metadata, none of its bytes. A file larger than
+    /// [`MAX_SKILL_ASSET_BYTES`] is left out (it could not be served whole).
+    fn entry(
+        package: &str,
+        skill: &PackageSkill,
+        read: &Arc<AtomicU64>,
+    ) -> Result<SkillEntry, String> {
         let frontmatter = frontmatter_json(skill)
             .ok_or("its frontmatter has no string `name` and `description`")?;
         let root = skill_root(skill);
-        let package_dir = quiver_package::source::PackageDir::new(&skill.package_root);
-        let read = |path: &std::path::Path| {
-            package_dir.read_limited(path, quiver_package::source::MAX_SKILL_ASSET_BYTES)
+        let package_root: Arc<Path> = Arc::from(skill.package_root.as_path());
+        let package_dir = PackageDir::new(&skill.package_root);
+        let file = |uri: String, name: String, path: PathBuf, mime_type| {
+            let (_, meta) = package_dir.open_regular(&path).map_err(|d| d.message)?;
+            Ok::<_, String>(SkillFile {
+                uri,
+                name,
+                size: meta.len(),
+                mime_type,
+                path,
+                package_root: package_root.clone(),
+                digest: Arc::default(),
+                read: read.clone(),
+            })
         };
-        let manifest = read(&skill.file).map_err(|d| d.message)?;
-        let mut files = vec![SkillFile {
-            uri: format!("{root}/SKILL.md"),
-            name: "SKILL.md".into(),
-            digest: sha256_digest(&manifest),
-            bytes: manifest.into(),
-            mime_type: Some("text/markdown"),
-        }];
+        let mut files = vec![file(
+            format!("{root}/SKILL.md"),
+            "SKILL.md".into(),
+            skill.file.clone(),
+            Some("text/markdown"),
+        )?];
         for rel in &skill.files {
             if rel
                 .split('/')
@@ -237,15 +319,20 @@ impl SkillIndex {
             {
                 continue;
             }
-            let bytes = read(&skill.dir.join(rel)).map_err(|d| format!("{rel}: {}", d.message))?;
             let encoded: Vec<String> = rel.split('/').map(percent_encode_segment).collect();
-            files.push(SkillFile {
-                uri: format!("{root}/{}", encoded.join("/")),
-                name: rel.rsplit('/').next().unwrap_or(rel).to_owned(),
-                digest: sha256_digest(&bytes),
-                bytes: bytes.into(),
-                mime_type: mime_type_of(rel),
-            });
+            let listed = file(
+                format!("{root}/{}", encoded.join("/")),
+                rel.rsplit('/').next().unwrap_or(rel).to_owned(),
+                skill.dir.join(rel),
+                mime_type_of(rel),
+            )
+            .map_err(|why| format!("{rel}: {why}"))?;
+            if listed.size > MAX_SKILL_ASSET_BYTES {
+                tracing::warn!(skill = %skill.id, file = %rel, size = listed.size,
+                    "not served over MCP: larger than {MAX_SKILL_ASSET_BYTES} bytes");
+                continue;
+            }
+            files.push(listed);
         }
         Ok(SkillEntry {
             id: skill.id.clone(),
@@ -256,6 +343,12 @@ impl SkillIndex {
             frontmatter,
             files,
         })
+    }
+
+    /// How many bytes of skill files this index has read into memory (only reads of a file's
+    /// content count; listing and digests read none into memory).
+    pub fn bytes_read(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
     }
 
     /// The skill whose `SKILL.md` is at `uri`.

@@ -151,7 +151,7 @@ impl Approver for ElicitingApprover {
             Ok(result) => decision_of(&result).answer_to(card),
             Err(error) => {
                 tracing::warn!(%error, "elicitation failed");
-                Answer::TimedOut
+                Answer::Unanswered
             }
         }
     }
@@ -203,7 +203,7 @@ fn to_tool(spec: ToolSpec) -> Tool {
 }
 
 fn file_resource(file: &SkillFile) -> Resource {
-    let mut resource = Resource::new(&file.uri, &file.name).with_size(file.bytes.len() as u64);
+    let mut resource = Resource::new(&file.uri, &file.name).with_size(file.size);
     resource.mime_type = file.mime_type.map(Into::into);
     resource
 }
@@ -219,27 +219,39 @@ fn skill_of(entry: &SkillEntry) -> Skill {
     if let Some(Value::String(name)) = entry.frontmatter.get("name") {
         frontmatter.name.clone_from(name);
     }
+    // Each digest is computed by streaming the file (kept until it changes); a file that can
+    // no longer be read is left out.
     let files = entry
         .files
         .iter()
-        .map(|f| SkillResource::new(&f.uri, &f.digest, f.bytes.len() as u64))
+        .filter_map(|f| match f.digest() {
+            Ok(digest) => Some(SkillResource::new(&f.uri, &digest, f.size)),
+            Err(why) => {
+                tracing::warn!(uri = %f.uri, "not listed: {why}");
+                None
+            }
+        })
         .collect();
     Skill::new(&entry.uri, frontmatter, SkillResources::Files(files))
 }
 
-fn contents_of(file: &SkillFile) -> ResourceContents {
+/// The file's contents, read now (at most the size a skill file may have).
+fn contents_of(file: &SkillFile) -> Result<ResourceContents, ErrorData> {
+    let bytes = file.read().map_err(|why| {
+        ErrorData::internal_error(format!("cannot read {}: {why}", file.uri), None)
+    })?;
     let text = is_textual(file.mime_type)
-        .then_some(&file.bytes)
+        .then_some(&bytes)
         .filter(|b| !b.contains(&0))
         .and_then(|b| std::str::from_utf8(b).ok());
     let contents = match text {
         Some(text) => ResourceContents::text(text, &file.uri),
-        None => ResourceContents::blob(STANDARD.encode(&file.bytes), &file.uri),
+        None => ResourceContents::blob(STANDARD.encode(&bytes), &file.uri),
     };
-    match file.mime_type {
+    Ok(match file.mime_type {
         Some(mime) => contents.with_mime_type(mime),
         None => contents,
-    }
+    })
 }
 
 impl QuiverServer {
@@ -555,7 +567,7 @@ impl ServerHandler for QuiverServer {
         if !self.front.skill_visible(&caller, &skill.id) {
             return Err(not_found());
         }
-        let mut result = ReadResourceResult::new(vec![contents_of(file)]);
+        let mut result = ReadResourceResult::new(vec![contents_of(file)?]);
         // Reading a SKILL.md in a conversation activates the skill as `read_skill` does.
         if file.uri == skill.uri {
             let slot = self.slot(&context);

@@ -115,7 +115,7 @@ impl Permissions {
     /// a shell would, so the sandbox grants the folder meant. Returns the paths that cannot be
     /// expanded (`~user/...`, or `~` without `HOME`), left as written.
     pub fn expand_home(&mut self) -> Vec<String> {
-        let home = std::env::var_os("HOME");
+        let home = crate::env::home();
         let mut bad = Vec::new();
         for path in self
             .filesystem

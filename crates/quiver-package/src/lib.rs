@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod common;
 pub mod diagnostic;
+pub mod env;
 pub mod events;
 pub mod frontmatter;
 pub mod limits;

@@ -488,7 +488,7 @@ fn finish_skill(
     dir: PathBuf,
     listing: &Listing,
 ) -> Skill {
-    let files = list_skill_files(&dir, listing);
+    let files = list_skill_files(package, &dir, listing);
     Skill {
         id,
         name: parsed.name,
@@ -506,12 +506,14 @@ fn finish_skill(
 }
 
 /// Files under `references/`, `assets/` and `scripts/` of a skill folder, relative to it.
-/// Symbolic links are not followed, so nothing outside the folder is ever listed.
-fn list_skill_files(dir: &Path, listing: &Listing) -> Vec<String> {
+/// Links inside them are not followed, and a folder that is itself a link is listed only when
+/// it stays inside the package, so nothing outside the package is ever listed.
+fn list_skill_files(package: &PackageDir, dir: &Path, listing: &Listing) -> Vec<String> {
     let mut out = Vec::new();
     for sub in ["references", "assets", "scripts"] {
-        if listing.may_have(sub) {
-            walk_files(&dir.join(sub), sub, 0, &mut out);
+        let path = dir.join(sub);
+        if listing.may_have(sub) && package.holds(&path) == Some(true) {
+            walk_files(&path, sub, 0, &mut out);
         }
     }
     out.sort();

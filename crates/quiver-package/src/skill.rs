@@ -195,6 +195,15 @@ pub fn parse_skill(
         );
         return (None, diags);
     };
+    // A plain Agent Skills skill (no Quiver field, which the reference refuses anyway) hears
+    // in load mode what the reference would refuse in its YAML.
+    let plain = map
+        .keys()
+        .all(|k| crate::skills_ref::ALLOWED_FIELDS.contains(&k.as_str()));
+    if plain && let Some(warning) = strict_yaml_warning(text, &split.yaml, file, split.yaml_line)
+    {
+        diags.push(warning);
+    }
     let line = |key: &str| yaml::key_line(&split.yaml, split.yaml_line, key);
     let mut fields = Fields {
         map: &map,
@@ -332,6 +341,25 @@ pub fn parse_skill(
 
 /// How load mode treats a problem of the reference validator: `None` when load mode reports
 /// it itself (missing fields, unknown keys against its wider field list).
+/// A warning when the frontmatter (`yaml`, from line `yaml_line` of `text`) is YAML that
+/// clients read but the reference validator refuses (flow collections such as `[a, b]` or
+/// `{a: b}`, anchors, aliases, tags): the skill loads, and `quiver skill validate`, `quiver
+/// lint --strict` and `skills-ref` report the same text as an error. Only frontmatter holding
+/// one of the characters those forms need is checked again.
+fn strict_yaml_warning(text: &str, yaml: &str, file: &Path, yaml_line: u64) -> Option<Diagnostic> {
+    if !yaml.contains(['[', '{', '&', '*', '!']) {
+        return None;
+    }
+    let problem = crate::skills_ref::parse_frontmatter(text).err()?;
+    (problem.kind == ProblemKind::InvalidYaml).then(|| {
+        Diagnostic::warning(problem.kind.code(), file, problem.message)
+            .at_line(Some(yaml_line))
+            .with_help(
+                "clients accept this, but the Agent Skills validator `skills-ref` (and `quiver skill validate`) refuse it; write block YAML: lists as `- item` lines, no anchors or tags",
+            )
+    })
+}
+
 fn load_mode_severity(kind: ProblemKind) -> Option<Severity> {
     match kind {
         ProblemKind::NameTooLong
@@ -548,7 +576,22 @@ mod tests {
                 "---\nname: w\ndescription: W\nallowed-tools: [Read, Grep]\n---\n",
                 None,
                 true,
-                &["skill-allowed-tools-list"],
+                &["skill-frontmatter-invalid-yaml", "skill-allowed-tools-list"],
+            ),
+            // Issue 22 item 14: a flow list in `metadata` loads; the warning says what
+            // `skill validate` (as skills-ref) refuses. A Quiver field's flow list is not
+            // judged by the reference's YAML rules.
+            (
+                "---\nname: w\ndescription: W\nmetadata:\n  tags: [a, b]\n---\n",
+                None,
+                true,
+                &["skill-frontmatter-invalid-yaml"],
+            ),
+            (
+                "---\nname: w\ndescription: W\nplatforms: [qq]\nmetadata:\n  tags: [a, b]\n---\n",
+                None,
+                true,
+                &[],
             ),
             (
                 "no frontmatter",

@@ -27,7 +27,7 @@ pub const MAX_SKILL_ASSET_BYTES: u64 = 16 * 1024 * 1024;
 /// `path` with a leading `~/` replaced by `$HOME/` (as a shell would), for paths written in a
 /// config file; any other path, or no `HOME`, is returned as written.
 pub fn expand_home(path: &str) -> PathBuf {
-    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+    match (path.strip_prefix("~/"), crate::env::home()) {
         (Some(rest), Some(home)) => Path::new(&home).join(rest),
         _ => PathBuf::from(path),
     }
@@ -96,6 +96,14 @@ impl PackageDir {
     /// most `limit`), refusing a file that is not a regular file inside the package folder
     /// without reading any of it.
     pub fn read_limited(&self, path: &Path, limit: u64) -> Result<Vec<u8>, Diagnostic> {
+        let (file, meta) = self.open_regular(path)?;
+        read_all(file, path, meta.len(), limit)
+    }
+
+    /// Opens `path`, a file of this package, for reading (to stream it, or only to learn its
+    /// size), refusing a file that is not a regular file inside the package folder. Nothing
+    /// of the file is read.
+    pub fn open_regular(&self, path: &Path) -> Result<(fs::File, fs::Metadata), Diagnostic> {
         let file = self.open(path)?;
         let meta = file.metadata().map_err(|err| unreadable(path, &err))?;
         if !meta.file_type().is_file() {
@@ -113,7 +121,7 @@ impl PackageDir {
             )
             .with_help("package files must be regular files"));
         }
-        read_all(file, path, meta.len(), limit)
+        Ok((file, meta))
     }
 
     /// Whether `path` (under [`PackageDir::path`]) exists inside the package folder, links
@@ -279,7 +287,7 @@ mod tests {
 
     #[test]
     fn only_a_leading_tilde_slash_is_the_home_folder() {
-        let Some(home) = std::env::var_os("HOME") else {
+        let Some(home) = crate::env::home() else {
             return;
         };
         let home = Path::new(&home);

@@ -76,7 +76,9 @@ enum Kind {
 fn classify(err: &serde_saphyr::Error) -> Kind {
     use serde_saphyr::Error as E;
     match err {
-        E::WithSnippet { error, .. } => classify(error),
+        // A wrapper's kind is its error's: a budget breached while an alias is replayed (a
+        // billion laughs) is too complex, not a syntax error.
+        E::WithSnippet { error, .. } | E::AliasError { error, .. } => classify(error),
         E::DuplicateMappingKey { .. } => Kind::DuplicateKey,
         E::Budget { .. }
         | E::AliasReplayCounterOverflow { .. }
@@ -116,7 +118,7 @@ fn message(err: &serde_saphyr::Error) -> String {
     use serde_saphyr::Error as E;
     use serde_saphyr::budget::BudgetBreach as B;
     match err {
-        E::WithSnippet { error, .. } => message(error),
+        E::WithSnippet { error, .. } | E::AliasError { error, .. } => message(error),
         E::DuplicateMappingKey { key: Some(key), .. } => {
             format!("the key `{key}` appears twice in one mapping")
         }
@@ -299,7 +301,15 @@ mod tests {
         let anchors: String = (0..1100).map(|i| format!("k{i}: &a{i} v\n")).collect();
         let nodes = format!("a: [{}]", "1,".repeat(200_001));
         let deep = format!("a: {}1{}", "[".repeat(60), "]".repeat(60));
+        // Issue 22 item 14: nine levels of nine aliases each (a billion laughs).
+        let mut laughs = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n".to_owned();
+        for i in 1..10 {
+            let prev = format!("*a{}", i - 1);
+            let row = vec![prev.as_str(); 9].join(", ");
+            laughs.push_str(&format!("a{i}: &a{i} [{row}]\n"));
+        }
         let cases: &[(&str, &str, &str)] = &[
+            (&laughs, "yaml-too-complex", "more than 200000 values"),
             (&anchors, "yaml-too-complex", "more than 1000 anchors"),
             (&nodes, "yaml-too-complex", "more than 200000 values"),
             (&deep, "yaml-too-complex", "deeper than 48 levels"),

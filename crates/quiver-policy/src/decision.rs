@@ -163,6 +163,9 @@ pub enum Denial {
     Approval,
     /// Nobody answered in time.
     TimedOut,
+    /// Nobody could answer: no person was there to ask, the question was dismissed, or the
+    /// channel failed.
+    Unanswered,
 }
 
 impl Ask {
@@ -189,6 +192,7 @@ impl Ask {
             _ if self.is_dangerous() => RefusalReason::NeedsHumanApproval,
             Denial::Approval => RefusalReason::Declined,
             Denial::TimedOut => RefusalReason::TimedOut,
+            Denial::Unanswered => RefusalReason::Unanswered,
         };
         Refusal::new(
             reason,
@@ -250,6 +254,8 @@ pub enum RefusalReason {
     Declined,
     /// Nobody answered in time.
     TimedOut,
+    /// Nobody could answer (no person to ask, the question dismissed, the channel failed).
+    Unanswered,
     /// An operator's hook blocked the call.
     HookBlocked {
         /// The hook's name.
@@ -313,6 +319,7 @@ impl fmt::Display for RefusalReason {
             RefusalReason::NeedsHumanApproval => f.write_str("needs human approval"),
             RefusalReason::Declined => f.write_str("the approver declined this call"),
             RefusalReason::TimedOut => f.write_str("nobody answered in time"),
+            RefusalReason::Unanswered => f.write_str("nobody answered the question"),
             RefusalReason::HookBlocked { hook, why } => {
                 write!(f, "the operator's hook `{hook}` blocked this call: {why}")
             }

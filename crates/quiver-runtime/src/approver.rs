@@ -6,6 +6,7 @@ use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use quiver_package::text::escape_for_terminal;
 use quiver_store::{ApprovalCard, ApprovalStatus, Store};
 use serde::Serialize;
 
@@ -54,8 +55,11 @@ pub enum Answer {
     AllowForSession,
     /// No.
     Deny,
-    /// Nobody answered in time.
+    /// Nobody answered in time (a queued card that expired).
     TimedOut,
+    /// Nobody could answer, at once: no person at a terminal, the question dismissed, the
+    /// channel failed.
+    Unanswered,
     /// The question was handed on and comes back answered with a later request (an MCP
     /// client's `input_required` round): nothing runs now, and nothing is refused or locked out.
     Pending,
@@ -160,7 +164,7 @@ pub fn permission_lines_text(whose: &str, lines: &[String], indent: &str) -> Str
     }
     let mut text = format!("{indent}{whose} may:");
     for line in lines {
-        text.push_str(&format!("\n{indent}  - {line}"));
+        text.push_str(&format!("\n{indent}  - {}", escape_for_terminal(line)));
     }
     text
 }
@@ -182,10 +186,10 @@ pub fn card_text(card: &Card) -> String {
     };
     format!(
         "\n{what}\n  package: {}\n  tool: {}\n  arguments: {}\n  why: {}\n{}{risk}",
-        card.package,
-        card.tool,
-        card.arguments,
-        card.reasons.join("; "),
+        escape_for_terminal(&card.package),
+        escape_for_terminal(&card.tool),
+        escape_for_terminal(&card.arguments.to_string()),
+        escape_for_terminal(&card.reasons.join("; ")),
         permissions_text(card, "  ")
     )
 }
@@ -200,7 +204,7 @@ pub fn answer_from(line: Option<&str>, card: &Card) -> Answer {
         }
         Some("a" | "always") => Answer::Allow,
         Some(_) => Answer::Deny,
-        None => Answer::TimedOut,
+        None => Answer::Unanswered,
     }
 }
 
@@ -247,14 +251,14 @@ impl Approver for QueueApprover {
                 ApprovalStatus::Approved => Answer::Allow,
                 ApprovalStatus::Denied => Answer::Deny,
                 // Withdrawn while this process waited: it was taken for dead; nothing runs.
-                ApprovalStatus::Withdrawn => Answer::TimedOut,
+                ApprovalStatus::Withdrawn => Answer::Unanswered,
                 ApprovalStatus::Pending | ApprovalStatus::Expired => {
                     // Nobody answered: the card expires so a late answer cannot run the call.
                     let _ = self.store.expire_approval(&pending.card.id);
                     Answer::TimedOut
                 }
             },
-            Err(_) => Answer::TimedOut,
+            Err(_) => Answer::Unanswered,
         }
     }
 }
@@ -316,9 +320,9 @@ mod tests {
             ("a\n", true, false, false, Answer::AllowForSession),
             ("a\n", true, false, true, Answer::Allow),
             ("n\n", true, false, false, Answer::Deny),
-            ("", true, false, false, Answer::TimedOut),
+            ("", true, false, false, Answer::Unanswered),
             ("", false, true, false, Answer::AllowForSession),
-            ("y\n", false, true, true, Answer::TimedOut),
+            ("y\n", false, true, true, Answer::Unanswered),
             ("y\n", true, true, true, Answer::Allow),
         ];
         for (input, interactive, yes, person, want) in cases {

@@ -1,13 +1,15 @@
 //! The operator's runtime-wide switches, kept in the store so they outlive a restart and reach
 //! every process on the same database: the control plane and the packages switched off.
 //! [`crate::Runtime`] applies them from the next turn; fronts without a runtime (the CLI) set
-//! them here.
+//! them here. Every operator action (a switch, a run cancelled, a session ended by hand)
+//! leaves an `operator` audit record, and a session that ends, however it ends, leaves a
+//! `skill_ended` record for each skill still active in it.
 
 use std::collections::BTreeSet;
 
 use quiver_policy::ControlPlane;
-use quiver_store::{Result, Store};
-use serde_json::Value;
+use quiver_store::{AuditDecision, AuditEntry, AuditKind, EndedSkill, Result, Store};
+use serde_json::{Value, json};
 
 /// The store key of the control plane.
 const CONTROL_KEY: &str = "control";
@@ -38,17 +40,141 @@ pub fn read(store: &dyn Store) -> Result<OperatorState> {
     Ok(OperatorState { control, disabled })
 }
 
-/// Sets the control plane; `by` names the operator.
+/// Sets the control plane (audited); `by` names the operator.
 pub fn set_control(store: &dyn Store, control: ControlPlane, by: &str) -> Result<()> {
     let value = serde_json::to_value(control).unwrap_or_default();
-    store.set_operator_value(CONTROL_KEY, &value, by)
+    store.set_operator_value(CONTROL_KEY, &value, by)?;
+    record(store, Action::Control(control), by)
 }
 
-/// Switches `package` off (or back on) for everyone; `by` names the operator.
+/// Switches `package` off (or back on) for everyone (audited); `by` names the operator.
 pub fn set_enabled(store: &dyn Store, package: &str, enabled: bool, by: &str) -> Result<()> {
     store.set_operator_value(
         &format!("{DISABLED_PREFIX}{package}"),
         &Value::Bool(!enabled),
         by,
-    )
+    )?;
+    let action = if enabled {
+        Action::Enable(package)
+    } else {
+        Action::Disable(package)
+    };
+    record(store, action, by)
+}
+
+/// Ends `session` by an operator's hand (audited, with its skills' ends). `true` if it was
+/// active.
+pub fn end_session_by(store: &dyn Store, session: &str, by: &str) -> Result<bool> {
+    let ended = end_session(store, session, "session ended by an operator")?;
+    if ended {
+        record(store, Action::EndSession(session), by)?;
+    }
+    Ok(ended)
+}
+
+/// Ends `session`: each skill still active in it ends with a `skill_ended` record saying
+/// `why`, then the session. `true` if it was active.
+pub fn end_session(store: &dyn Store, session: &str, why: &str) -> Result<bool> {
+    for skill in store.end_all_skills(session)? {
+        skill_ended(
+            store,
+            &EndedSkill {
+                session: session.to_owned(),
+                skill,
+            },
+            why,
+        )?;
+    }
+    store.end_session(session)
+}
+
+/// The `skill_ended` record of `ended`, saying `why`.
+pub fn skill_ended(store: &dyn Store, ended: &EndedSkill, why: &str) -> Result<()> {
+    let mut entry = AuditEntry::new(AuditKind::SkillEnded, ended.session.clone());
+    entry.skill = Some(ended.skill.clone());
+    entry.detail = Some(json!({ "why": why }));
+    store.append_audit(&entry)?;
+    Ok(())
+}
+
+/// An operator's action, as its audit record names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action<'a> {
+    /// The control plane was set.
+    Control(ControlPlane),
+    /// A package was switched on.
+    Enable(&'a str),
+    /// A package was switched off.
+    Disable(&'a str),
+    /// A workflow run was cancelled.
+    CancelRun(&'a str),
+    /// A session was ended by hand.
+    EndSession(&'a str),
+}
+
+impl Action<'_> {
+    /// The action's word in the record (`control`, `enable`, `disable`, `cancel`,
+    /// `end-session`).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Action::Control(_) => "control",
+            Action::Enable(_) => "enable",
+            Action::Disable(_) => "disable",
+            Action::CancelRun(_) => "cancel",
+            Action::EndSession(_) => "end-session",
+        }
+    }
+
+    /// What the action concerned, in words.
+    fn reason(&self) -> String {
+        match self {
+            Action::Control(c) => format!("control plane set to {}", control_name(*c)),
+            Action::Enable(p) => format!("package `{p}` switched on"),
+            Action::Disable(p) => format!("package `{p}` switched off"),
+            Action::CancelRun(run) => format!("run `{run}` cancelled"),
+            Action::EndSession(s) => format!("session `{s}` ended"),
+        }
+    }
+}
+
+/// The control plane's state in one word, as `quiver control` names it.
+pub fn control_name(control: ControlPlane) -> &'static str {
+    if control.emergency_stop {
+        "emergency-stop"
+    } else if control.read_only {
+        "read-only"
+    } else if control.muted {
+        "muted"
+    } else {
+        "normal"
+    }
+}
+
+/// The session the records of runtime-wide operator actions (switches) are filed under.
+pub const OPERATOR_SESSION: &str = "operator";
+
+/// The audit record of an operator's `action`: kind `operator`, the operator as principal, the
+/// action as its one decision, and what it concerned in `detail`; filed under the session it
+/// concerned (a session ended, a run's session), else [`OPERATOR_SESSION`].
+pub fn record(store: &dyn Store, action: Action<'_>, by: &str) -> Result<()> {
+    let session = match action {
+        Action::EndSession(session) => session.to_owned(),
+        Action::CancelRun(run) => crate::runtime::run_session_id(run),
+        Action::Control(_) | Action::Enable(_) | Action::Disable(_) => OPERATOR_SESSION.into(),
+    };
+    let mut entry = AuditEntry::new(AuditKind::Operator, session);
+    entry.principal = json!({ "user_id": by });
+    entry.decisions.push(AuditDecision {
+        step: "operator".into(),
+        decision: action.word().into(),
+        reason: action.reason(),
+    });
+    entry.detail = Some(match action {
+        Action::Control(control) => json!({ "control": control }),
+        Action::Enable(package) | Action::Disable(package) => json!({ "package": package }),
+        Action::CancelRun(run) => json!({ "run": run }),
+        Action::EndSession(session) => json!({ "session": session }),
+    });
+    store.append_audit(&entry)?;
+    Ok(())
 }

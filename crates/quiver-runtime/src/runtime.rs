@@ -360,10 +360,37 @@ impl Runtime {
 
     /// Ends a session: its active skills end (audited) and it takes no more turns.
     pub fn end_session(&self, session: &str) -> Result<bool, RuntimeError> {
-        for skill in self.store.end_all_skills(session)? {
-            self.audit_skill(session, &skill, AuditKind::SkillEnded, "session ended")?;
+        Ok(crate::operator::end_session(
+            self.store.as_ref(),
+            session,
+            "session ended",
+        )?)
+    }
+
+    /// Deletes up to `limit` idle top-level sessions of `agent` not used since `before` (Unix
+    /// ms); each skill still active in them ends with a `skill_ended` record. Returns how many
+    /// sessions went.
+    pub fn purge_idle_sessions(
+        &self,
+        agent: &str,
+        before: i64,
+        limit: usize,
+    ) -> Result<usize, RuntimeError> {
+        let purged = self.store.purge_idle_sessions(agent, before, limit)?;
+        for ended in &purged.ended_skills {
+            crate::operator::skill_ended(self.store.as_ref(), ended, "idle session deleted")?;
         }
-        Ok(self.store.end_session(session)?)
+        Ok(purged.sessions)
+    }
+
+    /// Deletes the session `session` with everything it holds; each skill still active in it
+    /// ends with a `skill_ended` record saying `why`. Whether it existed.
+    pub fn delete_session(&self, session: &str, why: &str) -> Result<bool, RuntimeError> {
+        let purged = self.store.delete_session(session)?;
+        for ended in &purged.ended_skills {
+            crate::operator::skill_ended(self.store.as_ref(), ended, why)?;
+        }
+        Ok(purged.sessions > 0)
     }
 
     /// `/reset`, or the front reporting a compacted context: every active skill ends (audited),
@@ -558,13 +585,26 @@ impl Runtime {
             if process.as_str().is_none_or(quiver_store::waiter::alive) {
                 continue;
             }
+            // A call killed while a person was asked about it never ran.
+            let asking = record
+                .entry
+                .detail
+                .as_ref()
+                .and_then(|d| d.get("phase"))
+                .and_then(Value::as_str)
+                == Some("asking");
             let mut entry = record.entry;
             entry.kind = AuditKind::Call;
             entry.status = quiver_store::AuditStatus::Interrupted;
             entry.decisions.push(quiver_store::AuditDecision {
-                step: "execute".into(),
+                step: if asking { "approval" } else { "execute" }.into(),
                 decision: "interrupted".into(),
-                reason: "the process running the call ended before the call did".into(),
+                reason: if asking {
+                    "the process asking about the call ended before anyone answered; nothing ran"
+                } else {
+                    "the process running the call ended before the call did"
+                }
+                .into(),
             });
             entry.detail = Some(json!({"process": process}));
             self.store.append_audit(&entry)?;

@@ -60,7 +60,8 @@ pub use error::{Result, StoreError};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, NewSession, OnceApproval,
+    AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill, NewSession,
+    OnceApproval, Purged,
     PresenceStamp, Session, SessionFilter, SessionPresence, SessionStatus, now_ms,
 };
 pub use workflow::WorkflowStore;
@@ -100,8 +101,13 @@ pub trait Store: Send + Sync {
 
     /// Deletes up to `limit` top-level sessions of `agent` not updated since `before` (Unix
     /// ms), with everything they hold (their child sessions, loaded tools, consents, cards,
-    /// kept outputs; the audit log keeps their records). Returns how many were deleted.
-    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<usize>;
+    /// kept outputs; the audit log keeps their records). Returns how many were deleted and the
+    /// skills that were still active in them (for their `skill_ended` records).
+    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<Purged>;
+
+    /// Deletes the session `id` with everything it holds, as
+    /// [`Store::purge_idle_sessions`] does; `sessions` is 0 when there was none.
+    fn delete_session(&self, id: &str) -> Result<Purged>;
 
     // --- loaded tools (LRU) ---
 

@@ -306,9 +306,12 @@ open_enum! {
         SkillActivated => "skill_activated",
         /// A skill ended (`/reset`, compaction, end of session).
         SkillEnded => "skill_ended",
-        /// A call is about to run its tool, script or agent (the `call` record follows when it
-        /// ends; a call left without one was interrupted).
+        /// A call is about to run its tool, script or agent, or to ask a person about it (the
+        /// `call` record follows when it ends; a call left without one was interrupted).
         CallStarted => "call_started",
+        /// An operator's action: the control plane set, a package switched off or on, a run
+        /// cancelled, a session ended by hand.
+        Operator => "operator",
     }
 }
 
@@ -430,6 +433,24 @@ pub struct AuditQuery {
     pub before_id: Option<i64>,
     /// At most this many records.
     pub limit: Option<usize>,
+}
+
+/// A skill that was active in a session when the session was deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndedSkill {
+    /// The session (a deleted session or one of its child sessions).
+    pub session: String,
+    /// The skill id.
+    pub skill: String,
+}
+
+/// What [`Store::purge_idle_sessions`](crate::Store::purge_idle_sessions) deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Purged {
+    /// How many top-level sessions.
+    pub sessions: usize,
+    /// The skills still active in them, which ended with them.
+    pub ended_skills: Vec<EndedSkill>,
 }
 
 /// What a session has opened, loaded and activated.

@@ -144,13 +144,23 @@ fn idle_sessions_of_one_agent_are_purged_with_what_they_hold() {
     session(&store, "chat-old");
     store.load_tool("old", "weather.forecast", 12).unwrap();
     store.open_package("old", "weather").unwrap();
+    store.activate_skill("old", "weather").unwrap();
     thread::sleep(Duration::from_millis(20));
     let cutoff = store.session("old").unwrap().unwrap().updated_at + 10;
     thread::sleep(Duration::from_millis(20));
     mcp("new");
     store.touch_session("old2").unwrap();
     // (agent, before, limit) -> deleted, then which sessions remain
-    assert_eq!(store.purge_idle_sessions("mcp", cutoff, 10).unwrap(), 1);
+    let purged = store.purge_idle_sessions("mcp", cutoff, 10).unwrap();
+    assert_eq!(purged.sessions, 1);
+    // The skill still active in it is handed back, for its `skill_ended` record.
+    assert_eq!(
+        purged.ended_skills,
+        [quiver_store::EndedSkill {
+            session: "old".into(),
+            skill: "weather".into()
+        }]
+    );
     let left: Vec<String> = store
         .list_sessions(&SessionFilter::default())
         .unwrap()
@@ -164,8 +174,14 @@ fn idle_sessions_of_one_agent_are_purged_with_what_they_hold() {
     assert!(store.loaded_tools("old").unwrap().is_empty());
     assert!(store.opened_packages("old").unwrap().is_empty());
     // Another agent's sessions and the limit are respected.
-    assert_eq!(store.purge_idle_sessions("mcp", i64::MAX, 1).unwrap(), 1);
-    assert_eq!(store.purge_idle_sessions("mcp", i64::MAX, 10).unwrap(), 2);
+    assert_eq!(
+        store.purge_idle_sessions("mcp", i64::MAX, 1).unwrap().sessions,
+        1
+    );
+    assert_eq!(
+        store.purge_idle_sessions("mcp", i64::MAX, 10).unwrap().sessions,
+        2
+    );
     assert!(store.session("chat-old").unwrap().is_some());
 }
 

@@ -12,6 +12,7 @@ use quiver_store::{Approval, ApprovalStatus, Decision, Store, StoreError};
 
 use super::approvals_runs;
 use super::runtime::{SenderArgs, StateArgs};
+use crate::{shown, shown_json};
 use crate::roots::RootArgs;
 
 /// `quiver approvals ...`.
@@ -123,10 +124,16 @@ fn withdraw_orphaned(store: &dyn Store) -> miette::Result<()> {
     for approval in withdrawn {
         crate::err(&format!(
             "{} withdrawn: the process that asked for `{}` is gone",
-            approval.card.id, approval.card.tool
+            shown(&approval.card.id),
+            shown(&approval.card.tool)
         ));
     }
     Ok(())
+}
+
+/// Each line made safe to print.
+pub(super) fn shown_lines(lines: &[String]) -> Vec<String> {
+    lines.iter().map(|l| shown(l).into_owned()).collect()
 }
 
 fn describe(approval: &Approval) -> String {
@@ -134,17 +141,17 @@ fn describe(approval: &Approval) -> String {
     let risk = card
         .risk_category
         .as_deref()
-        .map(|r| format!("  risk: {r}\n"))
+        .map(|r| format!("  risk: {}\n", shown(r)))
         .unwrap_or_default();
     format!(
         "{}  {}\n  session: {}\n  package: {}\n  arguments: {}\n  why: {}\n{}\n{risk}",
-        card.id,
-        card.tool,
-        card.session,
-        card.package,
-        card.arguments,
-        card.reason,
-        permission_lines_text("it", &card.permissions, "  ")
+        shown(&card.id),
+        shown(&card.tool),
+        shown(&card.session),
+        shown(&card.package),
+        shown_json(&card.arguments),
+        shown(&card.reason),
+        permission_lines_text("it", &shown_lines(&card.permissions), "  ")
     )
 }
 
@@ -163,7 +170,9 @@ fn answer(args: AnswerArgs, decision: Decision) -> miette::Result<ExitCode> {
         Ok(approval) => {
             crate::out(&format!(
                 "{} {}: {}",
-                approval.card.id, approval.status, approval.card.tool
+                shown(&approval.card.id),
+                approval.status,
+                shown(&approval.card.tool)
             ));
             Ok(ExitCode::SUCCESS)
         }

@@ -14,6 +14,7 @@ use super::approvals::AnswerArgs;
 use super::runs::{open_host, print_run};
 use super::runs_ops::refused;
 use crate::roots::RootArgs;
+use crate::{shown, shown_json};
 
 /// Whether an id names a run (`run-...`) rather than a console card (`apr-...`).
 pub(super) fn is_run(id: &str) -> bool {
@@ -40,27 +41,27 @@ pub(super) fn describe(p: &Parked) -> String {
     let mut text = match p.question {
         Question::Step => format!(
             "{}  {}  (workflow run waits on approval step `{}`)\n  started by: {}\n  title: {}",
-            p.run_id,
-            p.workflow,
-            p.step_id,
-            p.started_by,
-            p.title.as_deref().unwrap_or("")
+            shown(&p.run_id),
+            shown(&p.workflow),
+            shown(&p.step_id),
+            shown(&p.started_by),
+            shown(p.title.as_deref().unwrap_or(""))
         ),
         Question::Call => {
             let card = p.card.clone().unwrap_or_default();
             format!(
                 "{}  {}  (workflow run waits on a person for `{}` in step `{}`)\n  started by: {}\n  arguments: {}",
-                p.run_id,
-                p.workflow,
-                card["tool"].as_str().unwrap_or(""),
-                p.step_id,
-                p.started_by,
-                card["arguments"]
+                shown(&p.run_id),
+                shown(&p.workflow),
+                shown(card["tool"].as_str().unwrap_or("")),
+                shown(&p.step_id),
+                shown(&p.started_by),
+                shown_json(&card["arguments"])
             )
         }
     };
     if let Some(show) = &p.show {
-        text.push_str(&format!("\n  show: {show}"));
+        text.push_str(&format!("\n  show: {}", shown_json(show)));
     }
     if let Some(card) = &p.card {
         let reasons: Vec<&str> = card["reasons"]
@@ -70,11 +71,11 @@ pub(super) fn describe(p: &Parked) -> String {
         if card["consent"] == json!(true) {
             text.push_str(&format!(
                 "\n  consent: the run uses package `{}` for the first time",
-                card["package"].as_str().unwrap_or("")
+                shown(card["package"].as_str().unwrap_or(""))
             ));
         }
         if !reasons.is_empty() {
-            text.push_str(&format!("\n  why: {}", reasons.join("; ")));
+            text.push_str(&format!("\n  why: {}", shown(&reasons.join("; "))));
         }
         if p.needs_a_named_person() {
             text.push_str("\n  a named person must answer (dangerous or human-only)");
@@ -84,7 +85,10 @@ pub(super) fn describe(p: &Parked) -> String {
         text.push_str("\n  separation of duties: someone other than the starter answers");
     }
     if !p.approvers.is_empty() {
-        text.push_str(&format!("\n  approvers: {}", p.approvers.join(", ")));
+        text.push_str(&format!(
+            "\n  approvers: {}",
+            shown(&p.approvers.join(", "))
+        ));
     }
     text.push('\n');
     text

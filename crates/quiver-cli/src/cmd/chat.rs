@@ -188,8 +188,9 @@ impl Show {
     }
 }
 
+/// A call's arguments or result, at most 160 characters, safe to print (see [`crate::shown`]).
 fn short(value: &Value) -> String {
-    let text = value.to_string();
+    let text = crate::shown_json(value);
     if text.chars().count() > 160 {
         format!("{}…", text.chars().take(160).collect::<String>())
     } else {
@@ -221,7 +222,7 @@ impl Observer for Show {
 
     fn call_started(&mut self, name: &str, arguments: &Value) {
         self.end_line();
-        crate::err(&format!("→ {name} {}", short(arguments)));
+        crate::err(&format!("→ {} {}", crate::shown(name), short(arguments)));
     }
 
     fn call_finished(&mut self, record: &CallRecord) {
@@ -239,9 +240,10 @@ impl Observer for Show {
 
 fn progress_line(depth: usize, agent: &str, record: &CallRecord) {
     crate::err(&format!(
-        "{}↳ {agent}: {} {} ← {}",
+        "{}↳ {}: {} {} ← {}",
         "  ".repeat(depth),
-        record.name,
+        crate::shown(agent),
+        crate::shown(&record.name),
         short(&record.arguments),
         status_word(record.status)
     ));

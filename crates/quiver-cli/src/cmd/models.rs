@@ -53,8 +53,8 @@ pub struct RemoveArgs {
 fn data_dir() -> miette::Result<PathBuf> {
     state_dir().ok_or_else(|| {
         miette!(
-            help = "set `QUIVER_HOME` (or `HOME`)",
-            "no data folder: neither `QUIVER_HOME`, `XDG_DATA_HOME` nor `HOME` is set"
+            help = "set `QUIVER_HOME` (or `HOME`) to an absolute path",
+            "no data folder: none of `QUIVER_HOME`, `XDG_DATA_HOME` and `HOME` holds an absolute path"
         )
     })
 }

@@ -41,7 +41,8 @@ pub struct SwitchArgs {
     pub state: StateArgs,
 }
 
-fn operator_name() -> String {
+/// The operator's name in the records: `cli:$USER`.
+pub(crate) fn operator_name() -> String {
     format!(
         "cli:{}",
         std::env::var("USER").unwrap_or_else(|_| "operator".to_owned())
@@ -61,16 +62,7 @@ pub fn control(args: ControlArgs) -> miette::Result<ExitCode> {
             .map_err(|e| miette::miette!("{e}"))?;
     }
     let current = operator::read(store.as_ref()).map_err(|e| miette::miette!("{e}"))?;
-    let c = current.control;
-    let name = if c.emergency_stop {
-        "emergency-stop"
-    } else if c.read_only {
-        "read-only"
-    } else if c.muted {
-        "muted"
-    } else {
-        "normal"
-    };
+    let name = operator::control_name(current.control);
     let disabled = if current.disabled.is_empty() {
         "none".to_owned()
     } else {

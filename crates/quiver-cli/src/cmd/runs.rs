@@ -153,12 +153,17 @@ pub(super) fn print_run(run: &Run, as_json: bool) {
         crate::out(&serde_json::to_string_pretty(run).unwrap_or_default());
         return;
     }
-    let mut text = format!("{}  {}  {}", run.id, run.workflow, run.status.as_str());
+    let mut text = format!(
+        "{}  {}  {}",
+        crate::shown(&run.id),
+        crate::shown(&run.workflow),
+        run.status.as_str()
+    );
     if let Some(output) = &run.output {
-        text.push_str(&format!("\n  output: {output}"));
+        text.push_str(&format!("\n  output: {}", crate::shown_json(output)));
     }
     if let Some(error) = &run.error {
-        text.push_str(&format!("\n  error: {error}"));
+        text.push_str(&format!("\n  error: {}", crate::shown(error)));
     }
     crate::out(&text);
 }
@@ -202,13 +207,17 @@ pub fn runs(roots: &RootArgs, command: RunsCommand) -> miette::Result<ExitCode> 
                 for a in &attempts {
                     crate::out(&format!(
                         "  step {} attempt {}: {}",
-                        a.step_id,
+                        crate::shown(&a.step_id),
                         a.attempt,
                         serde_json::to_value(a.status).unwrap_or_default()
                     ));
                 }
                 for w in waits.iter().filter(|w| w.status.as_str() == "pending") {
-                    crate::out(&format!("  waits ({}): {}", w.kind.as_str(), w.detail));
+                    crate::out(&format!(
+                        "  waits ({}): {}",
+                        w.kind.as_str(),
+                        crate::shown_json(&w.detail)
+                    ));
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -24,8 +24,8 @@ pub struct StateArgs {
 }
 
 impl StateArgs {
-    pub(crate) fn path(&self) -> PathBuf {
-        quiver_host::paths::state_db(self.db.as_deref())
+    pub(crate) fn path(&self) -> miette::Result<PathBuf> {
+        quiver_host::paths::state_db(self.db.as_deref()).map_err(crate::roots::fail)
     }
 
     pub(crate) fn state(&self) -> miette::Result<quiver_host::State> {
@@ -33,7 +33,7 @@ impl StateArgs {
     }
 
     pub(crate) fn open(&self) -> miette::Result<Arc<SqliteStore>> {
-        let path = self.path();
+        let path = self.path()?;
         SqliteStore::open(&path).map(Arc::new).map_err(|e| {
             miette::miette!("cannot open the state database `{}`: {e}", path.display())
         })
@@ -343,10 +343,10 @@ pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
                     .map(|s| {
                         format!(
                             "{}  {}  {}  {}",
-                            s.id,
-                            s.agent,
+                            crate::shown(&s.id),
+                            crate::shown(&s.agent),
                             if s.is_active() { "active" } else { "ended" },
-                            s.origin
+                            crate::shown_json(&s.origin)
                         )
                     })
                     .collect();
@@ -372,7 +372,12 @@ pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
         }
         SessionCommand::End { id, state } => {
             let store = state.open()?;
-            let ended = store.end_session(&id).map_err(|e| miette::miette!("{e}"))?;
+            let ended = quiver_runtime::operator::end_session_by(
+                store.as_ref(),
+                &id,
+                &super::operator::operator_name(),
+            )
+            .map_err(|e| miette::miette!("{e}"))?;
             crate::err(if ended {
                 "ended"
             } else {
@@ -410,14 +415,18 @@ pub fn audit(args: AuditArgs) -> miette::Result<ExitCode> {
                     .last()
                     .map(|d| format!("{}: {} ({})", d.step, d.decision, d.reason))
                     .unwrap_or_default();
+                let what = match (&e.tool, &e.skill) {
+                    (Some(name), _) | (None, Some(name)) => name.as_str(),
+                    (None, None) => e.kind.as_str(),
+                };
                 format!(
                     "{:>5}  {}  {}  {}  {}  {}",
                     r.id,
-                    e.session,
-                    e.tool.as_deref().or(e.skill.as_deref()).unwrap_or("-"),
-                    e.status,
+                    crate::shown(&e.session),
+                    crate::shown(what),
+                    crate::shown(e.status.as_str()),
                     e.duration_ms,
-                    last
+                    crate::shown(&last)
                 )
             })
             .collect();

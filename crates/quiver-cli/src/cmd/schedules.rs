@@ -42,14 +42,14 @@ pub fn run(roots: &RootArgs, command: SchedulesCommand) -> miette::Result<ExitCo
         let s = &e.upcoming.schedule;
         let next = match (&e.upcoming.next, &e.upcoming.error) {
             (Some(next), _) => format!("next {next}"),
-            (None, Some(error)) => format!("cannot fire: {error}"),
+            (None, Some(error)) => format!("cannot fire: {}", crate::shown(error)),
             (None, None) => "never fires again".to_owned(),
         };
         crate::out(&format!(
             "{}  `{}` in {}  {next}  (overlap {}, catchup {})",
-            e.workflow,
-            s.cron,
-            s.timezone,
+            crate::shown(&e.workflow),
+            crate::shown(&s.cron),
+            crate::shown(&s.timezone),
             serde_json::to_value(s.overlap)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))

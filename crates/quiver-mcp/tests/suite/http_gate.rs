@@ -247,3 +247,35 @@ async fn platform_roles_from_the_token_config() {
     shutdown.cancel();
     outcome.unwrap();
 }
+
+/// Issue 22 item 18: one principal holding as many sessions as it may is refused one more,
+/// and every other caller still starts theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_principal_cannot_take_every_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, shutdown) = serve(config(), dir.path()).await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}});
+        let alice = ("Authorization", "Bearer alice-token");
+        for i in 0..quiver_mcp::sessions::MAX_SESSIONS_PER_PRINCIPAL {
+            let (status, response) = post(port, &[alice], &init);
+            assert_eq!(status, 200, "session {i}: {response}");
+        }
+        let (status, response) = post(port, &[alice], &init);
+        assert_eq!(status, 429, "{response}");
+        assert!(response.contains("too many open MCP sessions"), "{response}");
+        for (who, auth) in [
+            ("bob", Some(("Authorization", "Bearer bob-token"))),
+            ("anonymous", None),
+        ] {
+            let headers: Vec<(&str, &str)> = auth.into_iter().collect();
+            let (status, response) = post(port, &headers, &init);
+            assert_eq!(status, 200, "{who}: {response}");
+        }
+    })
+    .await;
+    shutdown.cancel();
+    outcome.unwrap();
+}

@@ -127,3 +127,62 @@ async fn reading_skill_md_activates_the_skill_in_the_conversation() {
             .contains("already active")
     );
 }
+
+/// Issue 22 item 17: listing a skill's files reads their metadata, never their bytes: a
+/// skill with 4 sparse 16 MiB files and one over the bound is listed (the large one left
+/// out, the skill still served) with nothing read into memory, and a file's bytes are read
+/// only when it is read.
+#[tokio::test(flavor = "multi_thread")]
+async fn listing_large_skill_files_reads_none_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("packages");
+    let skill = root.join("bulky");
+    std::fs::create_dir_all(skill.join("assets")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: bulky\ndescription: A skill with large data files.\n---\nSee the assets.\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("assets/note.txt"), "small").unwrap();
+    let bound = quiver_package::source::MAX_SKILL_ASSET_BYTES;
+    for (name, size) in [
+        ("a.bin", bound),
+        ("b.bin", bound),
+        ("c.bin", bound),
+        ("d.bin", bound),
+        ("huge.bin", bound + 1),
+    ] {
+        let file = std::fs::File::create(skill.join("assets").join(name)).unwrap();
+        file.set_len(size).unwrap();
+    }
+    let front = super::harness::front_over(&[root], dir.path(), quiver_mcp::McpConfig::default());
+    let client = connect(front.clone(), Scripted::default()).await;
+    let listed = client.list_all_resources().await.unwrap();
+    let sizes: Vec<(&str, Option<u64>)> = listed
+        .iter()
+        .filter(|r| r.uri.starts_with("skill://bulky/"))
+        .map(|r| (r.uri.as_str(), r.size))
+        .collect();
+    let big = Some(bound);
+    assert_eq!(
+        sizes,
+        [
+            ("skill://bulky/SKILL.md", Some(80)),
+            ("skill://bulky/assets/a.bin", big),
+            ("skill://bulky/assets/b.bin", big),
+            ("skill://bulky/assets/c.bin", big),
+            ("skill://bulky/assets/d.bin", big),
+            ("skill://bulky/assets/note.txt", Some(5)),
+        ]
+    );
+    assert_eq!(front.skill_index().bytes_read(), 0);
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("skill://bulky/assets/note.txt"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        &read.contents[0],
+        ResourceContents::TextResourceContents { text, .. } if text == "small"
+    ));
+    assert_eq!(front.skill_index().bytes_read(), 5);
+}

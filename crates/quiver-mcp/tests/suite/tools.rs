@@ -307,3 +307,64 @@ async fn idle_conversations_are_deleted_and_ones_in_use_are_kept() {
     assert!(ended.contains("has ended"), "{ended}");
     assert_eq!(search(Some(kept.clone())).await.unwrap(), kept);
 }
+
+/// Issue 22 item 21: a conversation a stateless request started without a handle is kept
+/// for `provisional_idle` only, unless a request names it again; then it lasts as long as
+/// any conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stateless_conversation_never_named_again_is_deleted_soon() {
+    use quiver_mcp::config::McpConfig;
+    use quiver_mcp::front::{Asker, CallRequest, CallResult, Caller, ConnectionSlot};
+    use quiver_package::rules::Role;
+    use quiver_policy::Principal;
+
+    let dir = tempfile::tempdir().unwrap();
+    let front = super::harness::front_with(
+        dir.path(),
+        McpConfig {
+            conversation_idle: std::time::Duration::from_secs(60),
+            provisional_idle: std::time::Duration::from_millis(100),
+            ..McpConfig::default()
+        },
+    );
+    let alice = Caller::local(Principal::user("alice", Role::User));
+    let stateless = ConnectionSlot::stateless();
+    let search = |handle: Option<String>| {
+        let front = front.clone();
+        let alice = alice.clone();
+        let stateless = &stateless;
+        async move {
+            let request = CallRequest {
+                name: "tool_search".into(),
+                arguments: json!({"query": "weather"}),
+                handle,
+                resume: None,
+                turn: None,
+            };
+            match front
+                .call(&alice, stateless, request, Asker::Deferred)
+                .await
+            {
+                Ok(CallResult::Done { handle, .. }) => Ok(handle),
+                Ok(_) => panic!("a result"),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    };
+    let once = search(None).await.unwrap();
+    let continued = search(None).await.unwrap();
+    assert_eq!(search(Some(continued.clone())).await.unwrap(), continued);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The next new conversation looks for expired ones: `once` goes, `continued` stays.
+    search(None).await.unwrap();
+    let rows = front
+        .runtime()
+        .store()
+        .list_sessions(&quiver_store::SessionFilter::default())
+        .unwrap()
+        .len();
+    assert_eq!(rows, 2);
+    let ended = search(Some(once)).await.unwrap_err();
+    assert!(ended.contains("has ended"), "{ended}");
+    assert_eq!(search(Some(continued.clone())).await.unwrap(), continued);
+}

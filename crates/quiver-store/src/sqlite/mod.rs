@@ -19,7 +19,8 @@ use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
-    NewSession, OnceApproval, PresenceStamp, Session, SessionFilter, SessionPresence, now_ms,
+    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
+    now_ms,
 };
 
 use ops::SetTable;
@@ -297,9 +298,14 @@ impl Store for SqliteStore {
         self.write(move |c| ops::end_session(c, &id, now_ms()))
     }
 
-    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<usize> {
+    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<Purged> {
         let agent = agent.to_owned();
         self.write(move |c| ops::purge_idle_sessions(c, &agent, before, limit))
+    }
+
+    fn delete_session(&self, id: &str) -> Result<Purged> {
+        let ids = vec![id.to_owned()];
+        self.write(move |c| ops::delete_sessions(c, &ids))
     }
 
     fn load_tool(&self, session: &str, tool: &str, capacity: usize) -> Result<Vec<String>> {

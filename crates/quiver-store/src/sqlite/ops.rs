@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::error::{Result, StoreError};
 use crate::types::{
+    EndedSkill, Purged,
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, Consent, Decision, NewSession, OnceApproval, PresenceStamp, Session,
     SessionFilter, SessionStatus,
@@ -242,14 +243,45 @@ pub(crate) fn purge_idle_sessions(
     agent: &str,
     before: i64,
     limit: usize,
-) -> Result<usize> {
+) -> Result<Purged> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    Ok(conn
-        .prepare_cached(
-            "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
-             WHERE agent = ?1 AND parent_id IS NULL AND updated_at < ?2 LIMIT ?3)",
-        )?
-        .execute(params![agent, before, limit])?)
+    let ids = collect(
+        conn,
+        "SELECT id FROM sessions WHERE agent = ?1 AND parent_id IS NULL AND updated_at < ?2 \
+         LIMIT ?3",
+        params![agent, before, limit],
+        |row| row.get::<_, String>(0).map_err(Into::into),
+    )?;
+    delete_sessions(conn, &ids)
+}
+
+/// Deletes the sessions `ids` (and their child sessions, with everything they hold), and
+/// returns how many existed and the skills still active in them.
+pub(crate) fn delete_sessions(conn: &Connection, ids: &[String]) -> Result<Purged> {
+    let mut ended = Vec::new();
+    let mut deleted = 0;
+    for id in ids {
+        // The skills still active in it and in its child sessions end with it.
+        ended.extend(collect(
+            conn,
+            "SELECT session_id, skill FROM active_skills WHERE session_id = ?1 OR session_id IN \
+             (SELECT id FROM sessions WHERE parent_id = ?1) ORDER BY seq",
+            [id],
+            |row| {
+                Ok(EndedSkill {
+                    session: row.get(0)?,
+                    skill: row.get(1)?,
+                })
+            },
+        )?);
+        deleted += conn
+            .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+            .execute([id])?;
+    }
+    Ok(Purged {
+        sessions: deleted,
+        ended_skills: ended,
+    })
 }
 
 // --- loaded tools, opened packages, active skills: per-session ordered sets ---
@@ -784,14 +816,15 @@ impl EncodedAudit {
     }
 }
 
-/// Appends an audit record. A call's start goes to `calls_in_flight` instead, and a call's
-/// record removes its start in the same transaction.
+/// Appends an audit record. A call's start goes to `calls_in_flight` instead (replacing an
+/// earlier start of the same call: one recorded before its questions, then before it runs),
+/// and a call's record removes its start in the same transaction.
 pub(crate) fn append_audit(conn: &Connection, entry: &EncodedAudit) -> Result<i64> {
     let started = entry.kind == AuditKind::CallStarted.as_str();
     if started {
         require(entry.call_id.as_deref().unwrap_or(""), "call id")?;
     }
-    if entry.kind == AuditKind::Call.as_str()
+    if (started || entry.kind == AuditKind::Call.as_str())
         && let Some(call) = &entry.call_id
     {
         conn.prepare_cached("DELETE FROM calls_in_flight WHERE call_id = ?1")?

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use quiver_policy::Evaluation;
+use quiver_policy::{Check, Evaluation};
 use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus, argument_digest};
 use serde_json::{Value, json};
 
@@ -27,15 +27,27 @@ impl Turn<'_> {
         audit.principal = serde_json::to_value(&self.sender).unwrap_or_default();
         audit.origin = serde_json::to_value(&self.origin).unwrap_or_default();
         audit.tool = Some(name.to_owned());
-        let secrets = self
+        // By wire or qualified name, as step 1 resolves it: a secret is never digested because
+        // the caller spelled the tool another way (the resolved target digests again).
+        let input = self
             .catalog
             .item_by_wire(name)
+            .or_else(|| self.catalog.item(name))
             .and_then(|item| self.catalog.tool(item))
-            .map(|tool| secret_fields(&tool.input))
-            .unwrap_or_default();
-        let secret_refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
-        audit.argument_digest = Some(argument_digest(arguments, &secret_refs));
+            .map(|tool| &tool.input);
+        audit.argument_digest = Some(digest(input, arguments));
         audit
+    }
+
+    /// Names the resolved `target` in the call's record, with the digest of `arguments`
+    /// without the secret fields of the target's own input schema.
+    pub(in crate::runtime) fn audit_target(
+        audit: &mut AuditEntry,
+        target: &super::Target<'_>,
+        arguments: &Value,
+    ) {
+        audit.tool = Some(target.qualified.clone());
+        audit.argument_digest = Some(digest(target.input, arguments));
     }
 
     /// Records how a call ended and writes its audit record; a workflow step's call hands it
@@ -66,18 +78,41 @@ impl Turn<'_> {
         Ok(())
     }
 
-    /// Records that call `audit` is about to run something, before it runs.
+    /// Records that call `audit` is about to run something, before it runs
+    /// ([`Phase::Running`]), or to ask a person about it first ([`Phase::Asking`]): a process
+    /// killed at either point leaves a record the next start closes as `interrupted`.
     pub(in crate::runtime) fn record_started(
         &self,
         audit: &AuditEntry,
+        phase: Phase,
     ) -> Result<(), RuntimeError> {
         let mut started = audit.clone();
         started.kind = AuditKind::CallStarted;
         started.status = AuditStatus::Started;
-        started.detail = Some(json!({"process": quiver_store::waiter::current()}));
+        started.detail = Some(json!({
+            "process": quiver_store::waiter::current(),
+            "phase": phase,
+        }));
         self.runtime.store.append_audit(&started)?;
         Ok(())
     }
+}
+
+/// Where a started call stands, in its start record (`detail.phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(in crate::runtime) enum Phase {
+    /// Waiting for consent or an approval: nothing ran yet.
+    Asking,
+    /// Its tool, script, agent or workflow runs.
+    Running,
+}
+
+/// The digest of `arguments` without the secret fields of `input`.
+fn digest(input: Option<&Value>, arguments: &Value) -> String {
+    let secrets = input.map(secret_fields).unwrap_or_default();
+    let secret_refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    argument_digest(arguments, &secret_refs)
 }
 
 /// One decision of the pipeline, for the audit record.
@@ -89,19 +124,31 @@ pub(in crate::runtime) fn decision(step: &str, decision: &str, reason: &str) -> 
     }
 }
 
-/// The policy's trace as decisions of the audit record.
+/// The policy's trace as decisions of the audit record, each step named as the docs spell it
+/// (`dangerous-gate`, `approval-mode`, `rule`).
 pub(in crate::runtime) fn trace(evaluation: &Evaluation) -> Vec<AuditDecision> {
     evaluation
         .trace
         .iter()
-        .map(|s| {
-            decision(
-                &format!("{:?}", s.check).to_lowercase(),
-                &format!("{:?}", s.effect).to_lowercase(),
-                &s.why,
-            )
-        })
+        .map(|s| decision(&check_name(&s.check), &wire_word(&s.effect), &s.why))
         .collect()
+}
+
+/// A check's name in its serialized (kebab-case) spelling; a rule is `rule`.
+fn check_name(check: &Check) -> String {
+    match serde_json::to_value(check) {
+        Ok(Value::String(name)) => name,
+        Ok(Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// A value's serialized spelling when it is a string (a unit enum variant).
+fn wire_word(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(word)) => word,
+        _ => String::new(),
+    }
 }
 
 /// Property names, at any depth, that the schema marks secret (`secret: true`,
@@ -150,5 +197,27 @@ pub(in crate::runtime) fn redact(arguments: &Value, secrets: &[String]) -> Value
         ),
         Value::Array(items) => Value::Array(items.iter().map(|v| redact(v, secrets)).collect()),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiver_policy::DecisionKind;
+
+    #[test]
+    fn checks_are_named_as_the_docs_spell_them() {
+        let cases = [
+            (Check::DangerousGate, "dangerous-gate"),
+            (Check::ApprovalMode, "approval-mode"),
+            (Check::ControlPlane, "control-plane"),
+            (Check::PreApproval, "pre-approval"),
+            (Check::Rule("role(master)".into()), "rule"),
+            (Check::Consent, "consent"),
+        ];
+        for (check, name) in cases {
+            assert_eq!(check_name(&check), name);
+        }
+        assert_eq!(wire_word(&DecisionKind::Refuse), "refuse");
     }
 }

@@ -13,7 +13,7 @@ use quiver_store::AuditEntry;
 use serde_json::{Value, json};
 
 use super::Target;
-use super::audit::{decision, redact, secret_fields};
+use super::audit::{Phase, decision, redact, secret_fields};
 use crate::approver::{Answer, Card, Question};
 use crate::hooks::{HookEvent, HookVerdict, run_hook};
 use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
@@ -48,6 +48,8 @@ impl Turn<'_> {
                 self.step_question(call_id, ask, &target.qualified, &redacted, audit)
             }
             Decision::Ask(ask) | Decision::Park(ask) => {
+                // A process killed while a person is asked leaves a record of the call.
+                self.record_started(audit, Phase::Asking)?;
                 self.ask_or_stop(call_id, ask, &target.qualified, &redacted, audit)
             }
         }
@@ -215,6 +217,9 @@ impl Turn<'_> {
                     return Ok(Asked::Refused(ask.refusal(Denial::Consent)));
                 }
                 Answer::TimedOut => return Ok(Asked::Refused(ask.refusal(Denial::TimedOut))),
+                Answer::Unanswered => {
+                    return Ok(Asked::Refused(ask.refusal(Denial::Unanswered)));
+                }
                 Answer::Pending => return Ok(Asked::Pending),
             }
         }
@@ -245,6 +250,9 @@ impl Turn<'_> {
                 }
                 Answer::Deny => return Ok(Asked::Refused(ask.refusal(Denial::Approval))),
                 Answer::TimedOut => return Ok(Asked::Refused(ask.refusal(Denial::TimedOut))),
+                Answer::Unanswered => {
+                    return Ok(Asked::Refused(ask.refusal(Denial::Unanswered)));
+                }
                 Answer::Pending => return Ok(Asked::Pending),
             }
         }
@@ -269,6 +277,7 @@ fn answer_word(answer: Answer) -> &'static str {
         Answer::AllowForSession => "allow-session",
         Answer::Deny => "deny",
         Answer::TimedOut => "timed-out",
+        Answer::Unanswered => "unanswered",
         Answer::Pending => "pending",
     }
 }

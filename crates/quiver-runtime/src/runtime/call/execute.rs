@@ -133,7 +133,7 @@ impl Turn<'_> {
                     .unwrap_or_default()
                     .to_owned();
                 let task = self.agent_task(call_id, Some(target.qualified.clone()), None, task);
-                self.record_started(audit)?;
+                self.record_started(audit, super::audit::Phase::Running)?;
                 Ok(self
                     .hand_over(call_id, task, audit)
                     .map(Ran::fresh)
@@ -156,7 +156,7 @@ impl Turn<'_> {
                 };
                 let text = format!("{}{request}", skill.body.trim());
                 let task = self.agent_task(call_id, agent, Some(skill.id.clone()), text);
-                self.record_started(audit)?;
+                self.record_started(audit, super::audit::Phase::Running)?;
                 Ok(self
                     .hand_over(call_id, task, audit)
                     .map(|mut value| {
@@ -245,7 +245,7 @@ impl Turn<'_> {
             audit.decisions.push(decision("sandbox", "off", &note));
         }
         if !self.runtime.executor.in_process(&execution) {
-            self.record_started(audit)?;
+            self.record_started(audit, super::audit::Phase::Running)?;
         }
         let error = match self.runtime.executor.execute(&execution) {
             Ok(value) => return Ok(Ok(value)),

@@ -109,7 +109,7 @@ impl Turn<'_> {
         mut arguments: Value,
         audit: &mut AuditEntry,
     ) -> Result<CallOutcome, RuntimeError> {
-        audit.tool = Some(target.qualified.clone());
+        Turn::audit_target(audit, target, &arguments);
         // Steps 2–3: visibility, admission and the turn's restrictions, as the policy decides.
         let evaluation = self.evaluate(target);
         audit.decisions.extend(audit::trace(&evaluation));

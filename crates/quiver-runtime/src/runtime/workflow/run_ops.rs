@@ -199,6 +199,11 @@ impl<'r> RunOps<'r> {
                 expired_cards.push(card.card.id);
             }
         }
+        crate::operator::record(
+            self.runtime.store.as_ref(),
+            crate::operator::Action::CancelRun(id),
+            by,
+        )?;
         tracing::info!(run = %id, ?killed, "run cancelled by {by}");
         Ok(Cancelled {
             run,
