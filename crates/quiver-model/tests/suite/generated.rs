@@ -1,0 +1,180 @@
+//! Generated cases: a few hundred in every test run, thousands in the nightly-style ignored
+//! test (`QUIVER_MODEL_CASES=5000 cargo test -p quiver-model --test model -- --ignored`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use quiver_model::generate;
+
+use super::check::{Front, known};
+use super::runtime_driver::run_case;
+
+/// Runs `cases` generated cases through the runtime; fails (shrunk) on any violation that is
+/// not known, and prints how many ran, how fast, and the known violations seen.
+fn run_generated(cases: u32) {
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    let ran = std::cell::Cell::new(0u32);
+    let seen: std::cell::RefCell<BTreeMap<String, u32>> = Default::default();
+    let result = runner.run(&generate::case(), |(world, caller, ops)| {
+        ran.set(ran.get() + 1);
+        let run = run_case(&world, caller, &ops);
+        let mut fresh = Vec::new();
+        for v in &run.violations {
+            match known(Front::Runtime, v) {
+                Some(k) => {
+                    *seen.borrow_mut().entry(format!("item {}: {}", k.item, k.tag)).or_default() += 1;
+                }
+                None => fresh.push(v.to_string()),
+            }
+        }
+        if fresh.is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(fresh.join("\n")))
+        }
+    });
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "quiver-model: {} cases run (incl. shrinking) in {secs:.1} s, {:.0} cases/s",
+        ran.get(),
+        f64::from(ran.get()) / secs
+    );
+    for (class, count) in seen.borrow().iter() {
+        println!("  known violation seen in {count} cases: {class}");
+    }
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_the_runtime() {
+    run_generated(300);
+}
+
+#[test]
+#[ignore = "nightly: thousands of cases (QUIVER_MODEL_CASES, default 5000)"]
+fn nightly_generated_cases_through_the_runtime() {
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    run_generated(cases);
+}
+
+/// Surveys the violation classes over `QUIVER_MODEL_CASES` cases without stopping at the
+/// first: each class with its count and its smallest example (by steps), for triage.
+#[test]
+#[ignore = "triage: prints every violation class seen"]
+fn survey_violation_classes() {
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let mut classes: BTreeMap<String, (u32, usize, String)> = BTreeMap::new();
+    let started = Instant::now();
+    for _ in 0..cases {
+        let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
+        let (world, caller, ops) = proptest::strategy::ValueTree::current(&tree);
+        let run = run_case(&world, caller, &ops);
+        for v in run.violations {
+            let key = format!("{:?} [{}]", v.invariant, v.tag);
+            let size = ops.len() + format!("{world:?}").len() / 40;
+            let entry = classes.entry(key).or_insert((0, usize::MAX, String::new()));
+            entry.0 += 1;
+            if size < entry.1 {
+                entry.1 = size;
+                entry.2 = format!("{}\n  world: {world:?}\n  caller: {caller:?}\n  ops: {ops:?}", v.detail);
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!("survey: {cases} cases in {secs:.1} s");
+    for (class, (count, _, example)) in &classes {
+        println!("\n== {class}: {count} violations\n  {example}");
+    }
+}
+
+#[test]
+#[ignore = "timing"]
+fn timing_of_one_case() {
+    let mut runner = TestRunner::new(Config::default());
+    let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
+    let (world, caller, ops) = proptest::strategy::ValueTree::current(&tree);
+    for n in [0, ops.len()] {
+        let t = Instant::now();
+        for _ in 0..5 {
+            run_case(&world, caller, &ops[..n]);
+        }
+        println!("{n} ops: {:?} per case", t.elapsed() / 5);
+    }
+}
+
+#[test]
+#[ignore = "timing"]
+fn timing_of_setup() {
+    let mut runner = TestRunner::new(Config::default());
+    let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
+    let (world, _, _) = proptest::strategy::ValueTree::current(&tree);
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    quiver_model::write::write_world(&world, &dir.path().join("p")).unwrap();
+    println!("write {:?}", t.elapsed());
+    let t = Instant::now();
+    let _c = quiver_catalog::Catalog::load_dirs(&[dir.path().join("p").as_path()]);
+    println!("catalog {:?}", t.elapsed());
+    let t = Instant::now();
+    let _c = quiver_catalog::Catalog::load_dirs(&[dir.path().join("p").as_path()]);
+    println!("catalog again {:?}", t.elapsed());
+    let t = Instant::now();
+    let opts = quiver_store::StoreOptions { readers: 1, synchronous: quiver_store::Synchronous::Normal, ..Default::default() };
+    let _s = quiver_store::SqliteStore::open_with(dir.path().join("db2"), &opts).unwrap();
+    println!("store normal {:?}", t.elapsed());
+    let t = Instant::now();
+    let s = quiver_store::SqliteStore::open(dir.path().join("db")).unwrap();
+    println!("store {:?}", t.elapsed());
+    drop(s);
+    let t = Instant::now();
+    std::fs::copy(dir.path().join("db"), dir.path().join("db3")).unwrap();
+    let _s = quiver_store::SqliteStore::open_with(dir.path().join("db3"), &opts).unwrap();
+    println!("store copied {:?}", t.elapsed());
+}
+
+/// Shrinks to the smallest case showing the violation class `QUIVER_MODEL_TAG` (known or not)
+/// and prints it: how the regression tables were made.
+#[test]
+#[ignore = "triage: shrinks one violation class to its minimal case"]
+fn shrink_one_class() {
+    let Ok(tag) = std::env::var("QUIVER_MODEL_TAG") else {
+        return;
+    };
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..Config::default()
+    });
+    let result = runner.run(&generate::case(), |(world, caller, ops)| {
+        let run = run_case(&world, caller, &ops);
+        match run.violations.iter().find(|v| v.tag == tag) {
+            Some(v) => Err(TestCaseError::fail(v.to_string())),
+            None => Ok(()),
+        }
+    });
+    println!("{result:#?}");
+}

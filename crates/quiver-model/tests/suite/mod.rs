@@ -1,0 +1,3 @@
+mod check;
+mod generated;
+mod runtime_driver;
