@@ -1,3 +1,4 @@
 mod check;
+mod harness;
 mod generated;
 mod runtime_driver;

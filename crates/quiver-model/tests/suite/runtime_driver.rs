@@ -1,238 +1,25 @@
-//! The runtime API in process as a front: a generated world written as real package folders,
-//! a real SQLite file, tools run by `BuiltinExecutor` (in process: every generated tool is
-//! registered, so a case takes milliseconds instead of a sandboxed process per call), agents
-//! and forks run by a runner that plays the sub-agent (it calls every tool the agent declares
-//! in a child session), and a person who answers as the conversation says.
+//! The runtime API in process as a front (`Runtime::begin_turn`, `Turn::call`, `Turn::offer`,
+//! `Turn::system_prompt`), as `quiver call` and the chat loop use it: the conversation's
+//! operations one by one, compared with the model after every step.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 
-use quiver_catalog::Catalog;
 use quiver_model::rules::{Read, Session, Turns, Verdict, Why};
-use quiver_model::world::{Caller, NameForm, Op, PromptProfile, Role, Target, World};
-use quiver_model::write::{section_marker, write_world};
-use quiver_policy::{ControlPlane, Origin, Principal, ScopeKind};
-use quiver_runtime::approver::{Answer, Approver, Card, Question};
-use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::runtime::{AgentReply, AgentRunner, AgentTask};
-use quiver_runtime::{
-    ApproverSet, CallOutcome, CallStatus, Profile, Runtime, RuntimeConfig, SessionRequest, Turn,
-};
-use quiver_store::{AuditKind, AuditQuery, SqliteStore, Store, StoreOptions, Synchronous};
+use quiver_model::world::{Caller, NameForm, Op, Role, Target, World};
+use quiver_policy::ControlPlane;
+use quiver_runtime::approver::Question;
+use quiver_runtime::{CallOutcome, CallStatus, Profile, SessionRequest, Turn};
+use quiver_store::{AuditKind, AuditQuery, Store};
 use serde_json::{Value, json};
 
-use super::check::{Invariant, Violation};
-
-/// The secret value every secret argument carries; it must never reach the audit log.
-pub const SECRET: &str = "hunter2-very-secret";
-
-/// Answers consent and approvals as the conversation says, and keeps every card.
-#[derive(Default)]
-struct Person {
-    consent_no: AtomicBool,
-    approval_no: AtomicBool,
-    cards: Mutex<Vec<Card>>,
-}
-
-impl Approver for Person {
-    fn decide(&self, card: &Card) -> Answer {
-        self.cards.lock().unwrap().push(card.clone());
-        let no = match card.question {
-            Question::Consent => self.consent_no.load(Ordering::SeqCst),
-            Question::Approval => self.approval_no.load(Ordering::SeqCst),
-        };
-        match (no, card.question) {
-            (true, _) => Answer::Deny,
-            (false, Question::Consent) => Answer::AllowForSession,
-            (false, Question::Approval) => Answer::Allow,
-        }
-    }
-}
-
-/// A run handed to the agent loop.
-#[derive(Debug, Clone)]
-struct Task {
-    agent: Option<String>,
-    skill: Option<String>,
-    parent: String,
-}
-
-/// Plays sub-agents: records each task, and for an agent of the world calls every tool it
-/// declares, in a child session, as its model would.
-struct Runner {
-    world: World,
-    tasks: Mutex<Vec<Task>>,
-    /// Child sessions, with the package whose agent runs in them.
-    children: Mutex<BTreeMap<String, usize>>,
-}
-
-impl AgentRunner for Runner {
-    fn run(&self, runtime: &Runtime, task: AgentTask) -> Result<AgentReply, String> {
-        self.tasks.lock().unwrap().push(Task {
-            agent: task.agent.clone(),
-            skill: task.skill.clone(),
-            parent: task.parent_session.clone(),
-        });
-        let Some(agent) = task.agent.as_deref() else {
-            return Ok(reply("fork", "done"));
-        };
-        let Some(target) = self.world.resolve(agent).filter(|t| matches!(t, Target::Agent(..)))
-        else {
-            return Err(format!("no such agent: {agent}"));
-        };
-        if self.children.lock().unwrap().contains_key(&task.parent_session) {
-            // One level of sub-agents is enough to see every rule.
-            return Ok(reply("nested", "done"));
-        }
-        let child = runtime
-            .create_child_session(&task.parent_session, agent, &task.sender)
-            .map_err(|e| e.to_string())?;
-        self.children.lock().unwrap().insert(child.clone(), target.package());
-        let mut turn = runtime
-            .begin_turn(&child, task.sender.clone(), &task.task)
-            .map_err(|e| e.to_string())?;
-        if let Some(person) = task.person.clone() {
-            turn.set_person(person);
-        }
-        let declared = self.world.agent(&target).map(|a| a.tools.clone()).unwrap_or_default();
-        for r in declared {
-            let args = arguments(&self.world, self.world.resolve(&r.qualified()).as_ref());
-            turn.call(&r.qualified(), args).map_err(|e| e.to_string())?;
-        }
-        drop(turn);
-        runtime.end_session(&child).map_err(|e| e.to_string())?;
-        Ok(reply(&child, "done"))
-    }
-}
-
-fn reply(session: &str, text: &str) -> AgentReply {
-    AgentReply {
-        session: session.to_owned(),
-        reply: text.to_owned(),
-    }
-}
-
-/// The arguments a call of `target` sends: a task for an agent, a text (and the secret where
-/// the tool has one) for a tool.
-pub fn arguments(world: &World, target: Option<&Target>) -> Value {
-    match target {
-        Some(t @ Target::Agent(..)) if world.exists(t) => json!({"task": "do it"}),
-        Some(t) if world.tool(t).is_some_and(|tool| tool.secret) => {
-            json!({"text": "x", "token": SECRET})
-        }
-        _ => json!({"text": "x"}),
-    }
-}
-
-/// The principal of a caller.
-pub fn principal(caller: &Caller) -> Principal {
-    match caller.role {
-        Role::Master => Principal::user("owner", quiver_package::rules::Role::Master),
-        Role::User => Principal::user("u1", quiver_package::rules::Role::User),
-        Role::Anonymous => Principal::anonymous(),
-    }
-}
-
-/// The origin of a caller.
-pub fn origin(caller: &Caller) -> Origin {
-    if caller.in_qq_group {
-        Origin::on("qq", ScopeKind::Group, "1")
-    } else {
-        Origin::default()
-    }
-}
-
-/// One case run against the runtime: every violation seen, in step order.
-pub struct Run {
-    /// The violations.
-    pub violations: Vec<Violation>,
-}
-
-/// The state a case runs in.
-struct Harness {
-    _dir: tempfile::TempDir,
-    runtime: Runtime,
-    store: Arc<SqliteStore>,
-    person: Arc<Person>,
-    runner: Arc<Runner>,
-    runs: Arc<Mutex<Vec<(String, String)>>>,
-}
-
-/// A migrated, empty state database, made once per process: a case copies it (opening a new
-/// database runs every migration, ~25–70 ms on this machine; a copy takes ~2 ms).
-fn template_db() -> &'static std::path::Path {
-    static TEMPLATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    let dir = TEMPLATE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        drop(SqliteStore::open(dir.path().join("state.db")).unwrap());
-        dir
-    });
-    Box::leak(dir.path().join("state.db").into_boxed_path())
-}
-
-fn harness(world: &World) -> Harness {
-    let dir = tempfile::tempdir().unwrap();
-    let packages = dir.path().join("packages");
-    write_world(world, &packages).unwrap();
-    let catalog = Catalog::load_dirs(&[packages.as_path()]);
-    let db = dir.path().join("state.db");
-    std::fs::copy(template_db(), &db).unwrap();
-    let options = StoreOptions {
-        readers: 1,
-        synchronous: Synchronous::Normal,
-        ..StoreOptions::default()
-    };
-    let store = Arc::new(SqliteStore::open_with(&db, &options).unwrap());
-    let runs: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let mut executor = BuiltinExecutor::new();
-    for target in world.targets() {
-        if world.tool(&target).is_none() {
-            continue;
-        }
-        let runs = runs.clone();
-        let name = target.qualified();
-        executor.register(
-            &target.qualified(),
-            Arc::new(move |_args: &Value, ctx| {
-                runs.lock().unwrap().push((name.clone(), ctx.session_id.clone()));
-                Ok(json!({"ok": true}))
-            }),
-        );
-    }
-    let person = Arc::new(Person::default());
-    let approvers = ApproverSet {
-        person: Some(person.clone()),
-        console: None,
-        reviewer: None,
-    };
-    let runtime = Runtime::new(
-        catalog,
-        store.clone(),
-        Arc::new(executor),
-        approvers,
-        RuntimeConfig::default(),
-    );
-    let runner = Arc::new(Runner {
-        world: world.clone(),
-        tasks: Mutex::default(),
-        children: Mutex::default(),
-    });
-    runtime.set_agent_runner(runner.clone());
-    Harness {
-        store,
-        _dir: dir,
-        runtime,
-        person,
-        runner,
-        runs,
-    }
-}
+use super::check::Invariant;
+use super::harness::{Checker, Run, SECRET, arguments, error_text, harness, origin, principal};
 
 /// Runs `ops` as `caller` over `world` through the runtime API and checks every invariant
 /// after every step.
 pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
-    let h = harness(world);
+    let h = harness(world, true);
     let profile = if caller.unattended { Profile::Schedule } else { Profile::Interactive };
     let session = h
         .runtime
@@ -286,7 +73,12 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
                 let name = target.named(*form);
                 let out = turn.call("load_tool", json!({"name": name})).unwrap();
                 c.check_audit(&out, None, &json!({"name": name}), "load_tool");
+                let before = c.model.clone();
                 let loaded = c.model.load_tool(world, target);
+                if loaded && out.status != CallStatus::Ok {
+                    // Follow the runtime where it differs, so one difference is reported once.
+                    c.model = before;
+                }
                 if loaded != (out.status == CallStatus::Ok) {
                     let tag = match form {
                         NameForm::Qualified if loaded => "load-tool-qualified-name",
@@ -314,81 +106,11 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     }
 }
 
-/// Checks each step of one case.
-struct Checker<'a> {
-    world: &'a World,
-    h: &'a Harness,
-    session: String,
-    model: Session,
-    violations: Vec<Violation>,
-    step: usize,
-    seen_runs: usize,
-    seen_tasks: usize,
-    seen_cards: usize,
-}
-
 impl Checker<'_> {
-    fn report(&mut self, invariant: Invariant, tag: &str, detail: String) {
-        self.violations.push(Violation {
-            invariant,
-            tag: tag.to_owned(),
-            detail: format!("step {}: {detail}", self.step),
-        });
-    }
-
-    /// The cards asked in the main session since the last look.
-    fn new_cards(&mut self) -> Vec<Card> {
-        let cards = self.h.person.cards.lock().unwrap();
-        let fresh = cards[self.seen_cards..]
-            .iter()
-            .filter(|c| c.session == self.session)
-            .cloned()
-            .collect();
-        self.seen_cards = cards.len();
-        fresh
-    }
-
-    fn target_of_wire(&self, wire: &str) -> Option<Target> {
-        self.world.targets().into_iter().find(|t| t.wire() == wire)
-    }
-
-    /// Whether the rules let the conversation call `target` now, locks aside.
-    fn may_call(&self, target: &Target) -> bool {
-        self.model.reaches(self.world, target)
-            && !Session::private(self.world, target)
-            && !self.model.disallowed(self.world, target)
-    }
-
-    /// The class of an uncallable item that was offered.
-    fn offered_tag(&self, target: &Target) -> &'static str {
-        match target {
-            Target::Scoped(..) => "scoped-tool-offered",
-            _ if Session::private(self.world, target) => "private-item-offered",
-            _ => "uncallable-item-offered",
-        }
-    }
-
     fn check_prompt(&mut self, turn: &Turn<'_>) {
-        let Ok((text, _)) = turn.system_prompt() else {
-            return; // the front fails: allowed
-        };
-        let unattended = self.model.caller.unattended;
-        for (p, package) in self.world.packages.iter().enumerate() {
-            for (r, prompt) in package.prompts.iter().enumerate() {
-                let profile_ok = match prompt.profile {
-                    None => true,
-                    Some(PromptProfile::Interactive) => !unattended,
-                    Some(PromptProfile::Schedule) => unattended,
-                };
-                if prompt.required && profile_ok && !text.contains(&section_marker(p, r)) {
-                    self.report(
-                        Invariant::RequiredSectionPresent,
-                        "required-section-missing",
-                        format!("p{p}/r{r} is required and absent from the system prompt"),
-                    );
-                }
-            }
-        }
+        if let Ok((text, _)) = turn.system_prompt() {
+            self.check_sections(&text, "the system prompt");
+        } // else the front fails: allowed
     }
 
     fn check_offer(&mut self, turn: &Turn<'_>) {
@@ -415,78 +137,6 @@ impl Checker<'_> {
                     format!("{} may be called and is not offered", target.wire()),
                 );
             }
-        }
-    }
-
-    fn consented(&self, session: &str, package: usize) -> bool {
-        self.h
-            .store
-            .consents(session)
-            .unwrap()
-            .iter()
-            .any(|c| c.granted && c.package == format!("p{package}"))
-    }
-
-    /// The package a session acts for: `None` for the conversation, `Some(p)` for a child
-    /// session of one of `p`'s agents.
-    fn acting(&self, session: &str) -> Option<usize> {
-        self.h.runner.children.lock().unwrap().get(session).copied()
-    }
-
-    /// Every tool run and agent run since the last look: nothing private outside its package,
-    /// consent for every exposed item run on another's behalf, nothing under the stop.
-    fn check_runs(&mut self) {
-        let runs: Vec<(String, String)> = self.h.runs.lock().unwrap()[self.seen_runs..].to_vec();
-        self.seen_runs += runs.len();
-        for (qualified, session) in runs {
-            let Some(target) = self.world.resolve(&qualified) else {
-                continue;
-            };
-            let acting = self.acting(&session);
-            self.check_one_run(&target, acting, &session, None);
-        }
-        let tasks: Vec<Task> = self.h.runner.tasks.lock().unwrap()[self.seen_tasks..].to_vec();
-        self.seen_tasks += tasks.len();
-        for task in tasks {
-            let Some(agent) = task.agent.as_deref().and_then(|a| self.world.resolve(a)) else {
-                continue;
-            };
-            let by_skill = task.skill.as_deref().and_then(|s| self.world.skill(s)).map(|(p, _, _)| p);
-            let acting = by_skill.or_else(|| self.acting(&task.parent));
-            self.check_one_run(&agent, acting, &task.parent, task.skill.as_deref());
-        }
-    }
-
-    fn check_one_run(&mut self, target: &Target, acting: Option<usize>, session: &str, fork: Option<&str>) {
-        let what = match fork {
-            Some(skill) => format!("fork of {skill} into {}", target.qualified()),
-            None => format!("{} in {}", target.qualified(), if acting.is_some() { "a sub-agent" } else { "the conversation" }),
-        };
-        if self.model.stopped {
-            self.report(Invariant::NothingUnderStop, "ran-under-stop", format!("{what} ran under the emergency stop"));
-        }
-        let home = acting == Some(target.package());
-        if home {
-            return;
-        }
-        if Session::private(self.world, target) {
-            let tag = match (fork, target) {
-                (Some(_), _) => "fork-into-private-agent",
-                (None, Target::Agent(..)) => "private-agent-ran-outside",
-                _ => "private-tool-ran-outside",
-            };
-            self.report(Invariant::PrivateStaysHome, tag, format!("{what}: private to p{}", target.package()));
-        } else if !self.consented(session, target.package()) {
-            let tag = match (fork, acting) {
-                (Some(_), _) => "fork-without-consent",
-                (None, Some(_)) => "sub-agent-call-without-consent",
-                (None, None) => "exposed-ran-without-consent",
-            };
-            self.report(
-                Invariant::ConsentBeforeExposed,
-                tag,
-                format!("{what}: no consent for p{}", target.package()),
-            );
         }
     }
 
@@ -649,6 +299,7 @@ impl Checker<'_> {
         self.check_audit(&out, Some(target), &args, name);
         let cards = self.new_cards();
         let verdict = self.model.call(self.world, target);
+        self.sync_consents();
         let consent_card = cards.iter().any(|c| c.question == Question::Consent);
         let approval_card = cards.iter().any(|c| c.question == Question::Approval);
         let status = out.status;
@@ -719,12 +370,5 @@ impl Checker<'_> {
             );
         }
     }
-}
 
-fn error_text(out: &CallOutcome) -> String {
-    out.content
-        .get("error")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
