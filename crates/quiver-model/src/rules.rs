@@ -201,6 +201,15 @@ impl Session {
         }
     }
 
+    /// A new request of a client that marks no turns: a lockout lasts one request (the front
+    /// cannot tell turns apart; lockouts are not grants, so this only narrows less).
+    pub fn next_request(&mut self) {
+        if self.turns == Turns::Unmarked {
+            self.locked.clear();
+            self.member_locked = false;
+        }
+    }
+
     /// Whether the caller meets a restriction.
     pub fn admits(&self, restrict: Restrict) -> bool {
         match restrict {
@@ -545,6 +554,10 @@ impl Session {
         }
         self.active.insert(id.to_owned());
         self.opened.insert(p);
+        if self.turns == Turns::Unmarked && self.calls_since_read > 1 {
+            // Without turn marks, only the skills read since the last other call widen.
+            self.read_this_turn.clear();
+        }
         self.read_this_turn.push(id.to_owned());
         self.calls_since_read = 0;
         let tools = world

@@ -29,21 +29,6 @@ pub enum Invariant {
     VerdictIsModels,
 }
 
-impl Invariant {
-    /// Every invariant, in check order.
-    pub const ALL: [Invariant; 9] = [
-        Invariant::OfferedIsCallable,
-        Invariant::CallableIsReachable,
-        Invariant::PrivateStaysHome,
-        Invariant::ConsentBeforeExposed,
-        Invariant::GrantWithinTurn,
-        Invariant::NothingUnderStop,
-        Invariant::RequiredSectionPresent,
-        Invariant::OneAuditRecord,
-        Invariant::VerdictIsModels,
-    ];
-}
-
 /// One violation: the invariant, a tag naming its class (what the known list matches), and
 /// what happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +62,10 @@ pub struct Known {
 pub enum Front {
     /// The runtime API in process (`Runtime`, `Turn`).
     Runtime,
+    /// The MCP front over stdio, a client that marks its turns (`_meta` turn ids).
+    McpTurnIds,
+    /// The MCP front over stdio, a generic client that sends no turn id.
+    McpNoTurnIds,
 }
 
 const fn known_on(front: Front, item: u32, tag: &'static str) -> Known {
@@ -111,9 +100,34 @@ pub const KNOWN: &[Known] = &[
     known_on(Front::Runtime, 0, "anonymous-answers-person-card"),
 ];
 
+/// Known on both MCP clients.
+const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
+    [known_on(Front::McpTurnIds, item, tag), known_on(Front::McpNoTurnIds, item, tag)]
+}
+
+/// Violations known on `main` through the MCP front over stdio.
+pub const KNOWN_MCP: &[[Known; 2]] = &[
+    on_mcp(1, "fork-into-private-agent"),
+    on_mcp(1, "fork-without-consent"),
+    on_mcp(2, "read-skill-lists-scoped-tool"),
+    on_mcp(2, "search-finds-unsearchable"),
+    on_mcp(2, "read-skill-lists-disallowed"),
+    // Item 4: `quiver serve` delivers no prompt section; a required one is silently absent.
+    on_mcp(4, "required-section-missing"),
+];
+
+/// Violations known on `main` through a generic MCP client only.
+pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
+    // Item 3: without a turn id, a skill's `allowed-tools` pre-approval lasts the whole
+    // conversation.
+    known_on(Front::McpNoTurnIds, 3, "preapproval-outlived-turn"),
+];
+
 /// Whether `violation` is known for `front`.
 pub fn known(front: Front, violation: &Violation) -> Option<&'static Known> {
     KNOWN
         .iter()
+        .chain(KNOWN_MCP.iter().flatten())
+        .chain(KNOWN_MCP_NO_TURN_IDS)
         .find(|k| k.front == front && k.tag == violation.tag)
 }

@@ -8,11 +8,12 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use quiver_model::generate;
 
 use super::check::{Front, known};
+use super::mcp_driver;
 use super::runtime_driver::run_case;
 
-/// Runs `cases` generated cases through the runtime; fails (shrunk) on any violation that is
-/// not known, and prints how many ran, how fast, and the known violations seen.
-fn run_generated(cases: u32) {
+/// Runs `cases` generated cases through `front`; fails (shrunk) on any violation that is not
+/// known, and prints how many ran, how fast, and the known violations seen.
+fn run_generated(front: Front, cases: u32) {
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
@@ -23,10 +24,14 @@ fn run_generated(cases: u32) {
     let seen: std::cell::RefCell<BTreeMap<String, u32>> = Default::default();
     let result = runner.run(&generate::case(), |(world, caller, ops)| {
         ran.set(ran.get() + 1);
-        let run = run_case(&world, caller, &ops);
+        let run = match front {
+            Front::Runtime => run_case(&world, caller, &ops),
+            Front::McpTurnIds => mcp_driver::run_case(&world, &ops, true),
+            Front::McpNoTurnIds => mcp_driver::run_case(&world, &ops, false),
+        };
         let mut fresh = Vec::new();
         for v in &run.violations {
-            match known(Front::Runtime, v) {
+            match known(front, v) {
                 Some(k) => {
                     *seen.borrow_mut().entry(format!("item {}: {}", k.item, k.tag)).or_default() += 1;
                 }
@@ -41,7 +46,7 @@ fn run_generated(cases: u32) {
     });
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "quiver-model: {} cases run (incl. shrinking) in {secs:.1} s, {:.0} cases/s",
+        "quiver-model ({front:?}): {} cases run (incl. shrinking) in {secs:.1} s, {:.0} cases/s",
         ran.get(),
         f64::from(ran.get()) / secs
     );
@@ -55,7 +60,17 @@ fn run_generated(cases: u32) {
 
 #[test]
 fn generated_cases_hold_every_invariant_through_the_runtime() {
-    run_generated(300);
+    run_generated(Front::Runtime, 250);
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_mcp_with_turn_ids() {
+    run_generated(Front::McpTurnIds, 60);
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_mcp_without_turn_ids() {
+    run_generated(Front::McpNoTurnIds, 60);
 }
 
 #[test]
@@ -65,7 +80,9 @@ fn nightly_generated_cases_through_the_runtime() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5000);
-    run_generated(cases);
+    for front in [Front::Runtime, Front::McpTurnIds, Front::McpNoTurnIds] {
+        run_generated(front, cases);
+    }
 }
 
 /// Surveys the violation classes over `QUIVER_MODEL_CASES` cases without stopping at the

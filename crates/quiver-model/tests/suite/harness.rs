@@ -241,6 +241,9 @@ pub struct Checker<'a> {
     pub seen_runs: usize,
     pub seen_tasks: usize,
     pub seen_cards: usize,
+    /// Items the runtime made reachable through a difference already reported, with its tag:
+    /// a later call of one is reported under the same class.
+    pub excused: BTreeMap<Target, String>,
 }
 
 impl Checker<'_> {

@@ -1,4 +1,5 @@
 mod check;
 mod harness;
 mod generated;
+mod mcp_driver;
 mod runtime_driver;
