@@ -83,7 +83,7 @@ pub const KNOWN: &[Known] = &[
     // (tool list, `read_skill`'s `tools`, `tool_search`) before their skill is read.
     known_on(Front::Runtime, 2, "scoped-tool-offered"),
     known_on(Front::Runtime, 2, "read-skill-lists-scoped-tool"),
-    known_on(Front::Runtime, 2, "search-finds-unsearchable"),
+    known_on(Front::Runtime, 2, "search-finds-uncallable"),
     // Item 2's class, new instances: `load_tool` loads a hidden private tool into the list
     // (then offered, and refused as private when called); `read_skill`'s `tools` lists items
     // the same skill's `disallowed-tools` removes for the turn.
@@ -98,6 +98,9 @@ pub const KNOWN: &[Known] = &[
     // New: an anonymous sender's dangerous or `human` card is answered by the conversation's
     // person (DESIGN.md §4, the approval channel: an anonymous principal never answers one).
     known_on(Front::Runtime, 0, "anonymous-answers-person-card"),
+    // New: a skill's `tools: []` (written, empty) unlocks every tool of the skill, where
+    // docs/package-format.md says only the names listed unlock.
+    known_on(Front::Runtime, 0, "empty-tools-list-unlocks-all"),
 ];
 
 /// Known on both MCP clients.
@@ -110,8 +113,9 @@ pub const KNOWN_MCP: &[[Known; 2]] = &[
     on_mcp(1, "fork-into-private-agent"),
     on_mcp(1, "fork-without-consent"),
     on_mcp(2, "read-skill-lists-scoped-tool"),
-    on_mcp(2, "search-finds-unsearchable"),
+    on_mcp(2, "search-finds-uncallable"),
     on_mcp(2, "read-skill-lists-disallowed"),
+    on_mcp(0, "empty-tools-list-unlocks-all"),
     // Item 4: `quiver serve` delivers no prompt section; a required one is silently absent.
     on_mcp(4, "required-section-missing"),
 ];
@@ -122,6 +126,15 @@ pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
     // conversation.
     known_on(Front::McpNoTurnIds, 3, "preapproval-outlived-turn"),
 ];
+
+/// Whether the class `tag` is known for `front`.
+pub fn is_known(front: Front, tag: &str) -> bool {
+    KNOWN
+        .iter()
+        .chain(KNOWN_MCP.iter().flatten())
+        .chain(KNOWN_MCP_NO_TURN_IDS)
+        .any(|k| k.front == front && k.tag == tag)
+}
 
 /// Whether `violation` is known for `front`.
 pub fn known(front: Front, violation: &Violation) -> Option<&'static Known> {

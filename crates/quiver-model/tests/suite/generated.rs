@@ -11,6 +11,25 @@ use super::check::{Front, known};
 use super::mcp_driver;
 use super::runtime_driver::run_case;
 
+/// Runs one case through `front`.
+fn run_through(front: Front, world: &quiver_model::world::World, caller: quiver_model::world::Caller, ops: &[quiver_model::world::Op]) -> super::harness::Run {
+    match front {
+        Front::Runtime => run_case(world, caller, ops),
+        Front::McpTurnIds => mcp_driver::run_case(world, ops, true),
+        Front::McpNoTurnIds => mcp_driver::run_case(world, ops, false),
+    }
+}
+
+/// The front the triage tests use: `QUIVER_MODEL_FRONT` = `runtime` (default), `mcp`,
+/// `mcp-no-turn-ids`.
+fn front_from_env() -> Front {
+    match std::env::var("QUIVER_MODEL_FRONT").as_deref() {
+        Ok("mcp") => Front::McpTurnIds,
+        Ok("mcp-no-turn-ids") => Front::McpNoTurnIds,
+        _ => Front::Runtime,
+    }
+}
+
 /// Runs `cases` generated cases through `front`; fails (shrunk) on any violation that is not
 /// known, and prints how many ran, how fast, and the known violations seen.
 fn run_generated(front: Front, cases: u32) {
@@ -24,11 +43,7 @@ fn run_generated(front: Front, cases: u32) {
     let seen: std::cell::RefCell<BTreeMap<String, u32>> = Default::default();
     let result = runner.run(&generate::case(), |(world, caller, ops)| {
         ran.set(ran.get() + 1);
-        let run = match front {
-            Front::Runtime => run_case(&world, caller, &ops),
-            Front::McpTurnIds => mcp_driver::run_case(&world, &ops, true),
-            Front::McpNoTurnIds => mcp_driver::run_case(&world, &ops, false),
-        };
+        let run = run_through(front, &world, caller, &ops);
         let mut fresh = Vec::new();
         for v in &run.violations {
             match known(front, v) {
@@ -104,7 +119,7 @@ fn survey_violation_classes() {
     for _ in 0..cases {
         let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
         let (world, caller, ops) = proptest::strategy::ValueTree::current(&tree);
-        let run = run_case(&world, caller, &ops);
+        let run = run_through(front_from_env(), &world, caller, &ops);
         for v in run.violations {
             let key = format!("{:?} [{}]", v.invariant, v.tag);
             let size = ops.len() + format!("{world:?}").len() / 40;
@@ -121,51 +136,6 @@ fn survey_violation_classes() {
     for (class, (count, _, example)) in &classes {
         println!("\n== {class}: {count} violations\n  {example}");
     }
-}
-
-#[test]
-#[ignore = "timing"]
-fn timing_of_one_case() {
-    let mut runner = TestRunner::new(Config::default());
-    let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
-    let (world, caller, ops) = proptest::strategy::ValueTree::current(&tree);
-    for n in [0, ops.len()] {
-        let t = Instant::now();
-        for _ in 0..5 {
-            run_case(&world, caller, &ops[..n]);
-        }
-        println!("{n} ops: {:?} per case", t.elapsed() / 5);
-    }
-}
-
-#[test]
-#[ignore = "timing"]
-fn timing_of_setup() {
-    let mut runner = TestRunner::new(Config::default());
-    let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
-    let (world, _, _) = proptest::strategy::ValueTree::current(&tree);
-    let dir = tempfile::tempdir().unwrap();
-    let t = Instant::now();
-    quiver_model::write::write_world(&world, &dir.path().join("p")).unwrap();
-    println!("write {:?}", t.elapsed());
-    let t = Instant::now();
-    let _c = quiver_catalog::Catalog::load_dirs(&[dir.path().join("p").as_path()]);
-    println!("catalog {:?}", t.elapsed());
-    let t = Instant::now();
-    let _c = quiver_catalog::Catalog::load_dirs(&[dir.path().join("p").as_path()]);
-    println!("catalog again {:?}", t.elapsed());
-    let t = Instant::now();
-    let opts = quiver_store::StoreOptions { readers: 1, synchronous: quiver_store::Synchronous::Normal, ..Default::default() };
-    let _s = quiver_store::SqliteStore::open_with(dir.path().join("db2"), &opts).unwrap();
-    println!("store normal {:?}", t.elapsed());
-    let t = Instant::now();
-    let s = quiver_store::SqliteStore::open(dir.path().join("db")).unwrap();
-    println!("store {:?}", t.elapsed());
-    drop(s);
-    let t = Instant::now();
-    std::fs::copy(dir.path().join("db"), dir.path().join("db3")).unwrap();
-    let _s = quiver_store::SqliteStore::open_with(dir.path().join("db3"), &opts).unwrap();
-    println!("store copied {:?}", t.elapsed());
 }
 
 /// Shrinks to the smallest case showing the violation class `QUIVER_MODEL_TAG` (known or not)
@@ -187,7 +157,7 @@ fn shrink_one_class() {
         ..Config::default()
     });
     let result = runner.run(&generate::case(), |(world, caller, ops)| {
-        let run = run_case(&world, caller, &ops);
+        let run = run_through(front_from_env(), &world, caller, &ops);
         match run.violations.iter().find(|v| v.tag == tag) {
             Some(v) => Err(TestCaseError::fail(v.to_string())),
             None => Ok(()),

@@ -299,10 +299,21 @@ impl Checker<'_> {
             && !self.model.disallowed(self.world, target)
     }
 
-    /// The class of an uncallable item that was offered.
+    /// The class of an uncallable item that was offered or answered.
     pub fn offered_tag(&self, target: &Target) -> &'static str {
-        match target {
-            Target::Scoped(..) => "scoped-tool-offered",
+        match *target {
+            Target::Scoped(p, s, _) => {
+                let id = format!("p{p}/s{s}");
+                let empty_list = self
+                    .world
+                    .skill(&id)
+                    .is_some_and(|(_, _, skill)| skill.tools.as_ref().is_some_and(Vec::is_empty));
+                match (self.model.active.contains(&id), empty_list) {
+                    (true, true) => "empty-tools-list-unlocks-all",
+                    (true, false) => "scoped-tool-unlocked-beyond-tools-list",
+                    (false, _) => "scoped-tool-offered",
+                }
+            }
             _ if Session::private(self.world, target) => "private-item-offered",
             _ => "uncallable-item-offered",
         }

@@ -160,13 +160,13 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                     .filter_map(|r| r["name"].as_str().and_then(|n| c.target_of_wire(n)))
                     .collect();
                 for target in &found {
-                    if !c.model.searchable(c.world, target) {
+                    if !c.may_call(target) {
                         c.report(
                             Invariant::OfferedIsCallable,
-                            "search-finds-unsearchable",
+                            "search-finds-uncallable",
                             format!("tool_search({word}) found {}", target.wire()),
                         );
-                        c.excused.insert(target.clone(), "search-finds-unsearchable".into());
+                        c.excused.insert(target.clone(), "search-finds-uncallable".into());
                     }
                 }
                 c.model.found(c.world, &found);
@@ -196,7 +196,9 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                 let unknown = body["error"].as_str().is_some_and(|e| e.starts_with("unknown tool"));
                 let reaches = c.world.exists(target) && before.reaches(c.world, target);
                 if !unknown && !reaches {
-                    let tag = c.excused.get(target).cloned();
+                    let tag = c.excused.get(target).cloned().or_else(|| {
+                        matches!(target, Target::Scoped(..)).then(|| c.offered_tag(target).to_owned())
+                    });
                     c.report(
                         Invariant::CallableIsReachable,
                         tag.as_deref().unwrap_or("unreachable-item-answered"),

@@ -2,4 +2,5 @@ mod check;
 mod harness;
 mod generated;
 mod mcp_driver;
+mod regressions;
 mod runtime_driver;

@@ -275,13 +275,13 @@ impl Checker<'_> {
             .filter_map(|r| r["name"].as_str().and_then(|n| self.target_of_wire(n)))
             .collect();
         for target in &found {
-            if !self.model.searchable(self.world, target) {
+            if !self.may_call(target) {
                 self.report(
                     Invariant::OfferedIsCallable,
-                    "search-finds-unsearchable",
+                    "search-finds-uncallable",
                     format!("tool_search({word}) found {}", target.wire()),
                 );
-                self.excused.insert(target.clone(), "search-finds-unsearchable".into());
+                self.excused.insert(target.clone(), "search-finds-uncallable".into());
             }
         }
         self.model.found(self.world, &found);
@@ -309,7 +309,7 @@ impl Checker<'_> {
         if status != CallStatus::Unknown && !reaches {
             let tag = match (self.excused.get(target), target) {
                 (Some(cause), _) => cause.clone(),
-                (None, Target::Scoped(..)) => "scoped-tool-reachable".to_owned(),
+                (None, Target::Scoped(..)) => self.offered_tag(target).to_owned(),
                 _ => "unreachable-item-answered".to_owned(),
             };
             self.report(
