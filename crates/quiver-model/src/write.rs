@@ -130,7 +130,7 @@ fn skill_md(name: &str, skill: &Skill, word: usize) -> String {
 fn agent_md(p: usize, a: usize, agent: &Agent) -> String {
     let tools: Vec<String> = agent.tools.iter().map(|r| r.qualified()).collect();
     format!(
-        "---\ndescription: Agent a{a} of p{p} about {}\nexpose: {}\ntools: [{}]\n---\nYou are agent a{a}.\n",
+        "---\ndescription: Agent a{a} of p{p} about {}\nexpose: {}\ntools: [{}]\n---\nYou are agent a{a} of p{p}.\n",
         WORDS[(p + a) % 3],
         agent.expose,
         tools.join(", ")

@@ -66,6 +66,8 @@ pub enum Front {
     McpTurnIds,
     /// The MCP front over stdio, a generic client that sends no turn id.
     McpNoTurnIds,
+    /// `quiver chat`'s agent loop with a scripted model, sub-agents run by `SubAgents`.
+    Chat,
 }
 
 const fn known_on(front: Front, item: u32, tag: &'static str) -> Known {
@@ -103,6 +105,15 @@ pub const KNOWN: &[Known] = &[
     known_on(Front::Runtime, 0, "empty-tools-list-unlocks-all"),
 ];
 
+/// Violations known on `main` through the chat loop.
+pub const KNOWN_CHAT: &[Known] = &[
+    known_on(Front::Chat, 1, "fork-into-private-agent"),
+    known_on(Front::Chat, 1, "fork-without-consent"),
+    // Item 2: an agent that names another package's private tool is sent its definition.
+    known_on(Front::Chat, 2, "sub-agent-offered-private"),
+    known_on(Front::Chat, 2, "sub-agent-offered-uncallable"),
+];
+
 /// Known on both MCP clients.
 const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
     [known_on(Front::McpTurnIds, item, tag), known_on(Front::McpNoTurnIds, item, tag)]
@@ -133,6 +144,7 @@ pub fn is_known(front: Front, tag: &str) -> bool {
         .iter()
         .chain(KNOWN_MCP.iter().flatten())
         .chain(KNOWN_MCP_NO_TURN_IDS)
+        .chain(KNOWN_CHAT)
         .any(|k| k.front == front && k.tag == tag)
 }
 
@@ -142,5 +154,6 @@ pub fn known(front: Front, violation: &Violation) -> Option<&'static Known> {
         .iter()
         .chain(KNOWN_MCP.iter().flatten())
         .chain(KNOWN_MCP_NO_TURN_IDS)
+        .chain(KNOWN_CHAT)
         .find(|k| k.front == front && k.tag == violation.tag)
 }

@@ -8,7 +8,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use quiver_model::generate;
 
 use super::check::{Front, known};
-use super::mcp_driver;
+use super::{chat_driver, mcp_driver};
 use super::runtime_driver::run_case;
 
 /// Runs one case through `front`.
@@ -17,6 +17,7 @@ fn run_through(front: Front, world: &quiver_model::world::World, caller: quiver_
         Front::Runtime => run_case(world, caller, ops),
         Front::McpTurnIds => mcp_driver::run_case(world, ops, true),
         Front::McpNoTurnIds => mcp_driver::run_case(world, ops, false),
+        Front::Chat => chat_driver::run_case(world, caller, ops),
     }
 }
 
@@ -26,6 +27,7 @@ fn front_from_env() -> Front {
     match std::env::var("QUIVER_MODEL_FRONT").as_deref() {
         Ok("mcp") => Front::McpTurnIds,
         Ok("mcp-no-turn-ids") => Front::McpNoTurnIds,
+        Ok("chat") => Front::Chat,
         _ => Front::Runtime,
     }
 }
@@ -89,13 +91,18 @@ fn generated_cases_hold_every_invariant_through_mcp_without_turn_ids() {
 }
 
 #[test]
+fn generated_cases_hold_every_invariant_through_chat() {
+    run_generated(Front::Chat, 40);
+}
+
+#[test]
 #[ignore = "nightly: thousands of cases (QUIVER_MODEL_CASES, default 5000)"]
 fn nightly_generated_cases_through_the_runtime() {
     let cases = std::env::var("QUIVER_MODEL_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5000);
-    for front in [Front::Runtime, Front::McpTurnIds, Front::McpNoTurnIds] {
+    for front in [Front::Runtime, Front::McpTurnIds, Front::McpNoTurnIds, Front::Chat] {
         run_generated(front, cases);
     }
 }

@@ -173,10 +173,23 @@ pub fn template_db() -> &'static std::path::Path {
 /// The harness of one case; `person`: whether the runtime's person answers questions (the
 /// runtime API, chat) or the front brings its own (MCP elicitation).
 pub fn harness(world: &World, person_present: bool) -> Harness {
+    harness_for(world, person_present, false)
+}
+
+/// The harness of one case; `chat`: the agent loop runs agents (`quiver chat`'s
+/// `SubAgents`, set by the caller) with the agents' meta-tools configured as the host does,
+/// instead of this suite's runner.
+pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let packages = dir.path().join("packages");
     write_world(world, &packages).unwrap();
     let catalog = Catalog::load_dirs(&[packages.as_path()]);
+    let mut config = RuntimeConfig::default();
+    if chat {
+        for (agent, metas) in quiver_agent::agents::agent_meta_tools(&catalog) {
+            config.agent_meta_tools.entry(agent).or_insert(metas);
+        }
+    }
     let db = dir.path().join("state.db");
     std::fs::copy(template_db(), &db).unwrap();
     let options = StoreOptions {
@@ -212,14 +225,16 @@ pub fn harness(world: &World, person_present: bool) -> Harness {
         store.clone(),
         Arc::new(executor),
         approvers,
-        RuntimeConfig::default(),
+        config,
     ));
     let runner = Arc::new(Runner {
         world: world.clone(),
         tasks: Mutex::default(),
         children: Mutex::default(),
     });
-    runtime.set_agent_runner(runner.clone());
+    if !chat {
+        runtime.set_agent_runner(runner.clone());
+    }
     Harness {
         store,
         _dir: dir,
@@ -344,7 +359,13 @@ impl Checker<'_> {
     /// The package a session acts for: `None` for the conversation, `Some(p)` for a child
     /// session of one of `p`'s agents.
     pub fn acting(&self, session: &str) -> Option<usize> {
-        self.h.runner.children.lock().unwrap().get(session).copied()
+        if let Some(p) = self.h.runner.children.lock().unwrap().get(session) {
+            return Some(*p);
+        }
+        // A child session the agent loop made: its agent is `p{n}.a{m}`.
+        let record = self.h.store.session(session).ok().flatten()?;
+        let (package, _) = record.agent.split_once('.')?;
+        package.strip_prefix('p')?.parse().ok()
     }
 
     /// Every tool run and agent run since the last look: nothing private outside its package,

@@ -1,3 +1,4 @@
+mod chat_driver;
 mod check;
 mod harness;
 mod generated;

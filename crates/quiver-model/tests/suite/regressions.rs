@@ -10,7 +10,7 @@ use quiver_model::world::{
 
 use super::check::{Front, is_known, known};
 use super::harness::Run;
-use super::{mcp_driver, runtime_driver};
+use super::{chat_driver, mcp_driver, runtime_driver};
 
 /// An exposed `perception` tool with `approval: never` and no restriction.
 fn tool() -> Tool {
@@ -137,6 +137,7 @@ fn run(row: &Row) -> Run {
         Front::Runtime => runtime_driver::run_case(&row.world, row.caller, &row.ops),
         Front::McpTurnIds => mcp_driver::run_case(&row.world, &row.ops, true),
         Front::McpNoTurnIds => mcp_driver::run_case(&row.world, &row.ops, false),
+        Front::Chat => chat_driver::run_case(&row.world, row.caller, &row.ops),
     }
 }
 
@@ -190,6 +191,42 @@ fn rows() -> Vec<Row> {
             caller: owner(),
             ops: vec![read("p0/s0")],
             class: Some("empty-tools-list-unlocks-all"),
+        },
+        Row {
+            name: "item 1, in chat: the agent loop does not run another package's private agent for a fork",
+            front: Front::Chat,
+            world: fork_into_p1(false),
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("fork-into-private-agent"),
+        },
+        Row {
+            name: "item 2, in chat: an agent naming another package's private tool is not sent it",
+            front: Front::Chat,
+            world: World {
+                packages: vec![
+                    Package {
+                        agents: vec![Agent {
+                            expose: true,
+                            tools: vec![Ref {
+                                package: 1,
+                                name: "t0".into(),
+                            }],
+                        }],
+                        ..package()
+                    },
+                    Package {
+                        tools: vec![Tool {
+                            expose: false,
+                            ..tool()
+                        }],
+                        ..package()
+                    },
+                ],
+            },
+            caller: owner(),
+            ops: vec![Op::Call(Target::Agent(0, 0), NameForm::Wire)],
+            class: Some("sub-agent-offered-private"),
         },
         Row {
             name: "item 2: read_skill of the package's skill does not list another skill's tool",
