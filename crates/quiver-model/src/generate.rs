@@ -1,0 +1,205 @@
+//! `proptest` strategies: small catalogs whose files name anything (other packages' private
+//! items, agents that do not exist), callers, and conversations.
+
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+
+use crate::world::{
+    Agent, Approval, Caller, Category, ListEntry, NameForm, Op, Package, Prompt, PromptProfile,
+    Ref, Restrict, Role, Skill, Target, Tool, World,
+};
+
+/// Most packages in a generated catalog.
+pub const MAX_PACKAGES: usize = 3;
+
+fn restrict() -> impl Strategy<Value = Restrict> {
+    prop_oneof![
+        4 => Just(Restrict::None),
+        1 => Just(Restrict::Master),
+        1 => Just(Restrict::Group),
+        1 => Just(Restrict::Qq),
+    ]
+}
+
+fn tool() -> impl Strategy<Value = Tool> {
+    (
+        any::<bool>(),
+        prop::bool::weighted(0.15),
+        prop_oneof![Just(Category::Action), Just(Category::Perception), Just(Category::Decision)],
+        prop_oneof![
+            Just(Approval::Never),
+            Just(Approval::OnRisk),
+            Just(Approval::Once),
+            Just(Approval::Always),
+            Just(Approval::Human),
+        ],
+        prop::bool::weighted(0.15),
+        restrict(),
+        prop::bool::weighted(0.3),
+    )
+        .prop_map(|(expose, hidden, category, approval, dangerous, restrict, secret)| Tool {
+            expose,
+            hidden,
+            category,
+            approval,
+            dangerous,
+            restrict,
+            secret,
+        })
+}
+
+/// A local name of anything a package may have (it need not exist).
+fn local_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("t0".to_owned()),
+        Just("t1".to_owned()),
+        Just("t2".to_owned()),
+        Just("s0k0".to_owned()),
+        Just("s1k0".to_owned()),
+        Just("a0".to_owned()),
+        Just("a1".to_owned()),
+    ]
+}
+
+fn reference() -> impl Strategy<Value = Ref> {
+    (0..MAX_PACKAGES, local_name()).prop_map(|(package, name)| Ref { package, name })
+}
+
+fn agent_ref() -> impl Strategy<Value = Ref> {
+    (0..MAX_PACKAGES, 0..2usize).prop_map(|(package, a)| Ref {
+        package,
+        name: format!("a{a}"),
+    })
+}
+
+fn list_entry() -> impl Strategy<Value = ListEntry> {
+    prop_oneof![
+        local_name().prop_map(ListEntry::Bare),
+        reference().prop_map(ListEntry::Qualified),
+    ]
+}
+
+fn skill(scoped: bool) -> impl Strategy<Value = Skill> {
+    let tools = option::weighted(
+        0.4,
+        vec(
+            prop_oneof![local_name(), reference().prop_map(|r| r.qualified())],
+            0..3,
+        ),
+    );
+    (
+        prop_oneof![4 => Just(Restrict::None), 1 => Just(Restrict::Master), 1 => Just(Restrict::Group)],
+        tools,
+        vec(list_entry(), 0..3),
+        vec(list_entry(), 0..2),
+        option::weighted(0.25, agent_ref()),
+        vec(tool(), if scoped { 0..3 } else { 0..1 }),
+    )
+        .prop_map(move |(restrict, tools, allowed, disallowed, fork, scoped_tools)| Skill {
+            restrict,
+            tools,
+            allowed,
+            disallowed,
+            fork,
+            scoped: if scoped { scoped_tools } else { Vec::new() },
+        })
+}
+
+fn agent() -> impl Strategy<Value = Agent> {
+    (any::<bool>(), vec(reference(), 0..3)).prop_map(|(expose, tools)| Agent { expose, tools })
+}
+
+fn prompt() -> impl Strategy<Value = Prompt> {
+    (
+        prop::bool::weighted(0.5),
+        prop_oneof![
+            2 => Just(None),
+            1 => Just(Some(PromptProfile::Interactive)),
+            1 => Just(Some(PromptProfile::Schedule)),
+        ],
+    )
+        .prop_map(|(required, profile)| Prompt { required, profile })
+}
+
+fn package() -> impl Strategy<Value = Package> {
+    (
+        vec(tool(), 0..4),
+        option::weighted(0.5, skill(false)),
+        vec(skill(true), 0..3),
+        vec(agent(), 0..3),
+        vec(prompt(), 0..2),
+    )
+        .prop_map(|(tools, root_skill, skills, agents, prompts)| Package {
+            tools,
+            root_skill,
+            skills,
+            agents,
+            prompts,
+        })
+}
+
+/// A catalog of 1 to [`MAX_PACKAGES`] packages.
+pub fn world() -> impl Strategy<Value = World> {
+    vec(package(), 1..=MAX_PACKAGES).prop_map(|packages| World { packages })
+}
+
+/// A caller: the owner, a plain user or an anonymous one, local or in a QQ group, present or
+/// not.
+pub fn caller() -> impl Strategy<Value = Caller> {
+    (
+        prop_oneof![Just(Role::Master), Just(Role::User), Just(Role::Anonymous)],
+        any::<bool>(),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(role, in_qq_group, unattended)| Caller {
+            role,
+            in_qq_group,
+            unattended,
+        })
+}
+
+/// A call target (it need not exist).
+pub fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        4 => (0..MAX_PACKAGES, 0..4usize).prop_map(|(p, t)| Target::Tool(p, t)),
+        2 => (0..MAX_PACKAGES, 0..2usize, 0..2usize).prop_map(|(p, s, k)| Target::Scoped(p, s, k)),
+        2 => (0..MAX_PACKAGES, 0..2usize).prop_map(|(p, a)| Target::Agent(p, a)),
+    ]
+}
+
+fn form() -> impl Strategy<Value = NameForm> {
+    prop_oneof![Just(NameForm::Wire), Just(NameForm::Qualified)]
+}
+
+fn skill_id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => (0..MAX_PACKAGES).prop_map(|p| format!("p{p}")),
+        3 => (0..MAX_PACKAGES, 0..2usize).prop_map(|(p, s)| format!("p{p}/s{s}")),
+        1 => Just("nope".to_owned()),
+    ]
+}
+
+/// One step of a conversation.
+pub fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => skill_id().prop_map(Op::ReadSkill),
+        1 => (target(), form()).prop_map(|(t, f)| Op::LoadTool(t, f)),
+        8 => (target(), form()).prop_map(|(t, f)| Op::Call(t, f)),
+        1 => (0..crate::write::WORDS.len()).prop_map(|w| Op::Search(crate::write::WORDS[w].to_owned())),
+        1 => any::<bool>().prop_map(Op::ConsentAnswer),
+        1 => any::<bool>().prop_map(Op::ApprovalAnswer),
+        2 => Just(Op::NewTurn),
+        1 => any::<bool>().prop_map(Op::EmergencyStop),
+    ]
+}
+
+/// A conversation of 1 to `max` steps.
+pub fn ops(max: usize) -> impl Strategy<Value = Vec<Op>> {
+    vec(op(), 1..max)
+}
+
+/// A whole case: a catalog, a caller and a conversation.
+pub fn case() -> impl Strategy<Value = (World, Caller, Vec<Op>)> {
+    (world(), caller(), ops(24))
+}

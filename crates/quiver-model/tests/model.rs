@@ -1,0 +1,7 @@
+//! The rules' model against the real runtime: generated catalogs, callers and conversations,
+//! every invariant of issue 22 checked after every step, and the shrunk counterexamples kept
+//! as regression tables.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite;

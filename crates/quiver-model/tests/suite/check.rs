@@ -1,0 +1,159 @@
+//! The invariants of issue 22, the violations a driver reports, and the list of violations
+//! known on `main` (each tied to the issue's item; the lead removes an entry once its fix is
+//! merged, and the generated tests then hold it).
+
+use std::fmt;
+
+/// An invariant checked after every step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Invariant {
+    /// Everything offered (the tool list, `read_skill`'s `tools` and `unlocked_tools`,
+    /// `tool_search`'s results) may be called by the rules.
+    OfferedIsCallable,
+    /// Nothing callable was not offered or loadable by the rules.
+    CallableIsReachable,
+    /// Nothing private runs for a caller outside its package.
+    PrivateStaysHome,
+    /// Every exposed item that runs on the conversation's behalf had its package's consent.
+    ConsentBeforeExposed,
+    /// No grant (an `allowed-tools` pre-approval) outlives its turn: an approval the rules
+    /// require is asked.
+    GrantWithinTurn,
+    /// Nothing runs under the emergency stop.
+    NothingUnderStop,
+    /// A required prompt section is present, or the front fails.
+    RequiredSectionPresent,
+    /// Every started call has exactly one audit record, with no secret argument in it.
+    OneAuditRecord,
+    /// The rest of the verdict (unknown, refused, asked, ran) is the model's.
+    VerdictIsModels,
+}
+
+/// One violation: the invariant, a tag naming its class (what the known list matches), and
+/// what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The invariant broken.
+    pub invariant: Invariant,
+    /// The class of the violation (`scoped-tool-offered`, `fork-into-private-agent`, ...).
+    pub tag: String,
+    /// The step (index into the conversation) and what was seen.
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} [{}]: {}", self.invariant, self.tag, self.detail)
+    }
+}
+
+/// A class of violation known on `main`, with the issue 22 item that fixes it.
+pub struct Known {
+    /// The tag.
+    pub tag: &'static str,
+    /// The item of issue 22.
+    pub item: u32,
+    /// The driver (front) it is seen through.
+    pub front: Front,
+}
+
+/// The front a driver goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// The runtime API in process (`Runtime`, `Turn`).
+    Runtime,
+    /// The MCP front over stdio, a client that marks its turns (`_meta` turn ids).
+    McpTurnIds,
+    /// The MCP front over stdio, a generic client that sends no turn id.
+    McpNoTurnIds,
+    /// `quiver chat`'s agent loop with a scripted model, sub-agents run by `SubAgents`.
+    Chat,
+}
+
+const fn known_on(front: Front, item: u32, tag: &'static str) -> Known {
+    Known { tag, item, front }
+}
+
+/// Violations known on `main`. Each entry is removed by the lead once the fix for its item is
+/// merged; the generated test then fails if the class comes back. Item 0 marks a class found
+/// by the model that no item of issue 22 names yet.
+pub const KNOWN: &[Known] = &[
+    // Item 1: a fork resolves its agent without the conversation's visibility and consent.
+    known_on(Front::Runtime, 1, "fork-into-private-agent"),
+    known_on(Front::Runtime, 1, "fork-without-consent"),
+    // Item 2: offered is not callable. Skill-scoped tools marked `expose: true` are listed
+    // (tool list, `read_skill`'s `tools`, `tool_search`) before their skill is read.
+    known_on(Front::Runtime, 2, "scoped-tool-offered"),
+    known_on(Front::Runtime, 2, "read-skill-lists-scoped-tool"),
+    known_on(Front::Runtime, 2, "search-finds-uncallable"),
+    // Item 2's class, new instances: `load_tool` loads a hidden private tool into the list
+    // (then offered, and refused as private when called); `read_skill`'s `tools` lists items
+    // the same skill's `disallowed-tools` removes for the turn.
+    known_on(Front::Runtime, 2, "load-tool-loads-private"),
+    known_on(Front::Runtime, 2, "private-item-offered"),
+    known_on(Front::Runtime, 2, "read-skill-lists-disallowed"),
+    // Item 11: secrets are looked up by wire name only; a call by qualified name puts the
+    // secret into the arguments digest.
+    known_on(Front::Runtime, 11, "secret-in-audit-qualified-name"),
+    // Item 14: `load_tool` accepts only wire names.
+    known_on(Front::Runtime, 14, "load-tool-qualified-name"),
+    // New: an anonymous sender's dangerous or `human` card is answered by the conversation's
+    // person (DESIGN.md §4, the approval channel: an anonymous principal never answers one).
+    known_on(Front::Runtime, 0, "anonymous-answers-person-card"),
+    // New: a skill's `tools: []` (written, empty) unlocks every tool of the skill, where
+    // docs/package-format.md says only the names listed unlock.
+    known_on(Front::Runtime, 0, "empty-tools-list-unlocks-all"),
+];
+
+/// Violations known on `main` through the chat loop.
+pub const KNOWN_CHAT: &[Known] = &[
+    known_on(Front::Chat, 1, "fork-into-private-agent"),
+    known_on(Front::Chat, 1, "fork-without-consent"),
+    // Item 2: an agent that names another package's private tool is sent its definition.
+    known_on(Front::Chat, 2, "sub-agent-offered-private"),
+    known_on(Front::Chat, 2, "sub-agent-offered-uncallable"),
+];
+
+/// Known on both MCP clients.
+const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
+    [known_on(Front::McpTurnIds, item, tag), known_on(Front::McpNoTurnIds, item, tag)]
+}
+
+/// Violations known on `main` through the MCP front over stdio.
+pub const KNOWN_MCP: &[[Known; 2]] = &[
+    on_mcp(1, "fork-into-private-agent"),
+    on_mcp(1, "fork-without-consent"),
+    on_mcp(2, "read-skill-lists-scoped-tool"),
+    on_mcp(2, "search-finds-uncallable"),
+    on_mcp(2, "read-skill-lists-disallowed"),
+    on_mcp(0, "empty-tools-list-unlocks-all"),
+    // Item 4: `quiver serve` delivers no prompt section; a required one is silently absent.
+    on_mcp(4, "required-section-missing"),
+];
+
+/// Violations known on `main` through a generic MCP client only.
+pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
+    // Item 3: without a turn id, a skill's `allowed-tools` pre-approval lasts the whole
+    // conversation.
+    known_on(Front::McpNoTurnIds, 3, "preapproval-outlived-turn"),
+];
+
+/// Whether the class `tag` is known for `front`.
+pub fn is_known(front: Front, tag: &str) -> bool {
+    KNOWN
+        .iter()
+        .chain(KNOWN_MCP.iter().flatten())
+        .chain(KNOWN_MCP_NO_TURN_IDS)
+        .chain(KNOWN_CHAT)
+        .any(|k| k.front == front && k.tag == tag)
+}
+
+/// Whether `violation` is known for `front`.
+pub fn known(front: Front, violation: &Violation) -> Option<&'static Known> {
+    KNOWN
+        .iter()
+        .chain(KNOWN_MCP.iter().flatten())
+        .chain(KNOWN_MCP_NO_TURN_IDS)
+        .chain(KNOWN_CHAT)
+        .find(|k| k.front == front && k.tag == violation.tag)
+}

@@ -1,0 +1,174 @@
+//! Generated cases: a few hundred in every test run, thousands in the nightly-style ignored
+//! test (`QUIVER_MODEL_CASES=5000 cargo test -p quiver-model --test model -- --ignored`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use quiver_model::generate;
+
+use super::check::{Front, known};
+use super::{chat_driver, mcp_driver};
+use super::runtime_driver::run_case;
+
+/// Runs one case through `front`.
+fn run_through(front: Front, world: &quiver_model::world::World, caller: quiver_model::world::Caller, ops: &[quiver_model::world::Op]) -> super::harness::Run {
+    match front {
+        Front::Runtime => run_case(world, caller, ops),
+        Front::McpTurnIds => mcp_driver::run_case(world, ops, true),
+        Front::McpNoTurnIds => mcp_driver::run_case(world, ops, false),
+        Front::Chat => chat_driver::run_case(world, caller, ops),
+    }
+}
+
+/// The front the triage tests use: `QUIVER_MODEL_FRONT` = `runtime` (default), `mcp`,
+/// `mcp-no-turn-ids`.
+fn front_from_env() -> Front {
+    match std::env::var("QUIVER_MODEL_FRONT").as_deref() {
+        Ok("mcp") => Front::McpTurnIds,
+        Ok("mcp-no-turn-ids") => Front::McpNoTurnIds,
+        Ok("chat") => Front::Chat,
+        _ => Front::Runtime,
+    }
+}
+
+/// Runs `cases` generated cases through `front`; fails (shrunk) on any violation that is not
+/// known, and prints how many ran, how fast, and the known violations seen.
+fn run_generated(front: Front, cases: u32) {
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    let ran = std::cell::Cell::new(0u32);
+    let seen: std::cell::RefCell<BTreeMap<String, u32>> = Default::default();
+    let result = runner.run(&generate::case(), |(world, caller, ops)| {
+        ran.set(ran.get() + 1);
+        let run = run_through(front, &world, caller, &ops);
+        let mut fresh = Vec::new();
+        for v in &run.violations {
+            match known(front, v) {
+                Some(k) => {
+                    *seen.borrow_mut().entry(format!("item {}: {}", k.item, k.tag)).or_default() += 1;
+                }
+                None => fresh.push(v.to_string()),
+            }
+        }
+        if fresh.is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(fresh.join("\n")))
+        }
+    });
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "quiver-model ({front:?}): {} cases run (incl. shrinking) in {secs:.1} s, {:.0} cases/s",
+        ran.get(),
+        f64::from(ran.get()) / secs
+    );
+    for (class, count) in seen.borrow().iter() {
+        println!("  known violation seen in {count} cases: {class}");
+    }
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_the_runtime() {
+    run_generated(Front::Runtime, 250);
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_mcp_with_turn_ids() {
+    run_generated(Front::McpTurnIds, 60);
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_mcp_without_turn_ids() {
+    run_generated(Front::McpNoTurnIds, 60);
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_chat() {
+    run_generated(Front::Chat, 40);
+}
+
+#[test]
+#[ignore = "nightly: thousands of cases (QUIVER_MODEL_CASES, default 5000)"]
+fn nightly_generated_cases_through_the_runtime() {
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    for front in [Front::Runtime, Front::McpTurnIds, Front::McpNoTurnIds, Front::Chat] {
+        run_generated(front, cases);
+    }
+}
+
+/// Surveys the violation classes over `QUIVER_MODEL_CASES` cases without stopping at the
+/// first: each class with its count and its smallest example (by steps), for triage.
+#[test]
+#[ignore = "triage: prints every violation class seen"]
+fn survey_violation_classes() {
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let mut classes: BTreeMap<String, (u32, usize, String)> = BTreeMap::new();
+    let started = Instant::now();
+    for _ in 0..cases {
+        let tree = proptest::strategy::Strategy::new_tree(&generate::case(), &mut runner).unwrap();
+        let (world, caller, ops) = proptest::strategy::ValueTree::current(&tree);
+        let run = run_through(front_from_env(), &world, caller, &ops);
+        for v in run.violations {
+            let key = format!("{:?} [{}]", v.invariant, v.tag);
+            let size = ops.len() + format!("{world:?}").len() / 40;
+            let entry = classes.entry(key).or_insert((0, usize::MAX, String::new()));
+            entry.0 += 1;
+            if size < entry.1 {
+                entry.1 = size;
+                entry.2 = format!("{}\n  world: {world:?}\n  caller: {caller:?}\n  ops: {ops:?}", v.detail);
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!("survey: {cases} cases in {secs:.1} s");
+    for (class, (count, _, example)) in &classes {
+        println!("\n== {class}: {count} violations\n  {example}");
+    }
+}
+
+/// Shrinks to the smallest case showing the violation class `QUIVER_MODEL_TAG` (known or not)
+/// and prints it: how the regression tables were made.
+#[test]
+#[ignore = "triage: shrinks one violation class to its minimal case"]
+fn shrink_one_class() {
+    let Ok(tag) = std::env::var("QUIVER_MODEL_TAG") else {
+        return;
+    };
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..Config::default()
+    });
+    let result = runner.run(&generate::case(), |(world, caller, ops)| {
+        let run = run_through(front_from_env(), &world, caller, &ops);
+        match run.violations.iter().find(|v| v.tag == tag) {
+            Some(v) => Err(TestCaseError::fail(v.to_string())),
+            None => Ok(()),
+        }
+    });
+    println!("{result:#?}");
+}

@@ -1,0 +1,436 @@
+//! What every driver shares: a generated world written as real package folders, a real
+//! SQLite file, tools run by `BuiltinExecutor` (in process: every generated tool is
+//! registered, so a case takes milliseconds instead of a sandboxed process per call), agents
+//! and forks run by a runner that plays the sub-agent (it calls every tool the agent declares
+//! in a child session), a person who answers as the conversation says, and the checks on what
+//! ran (private items, consent, the emergency stop).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use quiver_catalog::Catalog;
+use quiver_model::rules::Session;
+use quiver_model::world::{Caller, PromptProfile, Role, Target, World};
+use quiver_model::write::{section_marker, write_world};
+use quiver_policy::{Origin, Principal, ScopeKind};
+use quiver_runtime::approver::{Answer, Approver, Card, Question};
+use quiver_runtime::executor::BuiltinExecutor;
+use quiver_runtime::runtime::{AgentReply, AgentRunner, AgentTask};
+use quiver_runtime::{ApproverSet, CallOutcome, Runtime, RuntimeConfig};
+use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous};
+use serde_json::{Value, json};
+
+use super::check::{Invariant, Violation};
+
+/// The secret value every secret argument carries; it must never reach the audit log.
+pub const SECRET: &str = "hunter2-very-secret";
+
+/// Answers consent and approvals as the conversation says, and keeps every card.
+#[derive(Default)]
+pub struct Person {
+    pub consent_no: AtomicBool,
+    pub approval_no: AtomicBool,
+    pub cards: Mutex<Vec<Card>>,
+}
+
+impl Approver for Person {
+    fn decide(&self, card: &Card) -> Answer {
+        self.cards.lock().unwrap().push(card.clone());
+        let no = match card.question {
+            Question::Consent => self.consent_no.load(Ordering::SeqCst),
+            Question::Approval => self.approval_no.load(Ordering::SeqCst),
+        };
+        match (no, card.question) {
+            (true, _) => Answer::Deny,
+            (false, Question::Consent) => Answer::AllowForSession,
+            (false, Question::Approval) => Answer::Allow,
+        }
+    }
+}
+
+/// A run handed to the agent loop.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub agent: Option<String>,
+    pub skill: Option<String>,
+    pub parent: String,
+}
+
+/// Plays sub-agents: records each task, and for an agent of the world calls every tool it
+/// declares, in a child session, as its model would.
+pub struct Runner {
+    pub world: World,
+    pub tasks: Mutex<Vec<Task>>,
+    /// Child sessions, with the package whose agent runs in them.
+    pub children: Mutex<BTreeMap<String, usize>>,
+}
+
+impl AgentRunner for Runner {
+    fn run(&self, runtime: &Runtime, task: AgentTask) -> Result<AgentReply, String> {
+        self.tasks.lock().unwrap().push(Task {
+            agent: task.agent.clone(),
+            skill: task.skill.clone(),
+            parent: task.parent_session.clone(),
+        });
+        let Some(agent) = task.agent.as_deref() else {
+            return Ok(reply("fork", "done"));
+        };
+        let Some(target) = self.world.resolve(agent).filter(|t| matches!(t, Target::Agent(..)))
+        else {
+            return Err(format!("no such agent: {agent}"));
+        };
+        if self.children.lock().unwrap().contains_key(&task.parent_session) {
+            // One level of sub-agents is enough to see every rule.
+            return Ok(reply("nested", "done"));
+        }
+        let child = runtime
+            .create_child_session(&task.parent_session, agent, &task.sender)
+            .map_err(|e| e.to_string())?;
+        self.children.lock().unwrap().insert(child.clone(), target.package());
+        let mut turn = runtime
+            .begin_turn(&child, task.sender.clone(), &task.task)
+            .map_err(|e| e.to_string())?;
+        if let Some(person) = task.person.clone() {
+            turn.set_person(person);
+        }
+        let declared = self.world.agent(&target).map(|a| a.tools.clone()).unwrap_or_default();
+        for r in declared {
+            let args = arguments(&self.world, self.world.resolve(&r.qualified()).as_ref());
+            turn.call(&r.qualified(), args).map_err(|e| e.to_string())?;
+        }
+        drop(turn);
+        runtime.end_session(&child).map_err(|e| e.to_string())?;
+        Ok(reply(&child, "done"))
+    }
+}
+
+pub fn reply(session: &str, text: &str) -> AgentReply {
+    AgentReply {
+        session: session.to_owned(),
+        reply: text.to_owned(),
+    }
+}
+
+/// The arguments a call of `target` sends: a task for an agent, a text (and the secret where
+/// the tool has one) for a tool.
+pub fn arguments(world: &World, target: Option<&Target>) -> Value {
+    match target {
+        Some(t @ Target::Agent(..)) if world.exists(t) => json!({"task": "do it"}),
+        Some(t) if world.tool(t).is_some_and(|tool| tool.secret) => {
+            json!({"text": "x", "token": SECRET})
+        }
+        _ => json!({"text": "x"}),
+    }
+}
+
+/// The principal of a caller.
+pub fn principal(caller: &Caller) -> Principal {
+    match caller.role {
+        Role::Master => Principal::user("owner", quiver_package::rules::Role::Master),
+        Role::User => Principal::user("u1", quiver_package::rules::Role::User),
+        Role::Anonymous => Principal::anonymous(),
+    }
+}
+
+/// The origin of a caller.
+pub fn origin(caller: &Caller) -> Origin {
+    if caller.in_qq_group {
+        Origin::on("qq", ScopeKind::Group, "1")
+    } else {
+        Origin::default()
+    }
+}
+
+/// One case run against the runtime: every violation seen, in step order.
+pub struct Run {
+    /// The violations.
+    pub violations: Vec<Violation>,
+}
+
+/// The state a case runs in.
+pub struct Harness {
+    pub _dir: tempfile::TempDir,
+    pub runtime: Arc<Runtime>,
+    pub store: Arc<SqliteStore>,
+    pub person: Arc<Person>,
+    pub runner: Arc<Runner>,
+    pub runs: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+/// A migrated, empty state database, made once per process: a case copies it (opening a new
+/// database runs every migration, ~25–70 ms on this machine; a copy takes ~2 ms).
+pub fn template_db() -> &'static std::path::Path {
+    static TEMPLATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = TEMPLATE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        drop(SqliteStore::open(dir.path().join("state.db")).unwrap());
+        dir
+    });
+    Box::leak(dir.path().join("state.db").into_boxed_path())
+}
+
+/// The harness of one case; `person`: whether the runtime's person answers questions (the
+/// runtime API, chat) or the front brings its own (MCP elicitation).
+pub fn harness(world: &World, person_present: bool) -> Harness {
+    harness_for(world, person_present, false)
+}
+
+/// The harness of one case; `chat`: the agent loop runs agents (`quiver chat`'s
+/// `SubAgents`, set by the caller) with the agents' meta-tools configured as the host does,
+/// instead of this suite's runner.
+pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let packages = dir.path().join("packages");
+    write_world(world, &packages).unwrap();
+    let catalog = Catalog::load_dirs(&[packages.as_path()]);
+    let mut config = RuntimeConfig::default();
+    if chat {
+        for (agent, metas) in quiver_agent::agents::agent_meta_tools(&catalog) {
+            config.agent_meta_tools.entry(agent).or_insert(metas);
+        }
+    }
+    let db = dir.path().join("state.db");
+    std::fs::copy(template_db(), &db).unwrap();
+    let options = StoreOptions {
+        readers: 1,
+        synchronous: Synchronous::Normal,
+        ..StoreOptions::default()
+    };
+    let store = Arc::new(SqliteStore::open_with(&db, &options).unwrap());
+    let runs: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let mut executor = BuiltinExecutor::new();
+    for target in world.targets() {
+        if world.tool(&target).is_none() {
+            continue;
+        }
+        let runs = runs.clone();
+        let name = target.qualified();
+        executor.register(
+            &target.qualified(),
+            Arc::new(move |_args: &Value, ctx| {
+                runs.lock().unwrap().push((name.clone(), ctx.session_id.clone()));
+                Ok(json!({"ok": true}))
+            }),
+        );
+    }
+    let person = Arc::new(Person::default());
+    let approvers = ApproverSet {
+        person: person_present.then(|| person.clone() as Arc<dyn Approver>),
+        console: None,
+        reviewer: None,
+    };
+    let runtime = Arc::new(Runtime::new(
+        catalog,
+        store.clone(),
+        Arc::new(executor),
+        approvers,
+        config,
+    ));
+    let runner = Arc::new(Runner {
+        world: world.clone(),
+        tasks: Mutex::default(),
+        children: Mutex::default(),
+    });
+    if !chat {
+        runtime.set_agent_runner(runner.clone());
+    }
+    Harness {
+        store,
+        _dir: dir,
+        runtime,
+        person,
+        runner,
+        runs,
+    }
+}
+
+/// Checks each step of one case.
+pub struct Checker<'a> {
+    pub world: &'a World,
+    pub h: &'a Harness,
+    pub session: String,
+    pub model: Session,
+    pub violations: Vec<Violation>,
+    pub step: usize,
+    pub seen_runs: usize,
+    pub seen_tasks: usize,
+    pub seen_cards: usize,
+    /// Items the runtime made reachable through a difference already reported, with its tag:
+    /// a later call of one is reported under the same class.
+    pub excused: BTreeMap<Target, String>,
+}
+
+impl Checker<'_> {
+    /// Every required section this caller's profile admits is in `text`.
+    pub fn check_sections(&mut self, text: &str, place: &str) {
+        let unattended = self.model.caller.unattended;
+        for (p, package) in self.world.packages.iter().enumerate() {
+            for (r, prompt) in package.prompts.iter().enumerate() {
+                let profile_ok = match prompt.profile {
+                    None => true,
+                    Some(PromptProfile::Interactive) => !unattended,
+                    Some(PromptProfile::Schedule) => unattended,
+                };
+                if prompt.required && profile_ok && !text.contains(&section_marker(p, r)) {
+                    self.report(
+                        Invariant::RequiredSectionPresent,
+                        "required-section-missing",
+                        format!("p{p}/r{r} is required and absent from {place}"),
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn report(&mut self, invariant: Invariant, tag: &str, detail: String) {
+        self.violations.push(Violation {
+            invariant,
+            tag: tag.to_owned(),
+            detail: format!("step {}: {detail}", self.step),
+        });
+    }
+
+    /// The cards asked in the main session since the last look.
+    pub fn new_cards(&mut self) -> Vec<Card> {
+        let cards = self.h.person.cards.lock().unwrap();
+        let fresh = cards[self.seen_cards..]
+            .iter()
+            .filter(|c| c.session == self.session)
+            .cloned()
+            .collect();
+        self.seen_cards = cards.len();
+        fresh
+    }
+
+    pub fn target_of_wire(&self, wire: &str) -> Option<Target> {
+        self.world.targets().into_iter().find(|t| t.wire() == wire)
+    }
+
+    /// Whether the rules let the conversation call `target` now, locks aside.
+    pub fn may_call(&self, target: &Target) -> bool {
+        self.model.reaches(self.world, target)
+            && !Session::private(self.world, target)
+            && !self.model.disallowed(self.world, target)
+    }
+
+    /// The class of an uncallable item that was offered or answered.
+    pub fn offered_tag(&self, target: &Target) -> &'static str {
+        match *target {
+            Target::Scoped(p, s, _) => {
+                let id = format!("p{p}/s{s}");
+                let empty_list = self
+                    .world
+                    .skill(&id)
+                    .is_some_and(|(_, _, skill)| skill.tools.as_ref().is_some_and(Vec::is_empty));
+                match (self.model.active.contains(&id), empty_list) {
+                    (true, true) => "empty-tools-list-unlocks-all",
+                    (true, false) => "scoped-tool-unlocked-beyond-tools-list",
+                    (false, _) => "scoped-tool-offered",
+                }
+            }
+            _ if Session::private(self.world, target) => "private-item-offered",
+            _ => "uncallable-item-offered",
+        }
+    }
+
+    /// Takes the session's consents as the store holds them, so that one difference from the
+    /// model (reported where it happens) does not echo in every later step.
+    pub fn sync_consents(&mut self) {
+        let consents = self.h.store.consents(&self.session).unwrap();
+        self.model.consent = consents
+            .iter()
+            .filter_map(|c| {
+                let p = c.package.strip_prefix('p')?.parse().ok()?;
+                Some((p, c.granted))
+            })
+            .collect();
+    }
+
+    pub fn consented(&self, session: &str, package: usize) -> bool {
+        self.h
+            .store
+            .consents(session)
+            .unwrap()
+            .iter()
+            .any(|c| c.granted && c.package == format!("p{package}"))
+    }
+
+    /// The package a session acts for: `None` for the conversation, `Some(p)` for a child
+    /// session of one of `p`'s agents.
+    pub fn acting(&self, session: &str) -> Option<usize> {
+        if let Some(p) = self.h.runner.children.lock().unwrap().get(session) {
+            return Some(*p);
+        }
+        // A child session the agent loop made: its agent is `p{n}.a{m}`.
+        let record = self.h.store.session(session).ok().flatten()?;
+        let (package, _) = record.agent.split_once('.')?;
+        package.strip_prefix('p')?.parse().ok()
+    }
+
+    /// Every tool run and agent run since the last look: nothing private outside its package,
+    /// consent for every exposed item run on another's behalf, nothing under the stop.
+    pub fn check_runs(&mut self) {
+        let runs: Vec<(String, String)> = self.h.runs.lock().unwrap()[self.seen_runs..].to_vec();
+        self.seen_runs += runs.len();
+        for (qualified, session) in runs {
+            let Some(target) = self.world.resolve(&qualified) else {
+                continue;
+            };
+            let acting = self.acting(&session);
+            self.check_one_run(&target, acting, &session, None);
+        }
+        let tasks: Vec<Task> = self.h.runner.tasks.lock().unwrap()[self.seen_tasks..].to_vec();
+        self.seen_tasks += tasks.len();
+        for task in tasks {
+            let Some(agent) = task.agent.as_deref().and_then(|a| self.world.resolve(a)) else {
+                continue;
+            };
+            let by_skill = task.skill.as_deref().and_then(|s| self.world.skill(s)).map(|(p, _, _)| p);
+            let acting = by_skill.or_else(|| self.acting(&task.parent));
+            self.check_one_run(&agent, acting, &task.parent, task.skill.as_deref());
+        }
+    }
+
+    pub fn check_one_run(&mut self, target: &Target, acting: Option<usize>, session: &str, fork: Option<&str>) {
+        let what = match fork {
+            Some(skill) => format!("fork of {skill} into {}", target.qualified()),
+            None => format!("{} in {}", target.qualified(), if acting.is_some() { "a sub-agent" } else { "the conversation" }),
+        };
+        if self.model.stopped {
+            self.report(Invariant::NothingUnderStop, "ran-under-stop", format!("{what} ran under the emergency stop"));
+        }
+        let home = acting == Some(target.package());
+        if home {
+            return;
+        }
+        if Session::private(self.world, target) {
+            let tag = match (fork, target) {
+                (Some(_), _) => "fork-into-private-agent",
+                (None, Target::Agent(..)) => "private-agent-ran-outside",
+                _ => "private-tool-ran-outside",
+            };
+            self.report(Invariant::PrivateStaysHome, tag, format!("{what}: private to p{}", target.package()));
+        } else if !self.consented(session, target.package()) {
+            let tag = match (fork, acting) {
+                (Some(_), _) => "fork-without-consent",
+                (None, Some(_)) => "sub-agent-call-without-consent",
+                (None, None) => "exposed-ran-without-consent",
+            };
+            self.report(
+                Invariant::ConsentBeforeExposed,
+                tag,
+                format!("{what}: no consent for p{}", target.package()),
+            );
+        }
+    }
+
+}
+
+pub fn error_text(out: &CallOutcome) -> String {
+    out.content
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}

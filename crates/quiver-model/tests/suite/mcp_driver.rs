@@ -1,0 +1,298 @@
+//! The MCP front over stdio in process (an rmcp client of the 2025-11-25 era on an in-memory
+//! pipe, as `crates/quiver-mcp/tests/suite/harness.rs` connects it), speaking as the local
+//! owner, whose consent and approvals are answered by elicitation. Two kinds of client: one
+//! that marks its turns with `_meta["io.quiver/turn"]`, and a generic one that sends no turn
+//! id (then a widening may last at most until the next call).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use quiver_mcp::{Front, McpConfig};
+use quiver_model::rules::{Session, Turns};
+use quiver_model::world::{Caller, Op, Role, Target, World};
+use quiver_policy::ControlPlane;
+use quiver_store::{SessionFilter, Store};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, MetaObject, ProtocolVersion, RequestMetaObject,
+};
+use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::check::Invariant;
+use super::harness::{Checker, Run, arguments, harness};
+
+/// Answers elicitations as the conversation says, and keeps every message.
+#[derive(Clone, Default)]
+struct Client {
+    consent_no: Arc<AtomicBool>,
+    approval_no: Arc<AtomicBool>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        ClientConfig::new(capabilities, Implementation::new("model", "0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        let consent = message.starts_with("Allow the assistant to use the package");
+        self.asked.lock().unwrap().push(message);
+        let no = if consent {
+            self.consent_no.load(Ordering::SeqCst)
+        } else {
+            self.approval_no.load(Ordering::SeqCst)
+        };
+        let choice = match (no, consent) {
+            (true, _) => "deny",
+            (false, true) => "allow_conversation",
+            (false, false) => "allow_once",
+        };
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": choice})))
+    }
+}
+
+/// The local owner of stdio.
+pub const OWNER: Caller = Caller {
+    role: Role::Master,
+    in_qq_group: false,
+    unattended: false,
+};
+
+/// Runs `ops` over `world` through the MCP front; `turn_ids`: whether the client marks turns.
+pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
+    let h = harness(world, false);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let turns = if turn_ids { Turns::Marked } else { Turns::Unmarked };
+    let mut c = Checker {
+        world,
+        h: &h,
+        session: String::new(),
+        model: Session::new(OWNER, turns),
+        violations: Vec::new(),
+        step: 0,
+        seen_runs: 0,
+        seen_tasks: 0,
+        seen_cards: 0,
+        excused: BTreeMap::new(),
+    };
+    runtime.block_on(drive(&mut c, ops, turn_ids));
+    Run {
+        violations: c.violations,
+    }
+}
+
+async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
+    let front = Arc::new(Front::new(c.h.runtime.clone(), McpConfig::default(), vec![0x42; 32]));
+    let (server_side, client_side) = tokio::io::duplex(1 << 20);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let server = tokio::spawn(async move {
+        let _ = quiver_mcp::serve_stdio(front, tokio::io::split(server_side), stop).await;
+    });
+    let person = Client::default();
+    let client: RunningService<RoleClient, Client> = person.clone().serve(client_side).await.unwrap();
+    let instructions = client
+        .peer_info()
+        .and_then(|i| i.instructions.clone())
+        .unwrap_or_default();
+    c.check_sections(&instructions, "the MCP server's instructions");
+    let mut turn = 0u32;
+    for (step, op) in ops.iter().enumerate() {
+        c.step = step;
+        c.model.next_request();
+        let meta = turn_ids.then(|| format!("turn-{turn}"));
+        let asked_before = person.asked.lock().unwrap().len();
+        match op {
+            Op::NewTurn => {
+                turn += 1;
+                c.model.new_turn();
+            }
+            Op::EmergencyStop(on) => {
+                let control = ControlPlane {
+                    emergency_stop: *on,
+                    ..ControlPlane::default()
+                };
+                c.h.runtime.set_control(control, "operator").unwrap();
+                c.model.stopped = *on;
+            }
+            Op::ConsentAnswer(yes) => {
+                person.consent_no.store(!yes, Ordering::SeqCst);
+                c.model.consent_yes = *yes;
+            }
+            Op::ApprovalAnswer(yes) => {
+                person.approval_no.store(!yes, Ordering::SeqCst);
+                c.model.approval_yes = *yes;
+            }
+            // `load_tool` is not on the MCP front's fixed list.
+            Op::LoadTool(..) => {}
+            Op::ReadSkill(id) => {
+                let body = call(&client, "read_skill", json!({"id": id}), meta).await;
+                c.find_session();
+                c.model.read_skill(c.world, id);
+                c.check_listed(&body, &format!("read_skill({id})"));
+            }
+            Op::Search(word) => {
+                let body = call(&client, "tool_search", json!({"query": word}), meta).await;
+                c.find_session();
+                let found: Vec<Target> = body["results"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| r.get("loaded").and_then(Value::as_bool) == Some(true))
+                    .filter_map(|r| r["name"].as_str().and_then(|n| c.target_of_wire(n)))
+                    .collect();
+                for target in &found {
+                    if !c.may_call(target) {
+                        c.report(
+                            Invariant::OfferedIsCallable,
+                            "search-finds-uncallable",
+                            format!("tool_search({word}) found {}", target.wire()),
+                        );
+                        c.excused.insert(target.clone(), "search-finds-uncallable".into());
+                    }
+                }
+                c.model.found(c.world, &found);
+            }
+            Op::Call(target, form) => {
+                let name = target.named(*form);
+                let args = arguments(c.world, Some(target));
+                let before = c.model.clone();
+                let runs_before = c.h.runs.lock().unwrap().len();
+                let tasks_before = c.h.runner.tasks.lock().unwrap().len();
+                let body = call(
+                    &client,
+                    "call_tool",
+                    json!({"name": name, "arguments": args}),
+                    meta,
+                )
+                .await;
+                c.find_session();
+                let verdict = c.model.call(c.world, target);
+                c.sync_consents();
+                let ran = c.h.runs.lock().unwrap()[runs_before..]
+                    .iter()
+                    .any(|(q, s)| *q == target.qualified() && *s == c.session)
+                    || c.h.runner.tasks.lock().unwrap()[tasks_before..]
+                        .iter()
+                        .any(|t| t.agent.as_deref() == Some(target.qualified().as_str()) && t.parent == c.session);
+                let unknown = body["error"].as_str().is_some_and(|e| e.starts_with("unknown tool"));
+                let reaches = c.world.exists(target) && before.reaches(c.world, target);
+                if !unknown && !reaches {
+                    let tag = c.excused.get(target).cloned().or_else(|| {
+                        matches!(target, Target::Scoped(..)).then(|| c.offered_tag(target).to_owned())
+                    });
+                    c.report(
+                        Invariant::CallableIsReachable,
+                        tag.as_deref().unwrap_or("unreachable-item-answered"),
+                        format!("{name} answered {body}, the rules say unknown"),
+                    );
+                }
+                let asked_approval = person.asked.lock().unwrap()[asked_before..]
+                    .iter()
+                    .any(|m| m.starts_with("Run `"));
+                if ran && verdict.asked().approval && !asked_approval {
+                    let outlived = before.active.iter().any(|id| {
+                        let mut probe = before.clone();
+                        probe.read_this_turn = vec![id.clone()];
+                        probe.calls_since_read = 0;
+                        probe.preapproved(c.world, target)
+                    });
+                    let tag = if outlived { "preapproval-outlived-turn" } else { "approval-skipped" };
+                    c.report(
+                        Invariant::GrantWithinTurn,
+                        tag,
+                        format!("{name} ran without the approval the rules require"),
+                    );
+                }
+            }
+        }
+        c.check_runs();
+    }
+    drop(client);
+    shutdown.cancel();
+    let _ = server.await;
+}
+
+/// Calls `name` with `arguments` (and the turn id in `_meta`, when given); the JSON the
+/// model reads.
+async fn call(
+    client: &RunningService<RoleClient, Client>,
+    name: &str,
+    arguments: Value,
+    turn: Option<String>,
+) -> Value {
+    let Value::Object(arguments) = arguments else {
+        return Value::Null;
+    };
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    if let Some(turn) = turn {
+        let mut map = serde_json::Map::new();
+        map.insert(quiver_mcp::front::TURN_META.into(), json!(turn));
+        params.meta = Some(RequestMetaObject(MetaObject(map)));
+    }
+    let result = client.call_tool(params).await.unwrap();
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .and_then(|t| serde_json::from_str(&t.text).ok())
+        .unwrap_or(Value::Null)
+}
+
+impl Checker<'_> {
+    /// The conversation the front opened (the one session without a parent).
+    fn find_session(&mut self) {
+        if !self.session.is_empty() {
+            return;
+        }
+        let sessions = self.h.store.list_sessions(&SessionFilter::default()).unwrap();
+        if let Some(s) = sessions.iter().find(|s| s.parent.is_none()) {
+            self.session = s.id.clone();
+        }
+    }
+
+    /// What `read_skill` lists may be called.
+    fn check_listed(&mut self, body: &Value, what: &str) {
+        for key in ["tools", "unlocked_tools"] {
+            let listed: Vec<String> = body[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.get("name").or(Some(v)).and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            for name in listed {
+                let Some(target) = self.target_of_wire(&name) else { continue };
+                if !self.may_call(&target) {
+                    let tag = match target {
+                        Target::Scoped(..) => "read-skill-lists-scoped-tool",
+                        _ if self.model.disallowed(self.world, &target) => "read-skill-lists-disallowed",
+                        _ => "read-skill-lists-uncallable",
+                    };
+                    self.report(
+                        Invariant::OfferedIsCallable,
+                        tag,
+                        format!("{what} lists {name} in `{key}`, which may not be called"),
+                    );
+                }
+            }
+        }
+    }
+}

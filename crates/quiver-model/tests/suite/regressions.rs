@@ -1,0 +1,378 @@
+//! The counterexamples the generated tests found, shrunk by hand from proptest's minimal cases
+//! to the smallest catalog and conversation that show them, one row each. A row whose class
+//! is in the known list must still show it (so the lead sees when a fix lands and removes the
+//! entry); once removed, the row must hold. Every row must show nothing else.
+
+use quiver_model::world::{
+    Agent, Approval, Caller, Category, ListEntry, NameForm, Op, Package, Prompt, Ref, Restrict,
+    Role, Skill, Target, Tool, World,
+};
+
+use super::check::{Front, is_known, known};
+use super::harness::Run;
+use super::{chat_driver, mcp_driver, runtime_driver};
+
+/// An exposed `perception` tool with `approval: never` and no restriction.
+fn tool() -> Tool {
+    Tool {
+        expose: true,
+        hidden: false,
+        category: Category::Perception,
+        approval: Approval::Never,
+        dangerous: false,
+        restrict: Restrict::None,
+        secret: false,
+    }
+}
+
+fn skill() -> Skill {
+    Skill {
+        restrict: Restrict::None,
+        tools: None,
+        allowed: Vec::new(),
+        disallowed: Vec::new(),
+        fork: None,
+        scoped: Vec::new(),
+    }
+}
+
+fn package() -> Package {
+    Package {
+        tools: Vec::new(),
+        root_skill: None,
+        skills: Vec::new(),
+        agents: Vec::new(),
+        prompts: Vec::new(),
+    }
+}
+
+fn owner() -> Caller {
+    Caller {
+        role: Role::Master,
+        in_qq_group: false,
+        unattended: false,
+    }
+}
+
+/// `p0` forks its skill into agent `a0` of `p1`, exposed or not.
+fn fork_into_p1(expose: bool) -> World {
+    let p0 = Package {
+        root_skill: Some(Skill {
+            fork: Some(Ref {
+                package: 1,
+                name: "a0".into(),
+            }),
+            ..skill()
+        }),
+        ..package()
+    };
+    let p1 = Package {
+        agents: vec![Agent {
+            expose,
+            tools: Vec::new(),
+        }],
+        ..package()
+    };
+    World {
+        packages: vec![p0, p1],
+    }
+}
+
+/// `p0` with a skill `s0` whose own tool `s0k0` says `expose: true`, and (`root`) a root skill.
+fn exposed_skill_tool(root: bool) -> World {
+    World {
+        packages: vec![Package {
+            root_skill: root.then(skill),
+            skills: vec![Skill {
+                scoped: vec![tool()],
+                ..skill()
+            }],
+            ..package()
+        }],
+    }
+}
+
+/// `p0` with one tool `t0`.
+fn one_tool(t0: Tool) -> World {
+    World {
+        packages: vec![Package {
+            tools: vec![t0],
+            ..package()
+        }],
+    }
+}
+
+/// `p0` with an `approval: always` tool `t0` that its own skill pre-approves.
+fn preapproved_always() -> World {
+    World {
+        packages: vec![Package {
+            tools: vec![Tool {
+                approval: Approval::Always,
+                ..tool()
+            }],
+            root_skill: Some(Skill {
+                allowed: vec![ListEntry::Qualified(Ref {
+                    package: 0,
+                    name: "t0".into(),
+                })],
+                ..skill()
+            }),
+            ..package()
+        }],
+    }
+}
+
+/// One row: a name, the front, the case, and the class it showed (`None`: the case holds).
+struct Row {
+    name: &'static str,
+    front: Front,
+    world: World,
+    caller: Caller,
+    ops: Vec<Op>,
+    class: Option<&'static str>,
+}
+
+fn run(row: &Row) -> Run {
+    match row.front {
+        Front::Runtime => runtime_driver::run_case(&row.world, row.caller, &row.ops),
+        Front::McpTurnIds => mcp_driver::run_case(&row.world, &row.ops, true),
+        Front::McpNoTurnIds => mcp_driver::run_case(&row.world, &row.ops, false),
+        Front::Chat => chat_driver::run_case(&row.world, row.caller, &row.ops),
+    }
+}
+
+fn t0(form: NameForm) -> Op {
+    Op::Call(Target::Tool(0, 0), form)
+}
+
+fn rows() -> Vec<Row> {
+    let read = |id: &str| Op::ReadSkill(id.to_owned());
+    vec![
+        Row {
+            name: "item 1: a fork into another package's private agent is unknown",
+            front: Front::Runtime,
+            world: fork_into_p1(false),
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("fork-into-private-agent"),
+        },
+        Row {
+            name: "item 1: a fork into another package's exposed agent asks that package's consent",
+            front: Front::Runtime,
+            world: fork_into_p1(true),
+            caller: owner(),
+            ops: vec![Op::ConsentAnswer(false), read("p0")],
+            class: Some("fork-without-consent"),
+        },
+        Row {
+            name: "item 1, over MCP: the same fork into a private agent",
+            front: Front::McpTurnIds,
+            world: fork_into_p1(false),
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("fork-into-private-agent"),
+        },
+        Row {
+            name: "new: a skill's written, empty `tools: []` unlocks none of its own tools",
+            front: Front::Runtime,
+            world: World {
+                packages: vec![Package {
+                    skills: vec![Skill {
+                        tools: Some(Vec::new()),
+                        scoped: vec![Tool {
+                            expose: false,
+                            ..tool()
+                        }],
+                        ..skill()
+                    }],
+                    ..package()
+                }],
+            },
+            caller: owner(),
+            ops: vec![read("p0/s0")],
+            class: Some("empty-tools-list-unlocks-all"),
+        },
+        Row {
+            name: "item 1, in chat: the agent loop does not run another package's private agent for a fork",
+            front: Front::Chat,
+            world: fork_into_p1(false),
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("fork-into-private-agent"),
+        },
+        Row {
+            name: "item 2, in chat: an agent naming another package's private tool is not sent it",
+            front: Front::Chat,
+            world: World {
+                packages: vec![
+                    Package {
+                        agents: vec![Agent {
+                            expose: true,
+                            tools: vec![Ref {
+                                package: 1,
+                                name: "t0".into(),
+                            }],
+                        }],
+                        ..package()
+                    },
+                    Package {
+                        tools: vec![Tool {
+                            expose: false,
+                            ..tool()
+                        }],
+                        ..package()
+                    },
+                ],
+            },
+            caller: owner(),
+            ops: vec![Op::Call(Target::Agent(0, 0), NameForm::Wire)],
+            class: Some("sub-agent-offered-private"),
+        },
+        Row {
+            name: "item 2: read_skill of the package's skill does not list another skill's tool",
+            front: Front::Runtime,
+            world: exposed_skill_tool(true),
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("read-skill-lists-scoped-tool"),
+        },
+        Row {
+            name: "item 2, over MCP: the same listing",
+            front: Front::McpNoTurnIds,
+            world: exposed_skill_tool(true),
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("read-skill-lists-scoped-tool"),
+        },
+        Row {
+            name: "item 2 (new): load_tool does not load a hidden private tool into the list",
+            front: Front::Runtime,
+            world: one_tool(Tool {
+                expose: false,
+                hidden: true,
+                ..tool()
+            }),
+            caller: owner(),
+            ops: vec![Op::LoadTool(Target::Tool(0, 0), NameForm::Wire)],
+            class: Some("load-tool-loads-private"),
+        },
+        Row {
+            name: "item 2 (new): read_skill does not list what the skill's disallowed-tools removes",
+            front: Front::Runtime,
+            world: World {
+                packages: vec![Package {
+                    tools: vec![tool()],
+                    root_skill: Some(Skill {
+                        disallowed: vec![ListEntry::Bare("t0".into())],
+                        ..skill()
+                    }),
+                    ..package()
+                }],
+            },
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("read-skill-lists-disallowed"),
+        },
+        Row {
+            name: "item 3: without turn ids a pre-approval covers at most the next call",
+            front: Front::McpNoTurnIds,
+            world: preapproved_always(),
+            caller: owner(),
+            ops: vec![read("p0"), t0(NameForm::Wire), t0(NameForm::Wire)],
+            class: Some("preapproval-outlived-turn"),
+        },
+        Row {
+            name: "item 3: with turn ids the pre-approval ends with its turn",
+            front: Front::McpTurnIds,
+            world: preapproved_always(),
+            caller: owner(),
+            ops: vec![read("p0"), t0(NameForm::Wire), Op::NewTurn, t0(NameForm::Wire)],
+            class: None,
+        },
+        Row {
+            name: "item 3: through the runtime API the pre-approval ends with its turn",
+            front: Front::Runtime,
+            world: preapproved_always(),
+            caller: owner(),
+            ops: vec![read("p0"), t0(NameForm::Wire), Op::NewTurn, t0(NameForm::Wire)],
+            class: None,
+        },
+        Row {
+            name: "item 4: a required prompt section reaches MCP clients",
+            front: Front::McpTurnIds,
+            world: World {
+                packages: vec![Package {
+                    prompts: vec![Prompt {
+                        required: true,
+                        profile: None,
+                    }],
+                    ..package()
+                }],
+            },
+            caller: owner(),
+            ops: vec![read("p0")],
+            class: Some("required-section-missing"),
+        },
+        Row {
+            name: "item 11: a call by qualified name keeps its secret out of the audit",
+            front: Front::Runtime,
+            world: one_tool(Tool {
+                secret: true,
+                ..tool()
+            }),
+            caller: owner(),
+            ops: vec![t0(NameForm::Qualified)],
+            class: Some("secret-in-audit-qualified-name"),
+        },
+        Row {
+            name: "item 14: load_tool accepts a qualified name",
+            front: Front::Runtime,
+            world: one_tool(tool()),
+            caller: owner(),
+            ops: vec![Op::LoadTool(Target::Tool(0, 0), NameForm::Qualified)],
+            class: Some("load-tool-qualified-name"),
+        },
+        Row {
+            name: "new: an anonymous sender's dangerous call is not answered by the conversation's person",
+            front: Front::Runtime,
+            world: one_tool(Tool {
+                dangerous: true,
+                ..tool()
+            }),
+            caller: Caller {
+                role: Role::Anonymous,
+                ..owner()
+            },
+            ops: vec![t0(NameForm::Wire)],
+            class: Some("anonymous-answers-person-card"),
+        },
+    ]
+}
+
+#[test]
+fn shrunk_counterexamples_stay_known_until_fixed_and_hold_after() {
+    let mut failures = Vec::new();
+    for row in rows() {
+        let run = run(&row);
+        let unknown: Vec<String> = run
+            .violations
+            .iter()
+            .filter(|v| known(row.front, v).is_none())
+            .map(ToString::to_string)
+            .collect();
+        let shown = run.violations.iter().any(|v| Some(v.tag.as_str()) == row.class);
+        if !unknown.is_empty() {
+            failures.push(format!("{}: {}", row.name, unknown.join("; ")));
+        }
+        if let Some(class) = row.class
+            && is_known(row.front, class)
+            && !shown
+        {
+            failures.push(format!(
+                "{}: `{class}` no longer shows: its fix landed; remove it from the known list",
+                row.name
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
