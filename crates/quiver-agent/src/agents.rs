@@ -17,7 +17,6 @@ use quiver_package::Package;
 use quiver_package::agent::Agent;
 use quiver_runtime::Runtime;
 use quiver_runtime::runtime::{AgentReply, AgentRunner, AgentTask, META_TOOLS};
-use quiver_store::{AuditEntry, AuditKind};
 
 use crate::config::AgentConfig;
 use crate::error::AgentError;
@@ -157,12 +156,8 @@ pub fn agent_for_platform(catalog: &Catalog, platform: &str) -> Result<Option<St
 /// Loads `profile`'s declared tools into `session` so the runtime offers them.
 pub fn load_declared(runtime: &Runtime, session: &str, loads: &[String]) -> Result<(), AgentError> {
     let capacity = loads.len().clamp(12, MAX_DECLARED);
-    for qualified in loads.iter().take(MAX_DECLARED) {
-        runtime
-            .store()
-            .load_tool(session, qualified, capacity)
-            .map_err(quiver_runtime::RuntimeError::from)?;
-    }
+    let declared: Vec<String> = loads.iter().take(MAX_DECLARED).cloned().collect();
+    runtime.load_for_profile(session, &declared, capacity)?;
     Ok(())
 }
 
@@ -253,21 +248,6 @@ impl SubAgents {
         self
     }
 
-    fn depth(runtime: &Runtime, session: &str) -> usize {
-        let mut depth = 0;
-        let mut current = session.to_owned();
-        while let Ok(Some(record)) = runtime.store().session(&current) {
-            match record.parent {
-                Some(parent) if depth < 64 => {
-                    depth += 1;
-                    current = parent;
-                }
-                _ => break,
-            }
-        }
-        depth
-    }
-
     fn run_task(&self, runtime: &Runtime, task: &AgentTask) -> Result<AgentReply, AgentError> {
         let catalog = runtime.catalog();
         let (agent_profile, skill) = match (&task.agent, &task.skill) {
@@ -277,15 +257,6 @@ impl SubAgents {
         };
         let name = task.agent.clone().unwrap_or_else(|| "fork".to_owned());
         let child = runtime.create_child_session(&task.parent_session, &name, &task.sender)?;
-        let store = runtime.store();
-        for consent in store
-            .consents(&task.parent_session)
-            .map_err(quiver_runtime::RuntimeError::from)?
-        {
-            store
-                .set_consent(&child, &consent.package, consent.granted, &consent.by)
-                .map_err(quiver_runtime::RuntimeError::from)?;
-        }
         let mut system = String::new();
         let mut tools = BTreeSet::new();
         let mut loads = Vec::new();
@@ -314,17 +285,7 @@ impl SubAgents {
                 tools.extend(more);
                 loads.extend(more_loads);
             }
-            if store
-                .activate_skill(&child, skill_id)
-                .map_err(quiver_runtime::RuntimeError::from)?
-            {
-                let mut entry = AuditEntry::new(AuditKind::SkillActivated, child.clone());
-                entry.skill = Some(skill_id.clone());
-                entry.detail = Some(serde_json::json!({"why": "context: fork"}));
-                store
-                    .append_audit(&entry)
-                    .map_err(quiver_runtime::RuntimeError::from)?;
-            }
+            runtime.activate_forked_skill(&child, skill_id)?;
             if system.is_empty() {
                 system = format!(
                     "You run the skill `{skill_id}` on your own: follow its instructions in the task and reply with the result only."
@@ -345,7 +306,7 @@ impl SubAgents {
         if let Some(person) = &task.person {
             chat = chat.with_person(person.clone());
         }
-        let depth = Self::depth(runtime, &child);
+        let depth = runtime.session_depth(&child);
         let result = match &self.progress {
             Some(progress) => chat.send(
                 &task.task,
@@ -381,7 +342,7 @@ impl Observer for Forward<'_> {
 impl AgentRunner for SubAgents {
     fn run(&self, runtime: &Runtime, task: AgentTask) -> Result<AgentReply, String> {
         let max_depth = self.providers.config.limits.max_depth;
-        let depth = Self::depth(runtime, &task.parent_session) + 1;
+        let depth = runtime.session_depth(&task.parent_session) + 1;
         if depth > max_depth {
             return Err(format!(
                 "sub-agents may nest at most {max_depth} deep; do this task yourself"

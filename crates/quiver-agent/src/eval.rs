@@ -228,12 +228,7 @@ pub fn load_every_tool(runtime: &Runtime, session: &str) -> Result<(), AgentErro
         })
         .map(|i| i.qualified.clone())
         .collect();
-    for q in &every {
-        runtime
-            .store()
-            .load_tool(session, q, every.len().max(1))
-            .map_err(quiver_runtime::RuntimeError::from)?;
-    }
+    runtime.load_for_profile(session, &every, every.len().max(1))?;
     Ok(())
 }
 

@@ -24,7 +24,7 @@ use quiver_runtime::{
 };
 use quiver_sandbox::worker::Worker;
 use quiver_sandbox::{Access, Job, Limits, Sandbox, SandboxConfig, SandboxError};
-use quiver_store::{AuditQuery, AuditRecord, SqliteStore};
+use quiver_store::{AuditRecord, SqliteStore};
 use serde_json::{Value, json};
 
 /// Python helpers every hostile tool starts with: `attempt(f)` prints what happened as JSON,
@@ -233,12 +233,7 @@ fn call_through(runtime: &Runtime, session: &str, id: &str) -> (CallOutcome, Aud
     let outcome = turn.call(&wire, json!({})).unwrap();
     drop(turn);
     let record = runtime
-        .store()
-        .query_audit(&AuditQuery {
-            session: Some(session.to_owned()),
-            tool: Some(qualified.clone()),
-            ..AuditQuery::default()
-        })
+        .session_audit(session, 1000)
         .unwrap()
         .into_iter()
         .find(|r| r.entry.call_id.as_deref() == Some(outcome.call_id.as_str()))

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use quiver_catalog::Catalog;
 use quiver_package::tool::{Category, Tool};
 use quiver_policy::{Origin, Principal, TurnState, classify};
-use quiver_runtime::approver::{Answer, Approver, Card, Question, QueueApprover};
+use quiver_runtime::approver::{Answer, Approver, Card, Question};
 use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::{
     CallOutcome, CallStatus, Offer, Profile, Runtime, RuntimeError, SessionRequest,
@@ -667,13 +667,7 @@ impl Front {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&body.s);
-            let active = self
-                .runtime
-                .store()
-                .session(&body.s)
-                .map_err(RuntimeError::from)?
-                .filter(|s| s.is_active())
-                .map(|s| s.updated_at);
+            let active = self.runtime.session_last_used(&body.s)?;
             let Some(updated) = active else {
                 return Err(FrontError::BadHandle(
                     "its conversation has ended; leave `conversation` out to start a new one"
@@ -723,10 +717,7 @@ impl Front {
 
     /// Marks `session` as in use now, so it is not taken for idle.
     fn keep_alive(&self, session: &str) -> Result<(), FrontError> {
-        self.runtime
-            .store()
-            .touch_session(session)
-            .map_err(RuntimeError::from)?;
+        self.runtime.touch_session(session)?;
         Ok(())
     }
 
@@ -899,12 +890,7 @@ impl Front {
             (Some(handle), _) => self.conversation(caller, slot, Some(handle))?,
             (None, Some(session)) => session,
             (None, None) => {
-                let active = self
-                    .runtime
-                    .store()
-                    .session(&state.s)
-                    .map_err(RuntimeError::from)?
-                    .is_some_and(|s| s.is_active());
+                let active = self.runtime.session_last_used(&state.s)?.is_some();
                 if !active {
                     return Err(FrontError::BadRequestState(
                         "its conversation has ended; call the tool again".into(),
@@ -949,10 +935,7 @@ impl Front {
         let person: Arc<dyn Approver> = match &asker {
             Asker::Now(approver) => approver.clone(),
             Asker::Deferred => deferred.clone(),
-            Asker::Console => Arc::new(QueueApprover::new(
-                self.runtime.store().clone(),
-                self.config.approval_wait,
-            )),
+            Asker::Console => self.runtime.console_approver(self.config.approval_wait),
         };
         // An anonymous caller may be anyone, a tool of another package included: it never
         // answers a card only a person may answer (dangerous and `human` tools).

@@ -110,6 +110,8 @@ pub enum Action<'a> {
     CancelRun(&'a str),
     /// A session was ended by hand.
     EndSession(&'a str),
+    /// Package consent was granted to a session (its id, the package) outside any call.
+    GrantConsent(&'a str, &'a str),
 }
 
 impl Action<'_> {
@@ -122,6 +124,7 @@ impl Action<'_> {
             Action::Disable(_) => "disable",
             Action::CancelRun(_) => "cancel",
             Action::EndSession(_) => "end-session",
+            Action::GrantConsent(..) => "grant-consent",
         }
     }
 
@@ -133,6 +136,7 @@ impl Action<'_> {
             Action::Disable(p) => format!("package `{p}` switched off"),
             Action::CancelRun(run) => format!("run `{run}` cancelled"),
             Action::EndSession(s) => format!("session `{s}` ended"),
+            Action::GrantConsent(s, p) => format!("package `{p}` allowed in session `{s}`"),
         }
     }
 }
@@ -158,7 +162,7 @@ pub const OPERATOR_SESSION: &str = "operator";
 /// concerned (a session ended, a run's session), else [`OPERATOR_SESSION`].
 pub fn record(store: &dyn Store, action: Action<'_>, by: &str) -> Result<()> {
     let session = match action {
-        Action::EndSession(session) => session.to_owned(),
+        Action::EndSession(session) | Action::GrantConsent(session, _) => session.to_owned(),
         Action::CancelRun(run) => crate::runtime::run_session_id(run),
         Action::Control(_) | Action::Enable(_) | Action::Disable(_) => OPERATOR_SESSION.into(),
     };
@@ -174,6 +178,9 @@ pub fn record(store: &dyn Store, action: Action<'_>, by: &str) -> Result<()> {
         Action::Enable(package) | Action::Disable(package) => json!({ "package": package }),
         Action::CancelRun(run) => json!({ "run": run }),
         Action::EndSession(session) => json!({ "session": session }),
+        Action::GrantConsent(session, package) => {
+            json!({ "session": session, "package": package })
+        }
     });
     store.append_audit(&entry)?;
     Ok(())

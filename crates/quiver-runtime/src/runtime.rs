@@ -29,6 +29,7 @@ use crate::prompt::{PromptBudget, PromptError};
 mod agent_calls;
 mod cache;
 mod call;
+mod conversation;
 mod definitions;
 mod meta;
 mod outcome;
@@ -253,8 +254,9 @@ impl Runtime {
         self.config.max_loaded
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    /// The store: private to the runtime, whose operations apply the rules and audit (the
+    /// fronts reach state only through them).
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
@@ -611,31 +613,6 @@ impl Runtime {
             closed.extend(entry.call_id);
         }
         Ok(closed)
-    }
-
-    /// Creates a child session (a sub-agent, a forked skill) of `parent`: same origin, its own
-    /// state, so nothing it loads, opens or activates touches the parent.
-    pub fn create_child_session(
-        &self,
-        parent: &str,
-        agent: &str,
-        principal: &Principal,
-    ) -> Result<String, RuntimeError> {
-        let record = self
-            .store
-            .session(parent)?
-            .filter(|s| s.is_active())
-            .ok_or_else(|| RuntimeError::NoSession(parent.to_owned()))?;
-        let id = new_id("ses");
-        let mut new = NewSession::new(id.clone(), agent);
-        new.parent = Some(parent.to_owned());
-        new.origin = record.origin;
-        new.principal = serde_json::to_value(principal).unwrap_or_default();
-        new.catalog_version = record.catalog_version;
-        new.prompt_versions = record.prompt_versions;
-        new.state = record.state;
-        self.store.create_session(&new)?;
-        Ok(id)
     }
 
     fn validator(

@@ -275,12 +275,12 @@ fn no_tool_for_a_greeting_and_compaction_ends_active_skills() {
     let mut chat: ChatSession<'_> = chat(&h, &s);
     let first = chat.send("讲讲天气", &mut Quiet).unwrap();
     assert!(!first.compacted);
-    assert_eq!(h.runtime.store().active_skills(&s).unwrap(), ["weather"]);
+    assert_eq!(h.store.active_skills(&s).unwrap(), ["weather"]);
     let second = chat.send("你好", &mut Quiet).unwrap();
     assert!(second.compacted);
     assert!(second.calls.is_empty());
     assert!(
-        h.runtime.store().active_skills(&s).unwrap().is_empty(),
+        h.store.active_skills(&s).unwrap().is_empty(),
         "compaction ends skills"
     );
     let sent = messages(&h.server.requests()[2].body);

@@ -136,6 +136,8 @@ pub fn fixture(root: &Path) {
 pub struct Harness {
     pub _dir: tempfile::TempDir,
     pub runtime: Runtime,
+    /// The runtime's database, as the test looks at it (the runtime keeps its store private).
+    pub store: Arc<dyn quiver_store::Store>,
     pub person: Arc<Scripted>,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
     pub server: FakeServer,
@@ -209,7 +211,7 @@ pub fn harness_over(
     }
     let runtime = Runtime::new(
         catalog,
-        store,
+        store.clone(),
         Arc::new(executor),
         ApproverSet {
             person: Some(person.clone()),
@@ -228,6 +230,7 @@ pub fn harness_over(
     let providers = Arc::new(Providers::new(agent_config));
     runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
     Harness {
+        store,
         _dir: dir,
         runtime,
         person,

@@ -63,8 +63,7 @@ fn a_sub_agent_calling_a_tool_it_did_not_declare_is_audited_as_unknown() {
         .to_owned();
     assert!(h.calls.lock().unwrap().is_empty(), "nothing ran");
     let records = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(child),
             kind: Some(AuditKind::Call),

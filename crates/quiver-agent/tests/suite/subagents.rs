@@ -58,7 +58,7 @@ fn an_exposed_agent_runs_in_an_isolated_child_session() {
     assert_eq!(sent[1], json!({"role": "user", "content": "写今天的日报"}));
     assert_eq!(first_child["model"], "fake-model");
 
-    let store = h.runtime.store();
+    let store = h.store;
     let record = store.session(&child).unwrap().unwrap();
     assert_eq!(record.parent.as_deref(), Some(s.as_str()));
     assert_eq!(record.agent, "reports.writer");
@@ -190,13 +190,12 @@ fn a_forked_skill_runs_with_its_agent_and_returns_only_the_answer() {
         "Sum up the week's notes.\n\nThe request: 写本周周报"
     );
     assert!(
-        h.runtime.store().active_skills(&s).unwrap().is_empty(),
+        h.store.active_skills(&s).unwrap().is_empty(),
         "not active in the parent"
     );
     let child_id = result["session"].as_str().unwrap();
     let activated = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(child_id.to_owned()),
             kind: Some(AuditKind::SkillActivated),

@@ -16,7 +16,6 @@ use quiver_runtime::approver::{
     Answer, Approver, CARD_CHOICES, Card, TerminalApprover, answer_from, card_text,
 };
 use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
-use quiver_store::{AuditQuery, Store};
 use serde_json::{Value, json};
 
 use super::runtime::{StateArgs, origin, principal};
@@ -417,7 +416,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
             "/skills" => list_skills(&chat),
             "/tools" => list_tools(&chat),
             "/audit" => {
-                show_audit(runtime.store().as_ref(), &session);
+                show_audit(runtime, &session);
                 Ok(())
             }
             "/reset" => chat
@@ -493,14 +492,9 @@ fn list_tools(chat: &ChatSession<'_>) -> miette::Result<()> {
     Ok(())
 }
 
-fn show_audit(store: &dyn Store, session: &str) {
-    let query = AuditQuery {
-        session: Some(session.to_owned()),
-        limit: Some(30),
-        ..AuditQuery::default()
-    };
-    let lines: Vec<String> = store
-        .query_audit(&query)
+fn show_audit(runtime: &Runtime, session: &str) {
+    let lines: Vec<String> = runtime
+        .session_audit(session, 30)
         .unwrap_or_default()
         .iter()
         .rev()

@@ -299,8 +299,7 @@ pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
         .open_conversation(&caller)
         .map_err(|e| miette!("{e}"))?;
     runtime
-        .store()
-        .set_consent(&session, "bench", true, "bench")
+        .grant_consent(&session, "bench", "bench")
         .map_err(|e| miette!("{e}"))?;
 
     let tokio = tokio::runtime::Builder::new_multi_thread()

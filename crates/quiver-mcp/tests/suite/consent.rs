@@ -135,7 +135,7 @@ async fn a_dangerous_tool_needs_a_person_each_time() {
 async fn request_state_cannot_be_forged_or_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let front = front(dir.path());
-    let store = front.runtime().store().clone();
+    let store = super::harness::state(dir.path());
     let audited = |tool: &str| {
         let records = store
             .query_audit(&AuditQuery {
@@ -242,7 +242,7 @@ async fn a_client_that_cannot_elicit_gets_the_console_queue() {
         ..McpConfig::default()
     };
     let front = front_with(dir.path(), config);
-    let store = front.runtime().store().clone();
+    let store = super::harness::state(dir.path());
     let script = Scripted {
         no_elicitation: true,
         ..Scripted::default()

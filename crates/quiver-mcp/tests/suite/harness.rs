@@ -72,6 +72,12 @@ pub fn front_with_runtime(
     Arc::new(Front::new(Arc::new(runtime), config, vec![0x42; 32]))
 }
 
+/// The state database of a front made over `dir`, opened beside it as another process
+/// would: tests look at state there, the runtime keeps its own store private.
+pub fn state(dir: &Path) -> Arc<dyn quiver_store::Store> {
+    Arc::new(SqliteStore::open(dir.join("state.db")).unwrap())
+}
+
 pub fn front(dir: &Path) -> Arc<Front> {
     front_with(dir, McpConfig::default())
 }

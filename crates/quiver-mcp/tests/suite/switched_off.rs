@@ -62,8 +62,8 @@ async fn a_switched_off_package_is_absent() {
         assert_eq!(seen(&client).await, want, "{what}");
     }
     // A switch made by another process on the same store counts too.
-    quiver_runtime::operator::set_enabled(runtime.store().as_ref(), "weather", false, "other")
-        .unwrap();
+    let other = super::harness::state(dir.path());
+    quiver_runtime::operator::set_enabled(other.as_ref(), "weather", false, "other").unwrap();
     assert_eq!(seen(&client).await, [false; 5], "off from another process");
     client.cancel().await.unwrap();
 }

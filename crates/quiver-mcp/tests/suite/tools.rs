@@ -207,9 +207,7 @@ async fn a_handle_is_only_its_users() {
     else {
         panic!("a result")
     };
-    let session = front
-        .runtime()
-        .store()
+    let session = super::harness::state(dir.path())
         .list_sessions(&Default::default())
         .unwrap();
     assert!(!session.is_empty() && outcome.call_id.starts_with("call"));
@@ -284,9 +282,7 @@ async fn idle_conversations_are_deleted_and_ones_in_use_are_kept() {
         }
     };
     let rows = || {
-        front
-            .runtime()
-            .store()
+        super::harness::state(dir.path())
             .list_sessions(&SessionFilter::default())
             .unwrap()
             .len()
@@ -357,9 +353,7 @@ async fn a_stateless_conversation_never_named_again_is_deleted_soon() {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     // The next new conversation looks for expired ones: `once` goes, `continued` stays.
     search(None).await.unwrap();
-    let rows = front
-        .runtime()
-        .store()
+    let rows = super::harness::state(dir.path())
         .list_sessions(&quiver_store::SessionFilter::default())
         .unwrap()
         .len();

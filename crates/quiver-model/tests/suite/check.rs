@@ -116,7 +116,10 @@ pub const KNOWN_CHAT: &[Known] = &[
 
 /// Known on both MCP clients.
 const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
-    [known_on(Front::McpTurnIds, item, tag), known_on(Front::McpNoTurnIds, item, tag)]
+    [
+        known_on(Front::McpTurnIds, item, tag),
+        known_on(Front::McpNoTurnIds, item, tag),
+    ]
 }
 
 /// Violations known on `main` through the MCP front over stdio.

@@ -139,6 +139,8 @@ pub fn fixture(root: &Path) {
 pub struct Harness {
     pub _dir: tempfile::TempDir,
     pub runtime: Runtime,
+    /// The runtime's database, as the test looks at it (the runtime keeps its store private).
+    pub store: Arc<dyn quiver_store::Store>,
     pub person: Arc<Scripted>,
     pub reviewer: Option<Arc<Scripted>>,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
@@ -205,11 +207,18 @@ pub fn build(
         console: None,
         reviewer: reviewer.clone().map(|r| r as Arc<dyn Approver>),
     };
-    let mut runtime = Runtime::new(catalog, store, Arc::new(executor), approvers, config);
+    let mut runtime = Runtime::new(
+        catalog,
+        store.clone(),
+        Arc::new(executor),
+        approvers,
+        config,
+    );
     runtime.set_clock(|| NaiveDate::from_ymd_opt(TODAY.0, TODAY.1, TODAY.2).unwrap());
     Harness {
         _dir: dir,
         runtime,
+        store,
         person,
         reviewer,
         calls,

@@ -77,8 +77,7 @@ fn a_throwing_hook_fails_closed() {
             "{kind}: nobody is asked about a call a hook refuses"
         );
         let audit = h
-            .runtime
-            .store()
+            .store
             .query_audit(&AuditQuery {
                 session: Some(session),
                 ..AuditQuery::default()

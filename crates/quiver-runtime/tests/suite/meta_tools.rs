@@ -249,7 +249,7 @@ fn issue_12_finding_one_exposed_item_brings_its_whole_package_and_slots_count_pa
         found.content.to_string().contains("weather__forecast"),
         "{found:?}"
     );
-    let presence = h.runtime.store().presence(&s).unwrap();
+    let presence = h.store.presence(&s).unwrap();
     assert_eq!(presence.loaded, ["weather", "notes"]);
     // With two slots, a third package evicts the least recently used one, all of it.
     turn.call("load_tool", json!({"name": "group-admin__master_only"}))
@@ -263,6 +263,6 @@ fn issue_12_finding_one_exposed_item_brings_its_whole_package_and_slots_count_pa
         offered.contains(&"weather__forecast".to_owned()),
         "{offered:?}"
     );
-    let presence = h.runtime.store().presence(&s).unwrap();
+    let presence = h.store.presence(&s).unwrap();
     assert_eq!(presence.loaded, ["group-admin", "weather"]);
 }

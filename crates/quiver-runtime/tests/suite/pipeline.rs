@@ -81,8 +81,7 @@ fn unknown_private_and_unadmitted_names_are_refused_without_asking() {
     assert!(h.person.cards().is_empty());
     // Refused calls are audited too.
     let audit = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(s.clone()),
             ..Default::default()
@@ -243,8 +242,7 @@ fn perception_cache_answers_identical_calls_and_the_audit_says_so() {
     assert!(!first.cached && second.cached);
     assert_eq!(h.calls.lock().unwrap().len(), 1);
     let audit = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(s),
             ..Default::default()
@@ -382,8 +380,7 @@ fn once_asks_on_the_first_call_per_session_and_secrets_never_reach_the_card_or_a
     )
     .unwrap();
     let audit = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(s),
             ..Default::default()

@@ -7,7 +7,7 @@ use quiver_catalog::Catalog;
 use quiver_runtime::approver::{Answer, Approver};
 use quiver_runtime::executor::{ExecError, Execution, Executor};
 use quiver_runtime::{ApproverSet, CallStatus, Runtime, RuntimeConfig};
-use quiver_store::{AuditQuery, AuditStatus, SqliteStore};
+use quiver_store::{AuditStatus, SqliteStore};
 use serde_json::{Value, json};
 
 use super::common::*;
@@ -71,13 +71,7 @@ fn a_sandbox_refusal_is_final_for_the_turn() {
     );
     assert_eq!(executor.runs.load(Ordering::SeqCst), 1, "run again");
     // Both calls are in the audit as refused; the next turn may try again.
-    let audit = runtime
-        .store()
-        .query_audit(&AuditQuery {
-            session: Some(session.clone()),
-            ..AuditQuery::default()
-        })
-        .unwrap();
+    let audit = runtime.session_audit(&session, 100).unwrap();
     let refused = audit
         .iter()
         .filter(|a| a.entry.status == AuditStatus::Refused)

@@ -101,8 +101,7 @@ fn an_active_skills_instructions_are_repeated_unless_the_transcript_holds_them()
     }
     // A repeat is not a second activation.
     let activations = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(s.clone()),
             kind: Some(AuditKind::SkillActivated),
@@ -129,7 +128,7 @@ fn a_finished_call_leaves_one_record_and_nothing_in_flight() {
         kind,
         ..Default::default()
     };
-    let store = h.runtime.store();
+    let store = h.store;
     let in_flight = store
         .query_audit(&query(Some(AuditKind::CallStarted)))
         .unwrap();
@@ -155,7 +154,7 @@ fn a_call_left_running_by_an_ended_process_is_closed_as_interrupted_and_a_live_o
         entry.tool = Some("notes.add_note".into());
         entry.status = AuditStatus::Started;
         entry.detail = Some(json!({ "process": process }));
-        h.runtime.store().append_audit(&entry).unwrap();
+        h.store.append_audit(&entry).unwrap();
     };
     // A pid no process has, and this very process (another live `quiver` on the same store),
     // named as the console's waiters are.
@@ -168,8 +167,7 @@ fn a_call_left_running_by_an_ended_process_is_closed_as_interrupted_and_a_live_o
     started("call_live", json!(me));
     assert_eq!(h.runtime.close_interrupted_calls().unwrap(), ["call_dead"]);
     let records = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(s),
             ..Default::default()

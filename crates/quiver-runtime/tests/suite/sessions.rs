@@ -219,7 +219,7 @@ fn a_child_sessions_loads_never_touch_the_parent() {
     let mut turn = h.runtime.begin_turn(&child, owner(), "").unwrap();
     turn.call("load_tool", json!({"name": "notes__long_list"}))
         .unwrap();
-    let store = h.runtime.store();
+    let store = h.store;
     // An exposed tool loads its whole package (seed 000), in one slot.
     assert_eq!(store.loaded_tools(&child).unwrap(), ["notes"]);
     assert!(store.loaded_tools(&parent).unwrap().is_empty());

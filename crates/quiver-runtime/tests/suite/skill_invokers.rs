@@ -55,8 +55,7 @@ fn a_person_starts_a_skill_the_model_may_not_read() {
     assert_eq!(by_user.content["status"], "activated");
     assert_eq!(by_user.content["instructions"], "secret\n");
     let records = h
-        .runtime
-        .store()
+        .store
         .query_audit(&AuditQuery {
             session: Some(s.clone()),
             ..AuditQuery::default()

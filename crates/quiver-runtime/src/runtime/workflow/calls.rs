@@ -265,7 +265,7 @@ impl Turn<'_> {
             !self.unattended,
             None,
         );
-        self.record_started(audit, super::call::audit::Phase::Running)?;
+        self.record_started(audit, crate::runtime::call::audit::Phase::Running)?;
         let started = engine
             .pin(&definition)
             .and_then(|digest| engine.start(&digest, &start));
