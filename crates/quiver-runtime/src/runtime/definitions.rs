@@ -7,7 +7,7 @@ use quiver_catalog::{Catalog, ItemKind};
 use serde_json::json;
 
 use super::ToolDefinition;
-use super::meta::{META_TOOLS, meta_definition};
+use super::meta::MetaTool;
 
 /// The definitions of one catalog snapshot, each built the first time it is offered.
 pub(in crate::runtime) struct Definitions {
@@ -47,19 +47,16 @@ impl Definitions {
     }
 }
 
-/// The definition of the meta-tool `name` (one of [`META_TOOLS`]), built once per process.
-pub(in crate::runtime) fn meta(name: &str) -> Arc<ToolDefinition> {
+/// The definition of the meta-tool `tool`, built once per process.
+pub(in crate::runtime) fn meta(tool: MetaTool) -> Arc<ToolDefinition> {
     static BUILT: LazyLock<Vec<Arc<ToolDefinition>>> = LazyLock::new(|| {
-        META_TOOLS
+        MetaTool::ALL
             .iter()
-            .map(|name| Arc::new(meta_definition(name)))
+            .map(|tool| Arc::new(tool.definition()))
             .collect()
     });
-    BUILT
-        .iter()
-        .find(|d| d.name == name)
-        .cloned()
-        .unwrap_or_else(|| Arc::new(meta_definition(name)))
+    // `ALL` lists the variants in their declared order.
+    BUILT[tool as usize].clone()
 }
 
 /// Builds the definition of item `index`: a tool's description parts and input schema, an
@@ -157,9 +154,9 @@ mod tests {
             );
         }
         assert!(definitions.item(&catalog, catalog.items().len()).is_none());
-        for name in META_TOOLS {
-            assert_eq!(*meta(name), meta_definition(name));
-            assert!(Arc::ptr_eq(&meta(name), &meta(name)));
+        for tool in MetaTool::ALL {
+            assert_eq!(*meta(tool), tool.definition());
+            assert!(Arc::ptr_eq(&meta(tool), &meta(tool)));
         }
     }
 }

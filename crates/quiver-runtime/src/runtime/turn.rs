@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::call::audit::decision;
 use super::call::resolve::agent_input;
 use super::definitions;
-use super::meta::META_TOOLS;
+use super::meta::MetaTool;
 use super::meta::read_skill::Invoker;
 use super::{CallKind, CallOutcome, NotConfigured, Offer, RuntimeError, ToolDefinition, Turn};
 use crate::approver::Approver;
@@ -310,7 +310,7 @@ impl Turn<'_> {
             return false;
         }
         match entry.kind {
-            EntryKind::Builtin => self.meta_tools().iter().any(|m| *m == entry.id),
+            EntryKind::Builtin => self.meta_tools().iter().any(|m| m.name() == entry.id),
             EntryKind::Skill => self.skill_visible(&entry.id).is_some(),
             EntryKind::Package => true,
             // Only items shown outside their package: a skill's or an agent's own tool is
@@ -323,16 +323,13 @@ impl Turn<'_> {
     }
 
     /// The meta-tools this turn offers: the agent profile's, without `ask_user` when unattended.
-    pub(in crate::runtime) fn meta_tools(&self) -> Vec<&str> {
+    pub(in crate::runtime) fn meta_tools(&self) -> Vec<MetaTool> {
         let listed = self.runtime.config.agent_meta_tools.get(&self.agent);
-        META_TOOLS
-            .iter()
-            .copied()
-            .filter(|m| listed.is_some_and(|l| l.iter().any(|x| x == m)))
-            .filter(|m| !(self.unattended && *m == "ask_user"))
-            .filter(|m| {
-                *m != super::meta::get_run::GET_RUN || self.runtime.workflow_store().is_some()
-            })
+        MetaTool::ALL
+            .into_iter()
+            .filter(|m| listed.is_some_and(|l| l.iter().any(|x| x == m.name())))
+            .filter(|m| !(self.unattended && *m == MetaTool::AskUser))
+            .filter(|m| *m != MetaTool::GetRun || self.runtime.workflow_store().is_some())
             .collect()
     }
 
@@ -547,7 +544,7 @@ impl Turn<'_> {
             "\n\nToday's date is {}.",
             today.format("%Y-%m-%d")
         ));
-        if self.meta_tools().contains(&"read_skill") && self.own_agent.is_none() {
+        if self.meta_tools().contains(&MetaTool::ReadSkill) && self.own_agent.is_none() {
             let rendered = quiver_catalog::render::package_list(
                 &self.catalog,
                 &|e| self.entry_admitted(e),
@@ -565,11 +562,12 @@ impl Turn<'_> {
         let call_id = new_id("call");
         let started = Instant::now();
         let mut audit = self.call_audit(&call_id, name, &arguments);
-        let mut outcome = if self.meta_tools().contains(&name) {
+        let meta = MetaTool::from_name(name).filter(|m| self.meta_tools().contains(m));
+        let mut outcome = if let Some(meta) = meta {
             audit
                 .decisions
                 .push(decision("visibility", "allow", "a meta-tool of this agent"));
-            let mut out = self.meta_call(&call_id, name, &arguments, &mut audit)?;
+            let mut out = meta.apply(self, &call_id, &arguments, &mut audit)?;
             out.kind.get_or_insert(CallKind::Meta);
             out
         } else {

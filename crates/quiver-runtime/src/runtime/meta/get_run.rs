@@ -19,7 +19,7 @@ pub const GET_RUN: &str = "get_run";
 
 /// What the model is told of `get_run`, on every front.
 pub fn get_run_tool() -> crate::runtime::ToolDefinition {
-    super::meta_definition(GET_RUN)
+    super::MetaTool::GetRun.definition()
 }
 
 /// `get_run`'s description and input schema.
