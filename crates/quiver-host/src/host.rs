@@ -177,8 +177,8 @@ pub struct State {
     pub dir: PathBuf,
     /// The database's file.
     pub path: PathBuf,
-    /// The store over it.
-    pub store: Arc<SqliteStore>,
+    // The store over it: the runtime's (and the admin's) alone, never a front's.
+    store: Arc<SqliteStore>,
 }
 
 impl State {
@@ -186,6 +186,24 @@ impl State {
     /// else its `state.db`.
     pub fn open(db: Option<&Path>) -> Result<State, HostError> {
         State::in_dir(&crate::paths::require_state_dir()?, db)
+    }
+
+    /// The operator's door to this state ([`quiver_runtime::admin::Admin`]): fronts read and
+    /// change state through it or through a runtime, never through the store.
+    pub fn admin(&self) -> quiver_runtime::admin::Admin {
+        quiver_runtime::admin::Admin::new(self.store.clone(), self.store.clone())
+    }
+
+    /// The console's queue over this state as an approver: a card waits there for a person
+    /// (`quiver approvals`, the console) up to `wait`.
+    pub fn console_approver(
+        &self,
+        wait: std::time::Duration,
+    ) -> Arc<dyn quiver_runtime::approver::Approver> {
+        Arc::new(quiver_runtime::approver::QueueApprover::new(
+            self.store.clone(),
+            wait,
+        ))
     }
 
     /// The state folder `dir` with `db`, else `dir/state.db`.

@@ -5,6 +5,7 @@
 //! and the [`Turn`] it begins for each user message, whose [`Turn::call`] runs a call through
 //! every step and writes its audit record.
 
+pub mod admin;
 pub mod approver;
 pub mod bench;
 pub mod config;

@@ -7,8 +7,10 @@
 
 use std::process::ExitCode;
 
+use quiver_runtime::RuntimeError;
+use quiver_runtime::admin::Admin;
 use quiver_runtime::approver::permission_lines_text;
-use quiver_store::{Approval, ApprovalStatus, Decision, Store, StoreError};
+use quiver_store::{Approval, ApprovalStatus, Decision, StoreError};
 
 use super::approvals_runs;
 use super::runtime::{SenderArgs, StateArgs};
@@ -67,12 +69,13 @@ pub fn run(roots: &RootArgs, command: ApprovalsCommand) -> miette::Result<ExitCo
             json,
             state,
         } => {
-            let store = state.open()?;
-            withdraw_orphaned(store.as_ref())?;
-            let pending = store
+            let admin = state.admin()?;
+            withdraw_orphaned(&admin)?;
+            let pending = admin
                 .pending_approvals(session.as_deref())
                 .map_err(|e| miette::miette!("{e}"))?;
-            let parked: Vec<_> = quiver_workflow::parked(store.as_ref())
+            let parked: Vec<_> = admin
+                .parked_runs()
                 .map_err(|e| miette::miette!("{e}"))?
                 .into_iter()
                 .filter(|p| {
@@ -117,8 +120,8 @@ pub fn run(roots: &RootArgs, command: ApprovalsCommand) -> miette::Result<ExitCo
 }
 
 /// Withdraws the pending cards whose caller died, saying so on stderr.
-fn withdraw_orphaned(store: &dyn Store) -> miette::Result<()> {
-    let withdrawn = store
+fn withdraw_orphaned(admin: &Admin) -> miette::Result<()> {
+    let withdrawn = admin
         .withdraw_orphaned_approvals()
         .map_err(|e| miette::miette!("{e}"))?;
     for approval in withdrawn {
@@ -156,13 +159,13 @@ fn describe(approval: &Approval) -> String {
 }
 
 fn answer(args: AnswerArgs, decision: Decision) -> miette::Result<ExitCode> {
-    let store = args.state.open()?;
-    withdraw_orphaned(store.as_ref())?;
+    let admin = args.state.admin()?;
+    withdraw_orphaned(&admin)?;
     let by = format!(
         "console:{}",
         std::env::var("USER").unwrap_or_else(|_| "operator".to_owned())
     );
-    match store.answer_approval(&args.id, decision, &by, args.note.as_deref()) {
+    match admin.answer_approval(&args.id, decision, &by, args.note.as_deref()) {
         Ok(approval) if args.json => {
             crate::out(&serde_json::to_string_pretty(&approval).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
@@ -176,22 +179,22 @@ fn answer(args: AnswerArgs, decision: Decision) -> miette::Result<ExitCode> {
             ));
             Ok(ExitCode::SUCCESS)
         }
-        Err(StoreError::AlreadyAnswered {
+        Err(RuntimeError::Store(StoreError::AlreadyAnswered {
             id,
             status: ApprovalStatus::Withdrawn,
-        }) => {
+        })) => {
             crate::err(&format!(
                 "{id} was withdrawn: the process that asked for it is gone, so nothing waits for this answer; nothing was approved and nothing runs"
             ));
             Ok(ExitCode::from(1))
         }
-        Err(StoreError::AlreadyAnswered { id, status }) => {
+        Err(RuntimeError::Store(StoreError::AlreadyAnswered { id, status })) => {
             crate::err(&format!(
                 "{id} was already resolved ({status}); nothing changed"
             ));
             Ok(ExitCode::from(1))
         }
-        Err(e @ StoreError::NotFound { .. }) => {
+        Err(e @ RuntimeError::Store(StoreError::NotFound { .. })) => {
             crate::err(&e.to_string());
             Ok(ExitCode::from(1))
         }

@@ -51,17 +51,18 @@ pub(crate) fn operator_name() -> String {
 
 /// Runs `quiver control [STATE]`.
 pub fn control(args: ControlArgs) -> miette::Result<ExitCode> {
-    let store = args.state_db.open()?;
+    let admin = args.state_db.admin()?;
     if let Some(state) = args.state {
         let control = ControlPlane {
             emergency_stop: state == ControlState::EmergencyStop,
             read_only: state == ControlState::ReadOnly,
             muted: state == ControlState::Muted,
         };
-        operator::set_control(store.as_ref(), control, &operator_name())
+        admin
+            .set_control(control, &operator_name())
             .map_err(|e| miette::miette!("{e}"))?;
     }
-    let current = operator::read(store.as_ref()).map_err(|e| miette::miette!("{e}"))?;
+    let current = admin.switches().map_err(|e| miette::miette!("{e}"))?;
     let name = operator::control_name(current.control);
     let disabled = if current.disabled.is_empty() {
         "none".to_owned()
@@ -74,8 +75,9 @@ pub fn control(args: ControlArgs) -> miette::Result<ExitCode> {
 
 /// Runs `quiver enable ID` (`enabled`) or `quiver disable ID`.
 pub fn switch(args: SwitchArgs, enabled: bool) -> miette::Result<ExitCode> {
-    let store = args.state.open()?;
-    operator::set_enabled(store.as_ref(), &args.package, enabled, &operator_name())
+    args.state
+        .admin()?
+        .set_enabled(&args.package, enabled, &operator_name())
         .map_err(|e| miette::miette!("{e}"))?;
     crate::out(&format!(
         "{}: {}",

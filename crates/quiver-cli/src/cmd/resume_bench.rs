@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use miette::{IntoDiagnostic, miette};
 use quiver_host::{Host, HostOptions, State};
+use quiver_runtime::admin::Admin;
 use quiver_runtime::{ApproverSet, RunError, RunOps, Runtime};
 use quiver_store::workflow::RunStatus;
-use quiver_store::{SqliteStore, WorkflowStore};
 use serde::Serialize;
 use serde_json::json;
 
@@ -150,7 +150,7 @@ fn p50(mut v: Vec<f64>) -> f64 {
 /// One round: a run started, a server crashed in its step, a server restarted and timed.
 fn round(
     runtime: &Runtime,
-    db: &SqliteStore,
+    db: &Admin,
     (packages, home, config): (&Path, &Path, &Path),
 ) -> miette::Result<(f64, f64, f64)> {
     let fail = |e: &dyn std::fmt::Display| miette!("{e}");
@@ -159,28 +159,33 @@ fn round(
     let mut crashing = serve(packages, home, config, true)?;
     let status = crashing.wait().into_diagnostic()?;
     let crashed = ms(began.elapsed());
-    let attempts = db.attempts(&id).map_err(|e| fail(&e))?;
-    if status.success() || attempts.len() != 1 {
+    let attempts = |db: &Admin| -> miette::Result<usize> {
+        Ok(db
+            .run(&id)
+            .map_err(|e| fail(&e))?
+            .map_or(0, |view| view.attempts.len()))
+    };
+    let tried = attempts(db)?;
+    if status.success() || tried != 1 {
         return Err(miette!(
-            "the crashing server did not stop in the step ({status}, {} attempts)",
-            attempts.len()
+            "the crashing server did not stop in the step ({status}, {tried} attempts)"
         ));
     }
     let began = Instant::now();
     let mut server = serve(packages, home, config, false)?;
     let resumed = until(began, || {
-        Ok(db.attempts(&id).map_err(|e| fail(&e))?.len() > 1
+        Ok(attempts(db)? > 1
             || db
                 .run(&id)
                 .map_err(|e| fail(&e))?
-                .is_some_and(|r| r.status.is_final()))
+                .is_some_and(|view| view.run.status.is_final()))
     });
     let completed = resumed.and_then(|resumed| {
         let completed = until(began, || {
             Ok(db
                 .run(&id)
                 .map_err(|e| fail(&e))?
-                .is_some_and(|r| r.status == RunStatus::Completed))
+                .is_some_and(|view| view.run.status == RunStatus::Completed))
         })?;
         Ok((resumed, completed))
     });
@@ -197,7 +202,6 @@ pub fn run(args: ResumeBenchArgs) -> miette::Result<ExitCode> {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).into_diagnostic()?;
     let state = State::in_dir(&home, None).map_err(crate::roots::fail)?;
-    let db_path = state.path.clone();
     let host = Host::open(
         quiver_host::Config::default(),
         HostOptions {
@@ -214,7 +218,10 @@ pub fn run(args: ResumeBenchArgs) -> miette::Result<ExitCode> {
     for _ in 0..args.parked {
         start(runtime, "resume.parked", true)?;
     }
-    let db = SqliteStore::open(&db_path).map_err(|e| miette!("{e}"))?;
+    // The state as the operator sees it, beside the servers that write it.
+    let db = State::in_dir(&home, None)
+        .map_err(crate::roots::fail)?
+        .admin();
     let (mut resumed, mut completed, mut crashed) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..args.rounds.max(1) {
         let (r, c, k) = round(runtime, &db, (&packages, &home, &config))?;

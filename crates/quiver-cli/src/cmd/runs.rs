@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use quiver_host::{Host, HostOptions};
+use quiver_runtime::admin::RunView;
 use quiver_runtime::approver::Approver;
 use quiver_runtime::{ApproverSet, RunError, RunOps};
-use quiver_store::WorkflowStore;
 use quiver_store::workflow::{Run, RunFilter, RunStatus};
 use serde_json::{Value, json};
 
@@ -170,15 +170,14 @@ pub(super) fn print_run(run: &Run, as_json: bool) {
 
 /// Runs `quiver runs ...`: exit 1 when the run does not exist (`wait`: see its own codes).
 pub fn runs(roots: &RootArgs, command: RunsCommand) -> miette::Result<ExitCode> {
-    let fail = |e: quiver_store::StoreError| miette::miette!("{e}");
+    let fail = |e: quiver_runtime::RuntimeError| miette::miette!("{e}");
     match command {
         RunsCommand::Wait(args) => super::runs_ops::wait(roots, args),
         RunsCommand::Cancel(args) => super::runs_ops::cancel(roots, args),
         RunsCommand::Retry(args) => super::runs_ops::retry(roots, args),
         RunsCommand::Resolve(args) => super::runs_ops::resolve(roots, args),
         RunsCommand::List { json, state } => {
-            let store = state.open()?;
-            let mut runs = store.runs(&RunFilter::default()).map_err(fail)?;
+            let mut runs = state.admin()?.runs(&RunFilter::default()).map_err(fail)?;
             runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
             if json {
                 crate::out(&serde_json::to_string_pretty(&runs).unwrap_or_default());
@@ -192,19 +191,20 @@ pub fn runs(roots: &RootArgs, command: RunsCommand) -> miette::Result<ExitCode> 
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Show { id, json, state } => {
-            let store = state.open()?;
-            let Some(run) = store.run(&id).map_err(fail)? else {
+            let Some(view) = state.admin()?.run(&id).map_err(fail)? else {
                 crate::err(&format!("no run `{id}`"));
                 return Ok(ExitCode::FAILURE);
             };
-            let attempts = store.attempts(&id).map_err(fail)?;
-            let waits = store.waits(&id).map_err(fail)?;
+            let RunView {
+                run,
+                attempts,
+                waits,
+            } = &view;
             if json {
-                let shown = json!({"run": run, "attempts": attempts, "waits": waits});
-                crate::out(&serde_json::to_string_pretty(&shown).unwrap_or_default());
+                crate::out(&serde_json::to_string_pretty(&view).unwrap_or_default());
             } else {
-                print_run(&run, false);
-                for a in &attempts {
+                print_run(run, false);
+                for a in attempts {
                     crate::out(&format!(
                         "  step {} attempt {}: {}",
                         crate::shown(&a.step_id),

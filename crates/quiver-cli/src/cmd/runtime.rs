@@ -8,9 +8,10 @@ use std::sync::Arc;
 use quiver_host::{Host, HostOptions};
 use quiver_package::rules::Role;
 use quiver_policy::{ConversationScope, Origin, Principal, ScopeKind};
-use quiver_runtime::approver::{Approver, QueueApprover, TerminalApprover};
+use quiver_runtime::admin::Admin;
+use quiver_runtime::approver::{Approver, TerminalApprover};
 use quiver_runtime::{ApproverSet, CallStatus, Profile, SessionRequest};
-use quiver_store::{AuditQuery, SessionFilter, SessionStatus, SqliteStore, Store};
+use quiver_store::{AuditQuery, SessionFilter, SessionStatus};
 use serde_json::{Value, json};
 
 use crate::roots::RootArgs;
@@ -24,19 +25,13 @@ pub struct StateArgs {
 }
 
 impl StateArgs {
-    pub(crate) fn path(&self) -> miette::Result<PathBuf> {
-        quiver_host::paths::state_db(self.db.as_deref()).map_err(crate::roots::fail)
-    }
-
     pub(crate) fn state(&self) -> miette::Result<quiver_host::State> {
         quiver_host::State::open(self.db.as_deref()).map_err(crate::roots::fail)
     }
 
-    pub(crate) fn open(&self) -> miette::Result<Arc<SqliteStore>> {
-        let path = self.path()?;
-        SqliteStore::open(&path).map(Arc::new).map_err(|e| {
-            miette::miette!("cannot open the state database `{}`: {e}", path.display())
-        })
+    /// The operator's door to the state ([`quiver_runtime::admin::Admin`]).
+    pub(crate) fn admin(&self) -> miette::Result<Admin> {
+        Ok(self.state()?.admin())
     }
 }
 
@@ -254,10 +249,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         args.yes,
     );
     let console = match args.console {
-        Some(seconds) => Some(Arc::new(QueueApprover::new(
-            state.store.clone(),
-            std::time::Duration::from_secs(seconds),
-        )) as Arc<dyn Approver>),
+        Some(seconds) => Some(state.console_approver(std::time::Duration::from_secs(seconds))),
         None => None,
     };
     // Without a terminal, a console queue answers instead of a person who cannot.
@@ -322,7 +314,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
 pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
     match command {
         SessionCommand::List { all, json, state } => {
-            let store = state.open()?;
+            let admin = state.admin()?;
             let filter = SessionFilter {
                 status: if all {
                     SessionStatus::Any
@@ -332,8 +324,8 @@ pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
                 agent: None,
                 limit: None,
             };
-            let sessions = store
-                .list_sessions(&filter)
+            let sessions = admin
+                .sessions(&filter)
                 .map_err(|e| miette::miette!("{e}"))?;
             if json {
                 crate::out(&serde_json::to_string_pretty(&sessions).unwrap_or_default());
@@ -355,29 +347,18 @@ pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionCommand::Show { id, state } => {
-            let store = state.open()?;
-            let err = |e: quiver_store::StoreError| miette::miette!("{e}");
-            let Some(session) = store.session(&id).map_err(err)? else {
+            let admin = state.admin()?;
+            let Some(view) = admin.session(&id).map_err(|e| miette::miette!("{e}"))? else {
                 return Err(miette::miette!("no session `{id}`"));
             };
-            let value = json!({
-                "session": session,
-                "loaded_tools": store.loaded_tools(&id).map_err(err)?,
-                "opened_packages": store.opened_packages(&id).map_err(err)?,
-                "active_skills": store.active_skills(&id).map_err(err)?,
-                "consents": store.consents(&id).map_err(err)?,
-            });
-            crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+            crate::out(&serde_json::to_string_pretty(&view).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
         SessionCommand::End { id, state } => {
-            let store = state.open()?;
-            let ended = quiver_runtime::operator::end_session_by(
-                store.as_ref(),
-                &id,
-                &super::operator::operator_name(),
-            )
-            .map_err(|e| miette::miette!("{e}"))?;
+            let ended = state
+                .admin()?
+                .end_session(&id, &super::operator::operator_name())
+                .map_err(|e| miette::miette!("{e}"))?;
             crate::err(if ended {
                 "ended"
             } else {
@@ -394,15 +375,13 @@ pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
 
 /// Runs `quiver audit`.
 pub fn audit(args: AuditArgs) -> miette::Result<ExitCode> {
-    let store = args.state.open()?;
+    let admin = args.state.admin()?;
     let query = AuditQuery {
         session: args.session,
         limit: Some(args.limit),
         ..AuditQuery::default()
     };
-    let records = store
-        .query_audit(&query)
-        .map_err(|e| miette::miette!("{e}"))?;
+    let records = admin.audit(&query).map_err(|e| miette::miette!("{e}"))?;
     if args.json {
         crate::out(&serde_json::to_string_pretty(&records).unwrap_or_default());
     } else {

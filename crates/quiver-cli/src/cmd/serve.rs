@@ -10,7 +10,6 @@ use std::sync::Arc;
 use quiver_host::{Host, HostOptions, McpFront, Serving};
 use quiver_mcp::Front;
 use quiver_runtime::ApproverSet;
-use quiver_runtime::approver::QueueApprover;
 use tokio_util::sync::CancellationToken;
 
 use crate::cmd::runtime::StateArgs;
@@ -86,10 +85,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     // the policy routes to an operator.
     let approvers = ApproverSet {
         person: None,
-        console: Some(Arc::new(QueueApprover::new(
-            state.store.clone(),
-            mcp.approval_wait,
-        ))),
+        console: Some(state.console_approver(mcp.approval_wait)),
         reviewer: None,
     };
     let host = Host::open(
