@@ -239,12 +239,12 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A file a job needs to execute, with what named it (`the command`, `the #! interpreter`).
+type Named = (&'static str, PathBuf);
+
 /// The program of `job`, and the files it needs to execute, each with what named it: the
 /// program, its `#!` interpreter, and the command an `env` interpreter runs.
-fn resolve_command(
-    job: &Job,
-    command_dir: &Path,
-) -> Result<(PathBuf, Vec<(&'static str, PathBuf)>), SandboxError> {
+fn resolve_command(job: &Job, command_dir: &Path) -> Result<(PathBuf, Vec<Named>), SandboxError> {
     let first = job
         .command
         .first()
