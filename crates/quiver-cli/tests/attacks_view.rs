@@ -103,6 +103,16 @@ impl World {
     /// `quiver call tool` (with `extra` arguments): its JSON on stdout and its stderr, as one
     /// text, and how long it took.
     fn call(&self, tool: &str, extra: &[&str]) -> (Value, String, Duration) {
+        self.call_with(tool, extra, &[])
+    }
+
+    /// [`World::call`] with `env` set too.
+    fn call_with(
+        &self,
+        tool: &str,
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> (Value, String, Duration) {
         let started = Instant::now();
         let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
             .arg("--root")
@@ -112,6 +122,7 @@ impl World {
             .env("QUIVER_HOME", &self.home)
             .env("QUIVER_CONFIG", &self.config)
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -197,6 +208,51 @@ fn regression_issue_22_a_shebang_never_widens_the_view() {
     }
 }
 
+/// Issue 22 item 15, the class: a package folder reached through a link in a root into the
+/// state folder (here another package's data folder, which that package can fill with a
+/// `quiver.yaml` and a tool) was mounted back as the package's own, showing that data.
+#[test]
+fn regression_issue_22_a_package_folder_among_the_data_folders_is_not_run() {
+    let Some(world) = world() else { return };
+    let victim = world.home.join("data/victim");
+    let tool = victim.join("tools/t");
+    std::fs::create_dir_all(&tool).unwrap();
+    std::fs::write(tool.join("run"), READER).unwrap();
+    std::fs::set_permissions(tool.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        tool.join("tool.yaml"),
+        "name: t\ndescription: Reads the folder it was loaded from.\ncategory: perception\napproval: never\nexpose: true\nrun: {command: [./run, ../../canary.txt]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        victim.join("quiver.yaml"),
+        "id: sneaky\nname: sneaky\nversion: 1.0.0\ndescription: A package in another one's data\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(&world.packages).unwrap();
+    std::os::unix::fs::symlink(&victim, world.packages.join("sneaky")).unwrap();
+    let (value, text, _) = world.call("sneaky.t", &[]);
+    eprintln!("{}", text.chars().take(300).collect::<String>());
+    assert!(
+        !text.contains(&world.canary),
+        "BREACH, another package's data was read: {text}"
+    );
+    assert_ne!(value["outcome"]["status"], "ok", "{text}");
+}
+
+/// A tool that prints, as one JSON object, the start of each file named in its arguments, or
+/// the error reading it.
+const READER: &str = r#"#!/usr/bin/python3
+import json, sys
+out = {}
+for path in sys.argv[1:]:
+    try:
+        out[path] = open(path, "rb").read(64).decode("latin-1")
+    except OSError as e:
+        out[path] = "error: " + str(e.errno)
+print(json.dumps(out))
+"#;
+
 /// Issue 22 item 10: a state database given with `--db` outside the state folder was created
 /// `0644` and a package granted its folder read it. Now it and its `-wal`/`-shm` are `0600`
 /// and no tool sees them.
@@ -214,23 +270,33 @@ fn regression_issue_22_a_db_outside_the_state_folder_is_private_and_hidden() {
         .iter()
         .map(|s| format!("{}{s}", db.display()))
         .collect::<Vec<_>>();
+    // The secrets the MCP front keeps beside the database, and the agent configuration.
+    let secrets = ["mcp-token", "mcp-secret", "agent.yaml"].map(|name| elsewhere.join(name));
+    for secret in &secrets {
+        std::fs::write(secret, &world.canary).unwrap();
+    }
+    let read = files
+        .iter()
+        .cloned()
+        .chain(secrets.iter().map(|s| s.display().to_string()))
+        .collect::<Vec<_>>()
+        .join(", ");
     world.package(
         "reader",
         &grant.replacen("permission:", "permissions:", 1),
-        &[(
-            "t",
-            None,
-            &format!("[/bin/cat, {}, {}, {}]", files[0], files[1], files[2]),
-            &grant,
-        )],
+        &[("t", Some(READER), &format!("[./run, {read}]"), &grant)],
     );
-    let (value, text, _) = world.call("reader.t", &["--db", db.to_str().unwrap()]);
+    let (value, text, _) = world.call_with(
+        "reader.t",
+        &["--db", db.to_str().unwrap()],
+        &[("QUIVER_AGENT_CONFIG", &secrets[2])],
+    );
     eprintln!("{}", text.chars().take(300).collect::<String>());
+    assert_eq!(value["outcome"]["status"], "ok", "{text}");
     assert!(
-        !text.contains("SQLite format 3"),
-        "BREACH, the database was read: {text}"
+        !text.contains("SQLite format 3") && !text.contains(&world.canary),
+        "BREACH, the database or a secret beside it was read: {text}"
     );
-    assert_ne!(value["outcome"]["status"], "ok", "{text}");
     for file in &files {
         let mode = std::fs::metadata(file).map(|m| m.permissions().mode() & 0o777);
         if let Ok(mode) = mode {

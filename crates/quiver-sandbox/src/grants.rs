@@ -97,6 +97,18 @@ pub fn plan(job: &Job, data: &Path, hidden: &[PathBuf]) -> Result<Plan, SandboxE
     let command_dir = canonical(&job.command_dir)?;
     let data = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_owned());
     let hidden = canonical_hidden(hidden);
+    // The package folder is mounted back inside a hidden path that holds it (an installed
+    // package in the state folder): never one among, or holding, the packages' data folders
+    // (a link in a root leading there would show another package's data).
+    if let Some(all_data) = data.parent()
+        && (package.starts_with(all_data)
+            || (all_data.starts_with(&package) && hidden.iter().any(|h| package.starts_with(h))))
+    {
+        return Err(SandboxError::Setup(format!(
+            "the package folder `{}` lies among the packages' data folders, so the sandbox does not run it",
+            package.display()
+        )));
+    }
     let visible = Visible {
         hidden: &hidden,
         holes: [data.clone(), package.clone()],
@@ -239,12 +251,12 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A file a job needs to execute, with what named it (`the command`, `the #! interpreter`).
+type Named = (&'static str, PathBuf);
+
 /// The program of `job`, and the files it needs to execute, each with what named it: the
 /// program, its `#!` interpreter, and the command an `env` interpreter runs.
-fn resolve_command(
-    job: &Job,
-    command_dir: &Path,
-) -> Result<(PathBuf, Vec<(&'static str, PathBuf)>), SandboxError> {
+fn resolve_command(job: &Job, command_dir: &Path) -> Result<(PathBuf, Vec<Named>), SandboxError> {
     let first = job
         .command
         .first()

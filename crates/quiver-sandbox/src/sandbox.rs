@@ -545,7 +545,7 @@ impl Sandbox {
 
     /// What `job` (canonical folders) may see and run, with its data folder `data`: see
     /// [`crate::grants::plan`]; hidden are the state folder and [`SandboxConfig::hidden`].
-    pub fn plan(&self, job: &Job, data: &Path) -> Result<crate::grants::Plan, SandboxError> {
+    fn plan(&self, job: &Job, data: &Path) -> Result<crate::grants::Plan, SandboxError> {
         let hidden: Vec<PathBuf> = std::iter::once(&self.config.state_dir)
             .chain(&self.config.hidden)
             .cloned()

@@ -32,7 +32,9 @@ struct World {
 const TARGETS: usize = 20;
 
 impl World {
-    fn new(installed: bool) -> World {
+    /// A world whose package folder is at `place`: 0 a root of the operator's, 1 installed
+    /// (`state/packages/p`), 2 another package's data folder (a root's link leading there).
+    fn new(place: u8) -> World {
         let dir = tempfile::tempdir().unwrap();
         let top = std::fs::canonicalize(dir.path()).unwrap();
         let state = top.join("state");
@@ -54,10 +56,10 @@ impl World {
         let outside = top.join("outside");
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("tool"), "#!/bin/sh\n").unwrap();
-        let package = if installed {
-            state.join("packages/p")
-        } else {
-            top.join("roots/p")
+        let package = match place {
+            0 => top.join("roots/p"),
+            1 => state.join("packages/p"),
+            _ => state.join("data/victim"),
         };
         let tool = package.join("tools/t");
         std::fs::create_dir_all(&tool).unwrap();
@@ -138,7 +140,7 @@ enum Entry {
 /// One generated package and its declarations.
 #[derive(Debug, Clone)]
 struct Case {
-    installed: bool,
+    place: u8,
     entry_name: &'static str,
     entry: Entry,
     /// The command: the entry point, a program named by the package, or a target.
@@ -193,7 +195,7 @@ fn case() -> impl Strategy<Value = Case> {
         2 => prop::collection::vec(word(), 1..4),
     ];
     (
-        any::<bool>(),
+        prop_oneof![4 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8)],
         name,
         entry,
         command,
@@ -202,8 +204,8 @@ fn case() -> impl Strategy<Value = Case> {
         any::<(bool, bool, bool)>(),
     )
         .prop_map(
-            |(installed, entry_name, entry, command, read, write, (shell, network, env))| Case {
-                installed,
+            |(place, entry_name, entry, command, read, write, (shell, network, env))| Case {
+                place,
                 entry_name,
                 entry,
                 command,
@@ -370,7 +372,7 @@ fn property(cases: u32) {
     let mut runner = proptest::test_runner::TestRunner::new(config);
     runner
         .run(&case(), |case| {
-            let world = World::new(case.installed);
+            let world = World::new(case.place);
             let job = world.job(&case);
             check(&world, &job)
         })
@@ -400,7 +402,7 @@ fn grants_over_thousands_of_generated_packages() {
 /// closed folder through the entry point's `#!` line or a link, and none is granted.
 #[test]
 fn a_shebang_or_a_link_never_grants_what_it_names() {
-    let world = World::new(false);
+    let world = World::new(0);
     let db = world.state.join("state.db");
     let closed = world.top.join("closed/open-file");
     let loader = LOADERS
@@ -431,7 +433,7 @@ fn a_shebang_or_a_link_never_grants_what_it_names() {
             let name = format!("attack-{n}");
             std::fs::write(world.tool.join(&name), format!("#!{line}\n")).unwrap();
             let case = Case {
-                installed: false,
+                place: 0,
                 entry_name: "main.py",
                 entry: Entry::Script(vec![]),
                 command: vec![],
@@ -459,7 +461,7 @@ fn a_shebang_or_a_link_never_grants_what_it_names() {
     std::os::unix::fs::symlink(&db, world.tool.join("db-link")).unwrap();
     std::os::unix::fs::symlink(&world.state, world.package.join("state-link")).unwrap();
     let case = Case {
-        installed: false,
+        place: 0,
         entry_name: "main.py",
         entry: Entry::Script(vec![]),
         command: vec![Word::Text("./db-link")],
