@@ -345,7 +345,9 @@ fn webhooks_start_runs_once_per_key_and_refuse_what_is_not_theirs() {
     let tampered = br#"{"ref": "refs/heads/evil"}"#;
     let big = vec![b' '; (1 << 20) + 1];
     let good = sign(&at, "", &body);
-    let cases: [(&str, Vec<(&str, String)>, &[u8], u16); 8] = [
+    // (path, headers, body, status)
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a [u8], u16);
+    let cases: [Case<'_>; 8] = [
         (
             hook,
             vec![
