@@ -345,7 +345,9 @@ fn webhooks_start_runs_once_per_key_and_refuse_what_is_not_theirs() {
     let tampered = br#"{"ref": "refs/heads/evil"}"#;
     let big = vec![b' '; (1 << 20) + 1];
     let good = sign(&at, "", &body);
-    let cases: [(&str, Vec<(&str, String)>, &[u8], u16); 8] = [
+    // (path, headers, body, status)
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a [u8], u16);
+    let cases: [Case<'_>; 8] = [
         (
             hook,
             vec![
@@ -583,4 +585,30 @@ fn a_run_interrupted_by_kill_9_resumes_when_serve_starts_again() {
         .map(|a| a["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["crashed", "started"], "{shown:#}");
+}
+
+/// Issue 22 item 21: after an outage a schedule does not start a storm of runs. The per-second
+/// schedule missed about 18 fires while `quiver serve` was down; the next start starts at most
+/// the newest 10 of them (then one a second), not all of them.
+#[test]
+fn an_outage_starts_at_most_ten_of_the_fires_it_missed() {
+    let env = Env::new(true);
+    let ticks = |runs: &[Value]| {
+        runs.iter()
+            .filter(|r| r["workflow"] == "clock.tick")
+            .count()
+    };
+    let (server, _) = env.serve();
+    env.wait_for("a first fire", |runs| ticks(runs) > 0);
+    drop(server);
+    let before = ticks(&env.runs());
+    std::thread::sleep(Duration::from_secs(18));
+    let (server, _) = env.serve();
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(server);
+    let started = ticks(&env.runs()) - before;
+    assert!(
+        (1..=14).contains(&started),
+        "{started} runs started after an 18 s outage"
+    );
 }

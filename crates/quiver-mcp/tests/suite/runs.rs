@@ -210,3 +210,69 @@ async fn an_attended_runs_question_reaches_the_client_that_called_it() {
     assert_eq!(refused.is_error, Some(true), "{refused:?}");
     assert_eq!(alice.asked().len(), 3);
 }
+
+/// Issue 22 item 16: two exposed workflows of two packages that call each other, called once
+/// over MCP, started runs without bound (1,349 in 30 s). Now the chain stops at the nesting
+/// bound: the ninth nested call is refused, each run of the chain fails, and the call reads
+/// that error.
+#[tokio::test(flavor = "multi_thread")]
+async fn workflows_that_call_each_other_stop_at_the_nesting_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("packages");
+    for (me, other) in [("ping", "pong"), ("pong", "ping")] {
+        write(
+            &root,
+            &format!("{me}/quiver.yaml"),
+            &format!("id: {me}\ndescription: Calls {other}\nrequires:\n  packages: [{other}]\n"),
+        );
+        write(
+            &root,
+            &format!("{me}/workflows/go.yaml"),
+            &format!(
+                "description: Calls {other}.go\nexpose: true\nsteps:\n  - id: call\n    tool: {other}.go\n"
+            ),
+        );
+    }
+    let catalog = Catalog::load(
+        &[Root {
+            path: root,
+            scope: Scope::Project,
+        }],
+        &CatalogOptions::default(),
+    );
+    let store = Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap());
+    let runtime = Runtime::new(
+        catalog,
+        store.clone(),
+        Arc::new(BuiltinExecutor::new()),
+        ApproverSet::default(),
+        RuntimeConfig::default(),
+    );
+    runtime.set_workflow_store(store.clone());
+    let runtime = Arc::new(runtime);
+    let alice = Scripted::default();
+    let client = connect(
+        front_for(&runtime, Principal::user("alice", Role::Trusted)),
+        alice.clone(),
+    )
+    .await;
+    // The consent of each package in each run's session: asked of the client that waits.
+    for _ in 0..12 {
+        alice.answer("accept", Some("allow_conversation"));
+    }
+    let called = call(
+        &client,
+        "call_tool",
+        json!({"name": "ping__go", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(called.is_error, Some(true), "{called:?}");
+    let error = body(&called)["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("nest at most 8 deep"), "{error}");
+    let runs = quiver_store::WorkflowStore::runs(store.as_ref(), &Default::default()).unwrap();
+    assert_eq!(runs.len(), 9, "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r.status.as_str() == "failed"),
+        "{runs:?}"
+    );
+}

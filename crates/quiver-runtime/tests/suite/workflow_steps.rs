@@ -363,3 +363,28 @@ fn an_attended_runs_unanswered_question_parks_the_run() {
     assert_eq!(parked.len(), 1, "{parked:?}");
     assert_eq!(parked[0].question, Question::Call);
 }
+
+/// An attended run driven by a front whose runtime has a person of its own (`quiver run` at a
+/// terminal) asks that person, as before: only a run nobody waits on parks.
+#[test]
+fn an_attended_run_asks_the_runtimes_own_person() {
+    let f = fixture();
+    f.runtime
+        .set_workflow_store(Arc::new(SqliteStore::open(&f.db).unwrap()));
+    let ops = RunOps::new(&f.runtime).unwrap();
+    let (run, _) = ops
+        .start(
+            "ledger.clear",
+            &owner(),
+            json!({}),
+            json!({"kind": "manual"}),
+            true,
+            None,
+        )
+        .unwrap();
+    f.person.answer(&[Answer::Allow]);
+    let run = ops.drive(&run.id).unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(f.calls().len(), 1);
+    assert_eq!(f.person.cards().len(), 1, "the dangerous call was asked");
+}

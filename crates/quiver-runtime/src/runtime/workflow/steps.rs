@@ -57,13 +57,15 @@ pub struct WorkflowSteps<'r> {
 }
 
 impl<'r> WorkflowSteps<'r> {
-    /// The step runner of `runtime` with nobody waiting on its runs: every question of a step
-    /// parks the run, attended or not.
+    /// The step runner of `runtime`: an attended run's questions go to the runtime's own
+    /// person (the terminal `quiver run` was started at), if it has one; without one nobody
+    /// waits on its runs, and every question of a step parks the run, attended or not.
     pub fn new(runtime: &'r Runtime) -> WorkflowSteps<'r> {
         WorkflowSteps {
             runtime,
             person: None,
         }
+        .with_person(runtime.approvers.person.clone(), None)
     }
 
     /// Makes `person` (the front's channel to whoever waits on the run: an MCP client's

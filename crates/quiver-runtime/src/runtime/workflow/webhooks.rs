@@ -311,7 +311,14 @@ mod tests {
         let other = sign(secret, "1800000000.k1.{\"x\":1}");
         let old = sign(secret, "1799999000.k1.{}");
         let unkeyed = sign(secret, "1800000000..{}");
-        let cases: [(&[&str], &[&str], Option<&str>, Result<(), &str>); 9] = [
+        // (signatures, timestamps, key, what is wanted)
+        type Case<'a> = (
+            &'a [&'a str],
+            &'a [&'a str],
+            Option<&'a str>,
+            Result<(), &'a str>,
+        );
+        let cases: [Case<'_>; 9] = [
             (&[&good], &["1800000000"], Some("k1"), Ok(())),
             (&[&unkeyed], &["1800000000"], None, Ok(())),
             // Another key (a replay under a new Idempotency-Key) breaks the signature.
