@@ -437,6 +437,74 @@ mod tests {
         );
     }
 
+    /// What a caller may call, for each kind of caller and item: the offer and the call's
+    /// reach both take from it (issue 22 item 2).
+    #[test]
+    fn callable_by_each_kind_of_caller() {
+        let (_tmp, catalog) = catalog();
+        let declared = |names: &[&str]| Some(names.iter().map(|n| (*n).to_owned()).collect());
+        let model = SessionView::default();
+        let skill_read = SessionView {
+            active_skills: ["p/deep".to_owned()].into(),
+            unlocked: ["p.deep_tool".to_owned()].into(),
+            ..SessionView::default()
+        };
+        let helper = |names: &[&str]| SessionView {
+            agent: Some(("p".into(), "helper".into())),
+            declared: declared(names),
+            ..SessionView::default()
+        };
+        let other_agent = SessionView {
+            agent: Some(("a0".into(), "x".into())),
+            declared: declared(&["p.open", "p.private"]),
+            ..SessionView::default()
+        };
+        let step = SessionView {
+            agent: Some(("p".into(), String::new())),
+            ..SessionView::default()
+        };
+        let cases: [(&str, &SessionView, &str, bool); 16] = [
+            ("model", &model, "p.open", true),
+            ("model", &model, "p.private", false),
+            ("model", &model, "p.deep_tool", false),
+            ("model", &model, "p.agent_tool", false),
+            ("model, skill read", &skill_read, "p.deep_tool", true),
+            ("helper, nothing declared", &helper(&[]), "p.open", false),
+            (
+                "helper, nothing declared",
+                &helper(&[]),
+                "p.agent_tool",
+                true,
+            ),
+            ("helper", &helper(&["p.private"]), "p.private", true),
+            ("helper", &helper(&["p.private"]), "p.open", false),
+            ("helper", &helper(&["a1.t"]), "a1.t", true),
+            ("another package's agent", &other_agent, "p.open", true),
+            ("another package's agent", &other_agent, "p.private", false),
+            (
+                "another package's agent",
+                &other_agent,
+                "p.agent_tool",
+                false,
+            ),
+            ("workflow step of p", &step, "p.private", true),
+            ("workflow step of p", &step, "p.agent_tool", false),
+            ("workflow step of p", &step, "a1.t", true),
+        ];
+        for (who, view, name, want) in cases {
+            let item = catalog.item(name).unwrap();
+            assert_eq!(callable(&catalog, view, item), want, "{who}: {name}");
+            // Nothing outside it is ever offered.
+            let index = catalog.item_index(name).unwrap();
+            if !want {
+                assert!(
+                    !is_offered(&catalog, view, &[index], index, &all),
+                    "{who}: {name}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn always_loaded_is_capped_in_catalog_order() {
         let (_tmp, catalog) = catalog();
