@@ -59,8 +59,7 @@ fn escaped_column(text: &str, line: u32, column: u32) -> u32 {
         .chars()
         .take(column.saturating_sub(1) as usize)
         .collect();
-    u32::try_from(crate::shown(&before).chars().count())
-        .map_or(column, |n| n.saturating_add(1))
+    u32::try_from(crate::shown(&before).chars().count()).map_or(column, |n| n.saturating_add(1))
 }
 
 /// Byte offset of 1-based `line`, `column` (in characters) in `text`, clamped to its end.

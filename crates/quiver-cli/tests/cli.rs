@@ -332,7 +332,9 @@ fn control_help_documents_every_state() {
 #[test]
 fn lint_says_too_complex_for_a_billion_laughs_and_warns_of_strict_yaml() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut laughs = "id: laughs\ndescription: Laughs\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n".to_owned();
+    let mut laughs =
+        "id: laughs\ndescription: Laughs\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            .to_owned();
     for i in 1..10 {
         let row = vec![format!("*a{}", i - 1); 9].join(", ");
         laughs.push_str(&format!("a{i}: &a{i} [{row}]\n"));
@@ -360,7 +362,10 @@ fn lint_says_too_complex_for_a_billion_laughs_and_warns_of_strict_yaml() {
         "{diags:#}"
     );
     assert!(
-        diags[0]["message"].as_str().unwrap().starts_with("the YAML "),
+        diags[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the YAML "),
         "{diags:#}"
     );
     let strict = quiver(&["skill", "validate", "tagged"], tmp.path());

@@ -289,7 +289,11 @@ fn a_local_server_is_a_sandboxed_package_through_every_policy() {
         "{:#}",
         records[1]
     );
-    assert!(has(&records[0], "dangerous-gate", "ask"), "{:#}", records[0]);
+    assert!(
+        has(&records[0], "dangerous-gate", "ask"),
+        "{:#}",
+        records[0]
+    );
 
     // The sandbox holds: declared environment only, the data folder as home, no secret
     // files, no file outside the declared folders, no undeclared network.

@@ -396,7 +396,10 @@ fn audit_records_spell_steps_hide_secrets_by_any_name_and_say_unanswered() {
     let session = json(&out)["session"].as_str().unwrap().to_owned();
     let audit = json(&q(&["audit", "--json", "--session", &session]));
     let decisions = audit[0]["decisions"].to_string();
-    assert!(decisions.contains(r#""decision":"unanswered""#), "{decisions}");
+    assert!(
+        decisions.contains(r#""decision":"unanswered""#),
+        "{decisions}"
+    );
     assert!(!decisions.contains("timed-out"), "{decisions}");
 }
 
@@ -431,7 +434,13 @@ fn session_end_and_operator_actions_are_audited() {
     ] {
         assert_eq!(q(args).status.code(), Some(0), "{args:?}");
     }
-    let run = json(&q(&["run", "vault.publish", "--input", r#"{"text": "x"}"#, "--json"]));
+    let run = json(&q(&[
+        "run",
+        "vault.publish",
+        "--input",
+        r#"{"text": "x"}"#,
+        "--json",
+    ]));
     let run_id = run["id"].as_str().unwrap().to_owned();
     assert_eq!(run["status"], "waiting", "{run}");
     assert_eq!(q(&["runs", "cancel", &run_id]).status.code(), Some(0));
@@ -443,7 +452,11 @@ fn session_end_and_operator_actions_are_audited() {
         .filter(|r| r["kind"] == "operator")
         .map(|r| {
             let d = &r["decisions"][0];
-            format!("{} {}", d["decision"].as_str().unwrap(), d["reason"].as_str().unwrap())
+            format!(
+                "{} {}",
+                d["decision"].as_str().unwrap(),
+                d["reason"].as_str().unwrap()
+            )
         })
         .collect();
     let want = [

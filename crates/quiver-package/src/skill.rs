@@ -200,8 +200,7 @@ pub fn parse_skill(
     let plain = map
         .keys()
         .all(|k| crate::skills_ref::ALLOWED_FIELDS.contains(&k.as_str()));
-    if plain && let Some(warning) = strict_yaml_warning(text, &split.yaml, file, split.yaml_line)
-    {
+    if plain && let Some(warning) = strict_yaml_warning(text, &split.yaml, file, split.yaml_line) {
         diags.push(warning);
     }
     let line = |key: &str| yaml::key_line(&split.yaml, split.yaml_line, key);

@@ -61,8 +61,8 @@ pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill, NewSession,
-    OnceApproval, Purged,
-    PresenceStamp, Session, SessionFilter, SessionPresence, SessionStatus, now_ms,
+    OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence, SessionStatus,
+    now_ms,
 };
 pub use workflow::WorkflowStore;
 

@@ -175,11 +175,17 @@ fn idle_sessions_of_one_agent_are_purged_with_what_they_hold() {
     assert!(store.opened_packages("old").unwrap().is_empty());
     // Another agent's sessions and the limit are respected.
     assert_eq!(
-        store.purge_idle_sessions("mcp", i64::MAX, 1).unwrap().sessions,
+        store
+            .purge_idle_sessions("mcp", i64::MAX, 1)
+            .unwrap()
+            .sessions,
         1
     );
     assert_eq!(
-        store.purge_idle_sessions("mcp", i64::MAX, 10).unwrap().sessions,
+        store
+            .purge_idle_sessions("mcp", i64::MAX, 10)
+            .unwrap()
+            .sessions,
         2
     );
     assert!(store.session("chat-old").unwrap().is_some());

@@ -12,8 +12,8 @@ use quiver_store::{Approval, ApprovalStatus, Decision, Store, StoreError};
 
 use super::approvals_runs;
 use super::runtime::{SenderArgs, StateArgs};
-use crate::{shown, shown_json};
 use crate::roots::RootArgs;
+use crate::{shown, shown_json};
 
 /// `quiver approvals ...`.
 #[derive(Debug, clap::Subcommand)]

@@ -265,7 +265,10 @@ async fn one_principal_cannot_take_every_session() {
         }
         let (status, response) = post(port, &[alice], &init);
         assert_eq!(status, 429, "{response}");
-        assert!(response.contains("too many open MCP sessions"), "{response}");
+        assert!(
+            response.contains("too many open MCP sessions"),
+            "{response}"
+        );
         for (who, auth) in [
             ("bob", Some(("Authorization", "Bearer bob-token"))),
             ("anonymous", None),

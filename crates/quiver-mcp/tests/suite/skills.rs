@@ -177,7 +177,9 @@ async fn listing_large_skill_files_reads_none_of_them() {
     );
     assert_eq!(front.skill_index().bytes_read(), 0);
     let read = client
-        .read_resource(ReadResourceRequestParams::new("skill://bulky/assets/note.txt"))
+        .read_resource(ReadResourceRequestParams::new(
+            "skill://bulky/assets/note.txt",
+        ))
         .await
         .unwrap();
     assert!(matches!(

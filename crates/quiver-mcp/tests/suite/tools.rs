@@ -401,7 +401,10 @@ async fn idle_cleanup_ends_active_skills_on_the_record() {
         let alice = alice.clone();
         let stateless = &stateless;
         async move {
-            match front.call(&alice, stateless, request, Asker::Deferred).await {
+            match front
+                .call(&alice, stateless, request, Asker::Deferred)
+                .await
+            {
                 Ok(CallResult::Done { .. }) => {}
                 _ => panic!("a result"),
             }

@@ -7,10 +7,9 @@ use serde_json::Value;
 
 use crate::error::{Result, StoreError};
 use crate::types::{
-    EndedSkill, Purged,
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, Decision, NewSession, OnceApproval, PresenceStamp, Session,
-    SessionFilter, SessionStatus,
+    AuditRecord, AuditStatus, Consent, Decision, EndedSkill, NewSession, OnceApproval,
+    PresenceStamp, Purged, Session, SessionFilter, SessionStatus,
 };
 
 // --- helpers ---
