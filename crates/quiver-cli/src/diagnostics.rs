@@ -8,18 +8,22 @@ use quiver_package::{Diagnostic, Severity};
 
 /// Renders one diagnostic as a miette report (with the offending line when the file is readable).
 pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
-    let shown = diag
-        .file
-        .strip_prefix(base)
-        .unwrap_or(&diag.file)
-        .display()
-        .to_string();
+    // The file's name, the message and the source lines are the package's text: shown escaped.
+    let shown = crate::shown(
+        &diag
+            .file
+            .strip_prefix(base)
+            .unwrap_or(&diag.file)
+            .display()
+            .to_string(),
+    )
+    .into_owned();
     let severity = match diag.severity {
         Severity::Error => miette::Severity::Error,
         Severity::Warning => miette::Severity::Warning,
         Severity::Info => miette::Severity::Advice,
     };
-    let mut m = MietteDiagnostic::new(diag.message.clone())
+    let mut m = MietteDiagnostic::new(crate::shown_lines(&diag.message))
         .with_code(diag.code)
         .with_severity(severity);
     if let Some(help) = &diag.help {
@@ -30,7 +34,9 @@ pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
         .and_then(|_| std::fs::read_to_string(&diag.file).ok());
     match (source, diag.line) {
         (Some(text), Some(line)) => {
-            let offset = offset_of(&text, line, diag.column.unwrap_or(1));
+            let column = escaped_column(&text, line, diag.column.unwrap_or(1));
+            let text = crate::shown_lines(&text);
+            let offset = offset_of(&text, line, column);
             let len = text[offset..]
                 .find('\n')
                 .unwrap_or(text.len() - offset)
@@ -41,6 +47,19 @@ pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
         }
         _ => Report::new(m.with_url(shown)),
     }
+}
+
+/// The 1-based `column` of `line` in `text` once the line is escaped for the terminal (each
+/// hidden character before it takes several characters).
+fn escaped_column(text: &str, line: u32, column: u32) -> u32 {
+    let Some(source) = text.split('\n').nth(line.saturating_sub(1) as usize) else {
+        return column;
+    };
+    let before: String = source
+        .chars()
+        .take(column.saturating_sub(1) as usize)
+        .collect();
+    u32::try_from(crate::shown(&before).chars().count()).map_or(column, |n| n.saturating_add(1))
 }
 
 /// Byte offset of 1-based `line`, `column` (in characters) in `text`, clamped to its end.

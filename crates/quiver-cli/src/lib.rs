@@ -152,6 +152,15 @@ pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     quiver_package::text::escape_for_terminal(text)
 }
 
+/// Several lines of text that hold what a package wrote (a notice, a diagnostic's message),
+/// each line escaped as [`shown`] escapes text, the line breaks kept.
+pub(crate) fn shown_lines(text: &str) -> String {
+    text.split('\n')
+        .map(|line| shown(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A JSON value a package, a caller or a tool wrote (arguments, an output), compact, as a
 /// human renderer prints it (see [`shown`]).
 pub(crate) fn shown_json(value: &serde_json::Value) -> String {

@@ -84,7 +84,7 @@ pub fn search_models(config: &Config) -> SearchModels {
 /// Prints what a person should read about a catalog just built.
 pub fn notices(lines: &[String]) {
     for line in lines {
-        crate::err(line);
+        crate::err(&crate::shown_lines(line));
     }
 }
 

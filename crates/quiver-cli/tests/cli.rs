@@ -424,3 +424,22 @@ fn lint_says_too_complex_for_a_billion_laughs_and_warns_of_strict_yaml() {
     let strict = quiver(&["skill", "validate", "tagged"], tmp.path());
     assert_eq!(strict.status.code(), Some(1), "{}", text(&strict.stdout));
 }
+
+/// Issue 22 item 20: `quiver lint` shows a hostile file's line, its name and the message
+/// about it with every terminal control character escaped.
+#[test]
+fn lint_never_prints_a_packages_control_sequences_raw() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "evil/SKILL.md",
+        "---\nname: evil\ndescription: \"Clears \u{1b}[2J\u{1b}]0;owned\u{7} the screen\"\nextra\u{1b}[31m: 1\n---\nBody.\n",
+    );
+    let out = quiver(&["lint", "evil"], tmp.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for c in ['\u{1b}', '\u{7}'] {
+        assert!(!stderr.contains(c), "printed {c:?} raw: {stderr:?}");
+    }
+    assert!(stderr.contains("\\u{1b}[2J"), "{stderr}");
+}

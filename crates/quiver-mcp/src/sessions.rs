@@ -198,7 +198,8 @@ mod tests {
         let bob = Caller::local(Principal::user("bob", Role::Trusted));
         let anonymous = Caller::local(Principal::anonymous());
         let owner = Caller::local(Principal::user("local", Role::Master));
-        let cases: [((usize, usize, usize, usize), &Caller, Admit); 10] = [
+        type Held = (usize, usize, usize, usize);
+        let cases: [(Held, &Caller, Admit); 10] = [
             ((0, 0, 0, 0), &alice, Admit::Pass),
             ((2, 0, 0, 0), &alice, Admit::CallerFull),
             ((2, 0, 0, 0), &bob, Admit::Pass),

@@ -37,9 +37,17 @@ pub struct SkillFile {
     path: PathBuf,
     package_root: Arc<Path>,
     /// The digest, with the size and modification time it was computed for.
-    digest: Arc<Mutex<Option<(u64, Option<SystemTime>, String)>>>,
+    digest: Arc<Mutex<Option<KeptDigest>>>,
     /// Bytes of skill files this index read into memory (shared by the index's files).
     read: Arc<AtomicU64>,
+}
+
+/// A digest and the file's (size, modification time) it was computed for.
+#[derive(Debug)]
+struct KeptDigest {
+    size: u64,
+    modified: Option<SystemTime>,
+    digest: String,
 }
 
 impl PartialEq for SkillFile {
@@ -65,15 +73,19 @@ impl SkillFile {
         let (file, meta) = PackageDir::new(&self.package_root)
             .open_regular(&self.path)
             .map_err(|d| d.message)?;
-        let key = (meta.len(), meta.modified().ok());
-        let mut cached = self.digest.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((size, modified, digest)) = cached.as_ref()
-            && (*size, *modified) == key
+        let (size, modified) = (meta.len(), meta.modified().ok());
+        let mut kept = self.digest.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(k) = kept.as_ref()
+            && (k.size, k.modified) == (size, modified)
         {
-            return Ok(digest.clone());
+            return Ok(k.digest.clone());
         }
         let digest = stream_digest(file).map_err(|e| format!("cannot read the file: {e}"))?;
-        *cached = Some((key.0, key.1, digest.clone()));
+        *kept = Some(KeptDigest {
+            size,
+            modified,
+            digest: digest.clone(),
+        });
         Ok(digest)
     }
 }

@@ -305,7 +305,7 @@ mod tests {
         let mut laughs = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n".to_owned();
         for i in 1..10 {
             let prev = format!("*a{}", i - 1);
-            let row = vec![prev.as_str(); 9].join(", ");
+            let row = [prev.as_str(); 9].join(", ");
             laughs.push_str(&format!("a{i}: &a{i} [{row}]\n"));
         }
         let cases: &[(&str, &str, &str)] = &[

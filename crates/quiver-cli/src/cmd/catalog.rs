@@ -175,10 +175,10 @@ pub fn search(roots: &RootArgs, args: SearchArgs) -> miette::Result<ExitCode> {
         text.push_str(&format!(
             "{:>2}. {:<32} {:<8} {:>6.2}  {}\n",
             rank + 1,
-            f.entry.id,
+            crate::shown(&f.entry.id),
             kind,
             f.score,
-            f.entry.summary
+            crate::shown(&f.entry.summary)
         ));
     }
     crate::out(text.trim_end());

@@ -461,7 +461,11 @@ fn list_skills(chat: &ChatSession<'_>) -> miette::Result<()> {
         .skills_for_user()
         .into_iter()
         .map(|skill| {
-            let mut line = format!("/{}  {}", skill.id, skill.description);
+            let mut line = format!(
+                "/{}  {}",
+                crate::shown(&skill.id),
+                crate::shown(&skill.description)
+            );
             if skill.meta.disable_model_invocation {
                 line.push_str("  (only by hand)");
             }
@@ -483,8 +487,8 @@ fn list_tools(chat: &ChatSession<'_>) -> miette::Result<()> {
         .map(|t| {
             format!(
                 "{}  {}",
-                t.name,
-                t.description.lines().next().unwrap_or_default()
+                crate::shown(&t.name),
+                crate::shown(t.description.lines().next().unwrap_or_default())
             )
         })
         .collect();
@@ -509,9 +513,9 @@ fn show_audit(runtime: &Runtime, session: &str) {
             format!(
                 "{:?}  {}  {}  {}",
                 e.kind,
-                e.tool.as_deref().or(e.skill.as_deref()).unwrap_or("-"),
+                crate::shown(e.tool.as_deref().or(e.skill.as_deref()).unwrap_or("-")),
                 e.status,
-                last
+                crate::shown(&last)
             )
         })
         .collect();

@@ -49,7 +49,9 @@ pub fn run(args: TestArgs) -> miette::Result<ExitCode> {
             let result = if c.passed { "ok" } else { "MISS" };
             text.push_str(&format!(
                 "{result:<6} {:<36} {:<8} {rank:>4}  {}\n",
-                c.target, c.kind, c.query
+                crate::shown(&c.target),
+                c.kind,
+                crate::shown(&c.query)
             ));
         }
         crate::out(text.trim_end());

@@ -362,3 +362,69 @@ async fn a_stateless_conversation_never_named_again_is_deleted_soon() {
     assert!(ended.contains("has ended"), "{ended}");
     assert_eq!(search(Some(continued.clone())).await.unwrap(), continued);
 }
+
+/// Issue 22 item 11: the MCP front's idle cleanup ends the skills still active in a deleted
+/// conversation with a `skill_ended` record each.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_cleanup_ends_active_skills_on_the_record() {
+    use quiver_mcp::config::McpConfig;
+    use quiver_mcp::front::{Asker, CallRequest, CallResult, Caller, ConnectionSlot};
+    use quiver_package::rules::Role;
+    use quiver_policy::Principal;
+    use quiver_store::{AuditKind, AuditQuery};
+
+    let dir = tempfile::tempdir().unwrap();
+    let front = super::harness::front_with(
+        dir.path(),
+        McpConfig {
+            conversation_idle: std::time::Duration::from_millis(200),
+            ..McpConfig::default()
+        },
+    );
+    let alice = Caller::local(Principal::user("alice", Role::User));
+    let stateless = ConnectionSlot::stateless();
+    let call = |name: &str, arguments: serde_json::Value| {
+        let request = CallRequest {
+            name: name.into(),
+            arguments,
+            handle: None,
+            resume: None,
+            turn: None,
+        };
+        let front = front.clone();
+        let alice = alice.clone();
+        let stateless = &stateless;
+        async move {
+            match front
+                .call(&alice, stateless, request, Asker::Deferred)
+                .await
+            {
+                Ok(CallResult::Done { .. }) => {}
+                _ => panic!("a result"),
+            }
+        }
+    };
+    call("read_skill", json!({"id": "weather"})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A new conversation looks for idle ones.
+    call("tool_search", json!({"query": "weather"})).await;
+    let ended = front
+        .runtime()
+        .store()
+        .query_audit(&AuditQuery {
+            kind: Some(AuditKind::SkillEnded),
+            ..AuditQuery::default()
+        })
+        .unwrap();
+    let skills: Vec<(Option<&str>, String)> = ended
+        .iter()
+        .map(|r| {
+            let why = r.entry.detail.as_ref().unwrap()["why"].to_string();
+            (r.entry.skill.as_deref(), why)
+        })
+        .collect();
+    assert_eq!(
+        skills,
+        [(Some("weather"), "\"idle session deleted\"".to_owned())]
+    );
+}
