@@ -248,10 +248,9 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         interactive,
         args.yes,
     );
-    let console = match args.console {
-        Some(seconds) => Some(state.console_approver(std::time::Duration::from_secs(seconds))),
-        None => None,
-    };
+    let console = args
+        .console
+        .map(|seconds| state.console_approver(std::time::Duration::from_secs(seconds)));
     // Without a terminal, a console queue answers instead of a person who cannot.
     let person = (interactive || console.is_none()).then(|| Arc::new(person) as Arc<dyn Approver>);
     // `tool_search` searches as `quiver search` does, without its notes.
