@@ -408,9 +408,7 @@ async fn idle_cleanup_ends_active_skills_on_the_record() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     // A new conversation looks for idle ones.
     call("tool_search", json!({"query": "weather"})).await;
-    let ended = front
-        .runtime()
-        .store()
+    let ended = super::harness::state(dir.path())
         .query_audit(&AuditQuery {
             kind: Some(AuditKind::SkillEnded),
             ..AuditQuery::default()
