@@ -1,0 +1,485 @@
+//! The front's logic, free of protocol types: which conversation a request belongs to, the
+//! fixed tool list, running calls through the runtime (off the async threads), and the state
+//! machine of consent and approval questions asked through elicitation.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use quiver_catalog::Catalog;
+use quiver_package::tool::{Category, Tool};
+use quiver_policy::{Origin, Principal, TurnState, classify};
+use quiver_runtime::approver::Approver;
+use quiver_runtime::runtime::META_TOOLS;
+use quiver_runtime::{CallOutcome, CallStatus, Offer, Runtime, RuntimeError};
+use serde_json::{Value, json};
+
+use crate::config::McpConfig;
+use crate::seal::Sealer;
+use crate::skills::{SkillEntry, SkillIndex};
+
+mod conversation;
+mod questions;
+mod turns;
+
+pub use conversation::{ConnectionSlot, MAX_REMEMBERED_CONVERSATIONS};
+use questions::{
+    AnonymousGuard, CardKey, Deferred, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest,
+    explain_console, nonce, now_nanos,
+};
+pub use questions::{Asker, Decision, PendingQuestion, card_message};
+use turns::HeldTurn;
+
+/// The `_meta` key (and result field) that carries the conversation handle.
+pub const CONVERSATION_META: &str = "io.quiver/conversation";
+/// The `_meta` key a client may send to say which turn of the conversation a request belongs
+/// to: requests with the same id share one turn (the active skills' `allowed-tools` and
+/// `disallowed-tools`, the turn's lockouts); a new id starts a new turn; without one, the
+/// current turn's skill lists go on (fail safe: never lifted by the next request).
+pub const TURN_META: &str = "io.quiver/turn";
+/// How many conversations' turns are held in memory; past it the least recently used
+/// conversation is ended (its handle then says so) rather than silently losing its lists.
+pub const MAX_HELD_TURNS: usize = 4096;
+/// The agent profile MCP conversations run as.
+pub const MCP_AGENT: &str = "chat";
+
+/// What every client's `instructions` start with.
+pub const INSTRUCTIONS: &str = "Quiver serves a catalog of skills and tools. Find a tool with `tool_search`, open a skill with `read_skill`, and run a tool with `call_tool`. When a result carries `conversation`, pass it on later calls so consent is asked once per conversation.";
+
+/// A failure of the front (the protocol layer maps it to an error response).
+#[derive(Debug, thiserror::Error)]
+pub enum FrontError {
+    /// The runtime failed (store, I/O).
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// A conversation handle that is forged, expired, another user's, or for an ended session.
+    #[error("invalid conversation handle: {0}")]
+    BadHandle(String),
+    /// A `requestState` that is forged, expired, replayed or for another call.
+    #[error("invalid requestState: {0}")]
+    BadRequestState(String),
+    /// The blocking worker panicked or was cancelled.
+    #[error("the call was interrupted: {0}")]
+    Interrupted(String),
+}
+
+/// Who is calling, as the transport established it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// The principal (stdio's local owner, a bearer token's user, or anonymous).
+    pub principal: Principal,
+    /// Where the conversation comes from: no platform, unless the bearer token names one.
+    pub origin: Origin,
+}
+
+impl Caller {
+    /// A caller with no platform (stdio, an anonymous or plain-token HTTP request).
+    pub fn local(principal: Principal) -> Caller {
+        Caller {
+            principal,
+            origin: Origin::default(),
+        }
+    }
+}
+
+/// A call's request.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The tool: a wire name or a meta-tool.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// A conversation handle the client passed.
+    pub handle: Option<String>,
+    /// Resuming a pending question: the sealed state and the user's decision.
+    pub resume: Option<(String, Decision)>,
+    /// The client's turn id ([`TURN_META`]), when it sent one.
+    pub turn: Option<String>,
+}
+
+/// How a call ended at the front.
+#[derive(Debug, Clone)]
+pub enum CallResult {
+    /// The pipeline finished (ran, refused, failed).
+    Done {
+        /// The runtime's outcome.
+        outcome: CallOutcome,
+        /// The conversation handle to pass on later requests.
+        handle: String,
+    },
+    /// The person must answer first (2026-07-28).
+    NeedsInput(PendingQuestion),
+}
+
+/// The fixed tool list entry, protocol-free.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Wire name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Input schema.
+    pub input_schema: Value,
+    /// Output schema, where declared.
+    pub output_schema: Option<Value>,
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint`.
+    pub destructive: bool,
+}
+
+/// The MCP front over one runtime.
+pub struct Front {
+    runtime: Arc<Runtime>,
+    config: McpConfig,
+    sealer: Sealer,
+    skills: Mutex<Option<(u64, Arc<SkillIndex>)>>,
+    used_states: Mutex<HashMap<String, u64>>,
+    turns: Mutex<HashMap<String, HeldTurn>>,
+    /// When idle conversations were last deleted (Unix ms).
+    purged: AtomicI64,
+    /// Conversations a stateless request without a handle started, with when (Unix ms): each
+    /// is deleted after `provisional_idle` unless a request names it by its handle.
+    provisional: Mutex<HashMap<String, i64>>,
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(now_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+impl Front {
+    /// A front over `runtime`, sealing handles and request states with `secret`.
+    pub fn new(runtime: Arc<Runtime>, config: McpConfig, secret: Vec<u8>) -> Front {
+        Front {
+            runtime,
+            config,
+            sealer: Sealer::new(secret),
+            skills: Mutex::new(None),
+            used_states: Mutex::new(HashMap::new()),
+            turns: Mutex::new(HashMap::new()),
+            purged: AtomicI64::new(0),
+            provisional: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &McpConfig {
+        &self.config
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The skills of the current catalog (rebuilt when the catalog changes).
+    pub fn skill_index(&self) -> Arc<SkillIndex> {
+        let catalog = self.runtime.catalog();
+        let mut cached = self.skills.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((version, index)) = cached.as_ref()
+            && *version == catalog.version()
+        {
+            return index.clone();
+        }
+        let index = Arc::new(SkillIndex::build(&catalog, &|_| true));
+        *cached = Some((catalog.version(), index.clone()));
+        index
+    }
+
+    /// What `caller` is offered now, as the runtime's pipeline decides it (packages switched
+    /// off are absent); `None` when the store cannot say, and then nothing of any package is
+    /// shown (fail safe).
+    fn offer(&self, caller: &Caller) -> Option<Offer> {
+        self.runtime
+            .offer_outside_session(caller.principal.clone(), caller.origin.clone(), MCP_AGENT)
+            .inspect_err(
+                |error| tracing::warn!(%error, "cannot compute what the caller is offered"),
+            )
+            .ok()
+    }
+
+    /// The server's `instructions` for `caller` (docs/mcp.md "Prompt sections"): how to use
+    /// the server, then the prompt sections the runtime delivers to this caller, assembled as
+    /// for a chat turn. An error when the required sections exceed the budget: `initialize`
+    /// fails then, as a chat turn does, rather than leave a required section out.
+    pub fn instructions(&self, caller: &Caller) -> Result<String, FrontError> {
+        let sections = self.runtime.prompt_sections_outside_session(
+            caller.principal.clone(),
+            caller.origin.clone(),
+            MCP_AGENT,
+        )?;
+        let mut text = INSTRUCTIONS.to_owned();
+        if !sections.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&sections);
+        }
+        Ok(text)
+    }
+
+    /// Whether `caller` may see the skill with Quiver id `id` (the runtime offers it).
+    pub fn skill_visible(&self, caller: &Caller, id: &str) -> bool {
+        self.offer(caller)
+            .is_some_and(|offer| offer.skills.iter().any(|s| s == id))
+    }
+
+    /// The skills `caller` may see now, as the runtime offers them.
+    pub fn visible_skills(&self, caller: &Caller) -> Vec<SkillEntry> {
+        let Some(offer) = self.offer(caller) else {
+            return Vec::new();
+        };
+        self.skill_index()
+            .skills
+            .iter()
+            .filter(|s| offer.skills.contains(&s.id))
+            .cloned()
+            .collect()
+    }
+
+    /// The fixed tool list: `read_skill`, `tool_search`, `call_tool`, `get_run` (where the
+    /// runtime runs workflows), then the `always_loaded` tools the caller is admitted to.
+    pub fn tools(&self, caller: &Caller) -> Vec<ToolSpec> {
+        let handle_prop = json!({
+            "type": "string",
+            "description": "The `conversation` value of an earlier result, so this call continues that conversation (consent is asked once per conversation). Leave out on the first call."
+        });
+        let mut out = vec![
+            ToolSpec {
+                name: "read_skill".into(),
+                description: "Open a skill or package from the catalog by id (`weather`, `daily-report/weekly`), or read a file under a skill (`weather/references/cities.md`). Returns its instructions and the tools it makes available; call those with `call_tool`.".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "id": {"type": "string", "description": "skill id, package id, or skill file"},
+                    "conversation": handle_prop,
+                }, "required": ["id"]}),
+                output_schema: None,
+                read_only: true,
+                destructive: false,
+            },
+            ToolSpec {
+                name: "tool_search".into(),
+                description: "Search the catalog for tools, skills and packages that fit a request, in the user's words (Chinese or English). Call a tool found with `call_tool`; open a skill found with `read_skill`.".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": "what the user wants, in their words"},
+                    "conversation": handle_prop,
+                }, "required": ["query"]}),
+                output_schema: None,
+                read_only: true,
+                destructive: false,
+            },
+            ToolSpec {
+                name: "call_tool".into(),
+                description: "Call a tool found with `tool_search` or listed by `read_skill`, by its name (`weather__forecast`), with its arguments. Quiver checks who may call it and asks the user for consent or approval when its policy says so.".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "name": {"type": "string", "description": "the tool's name as found"},
+                    "arguments": {"type": "object", "description": "the tool's arguments, matching its input schema"},
+                    "conversation": handle_prop,
+                }, "required": ["name"]}),
+                output_schema: None,
+                read_only: false,
+                destructive: true,
+            },
+        ];
+        if self.runtime.workflow_store().is_some() {
+            out.push(crate::runs::spec());
+        }
+        // The package tools the runtime offers a caller outside any conversation (the
+        // `always_loaded` ones it is admitted to), translated; the runtime's own meta-tools
+        // are replaced by the three above.
+        let Some(offer) = self.offer(caller) else {
+            return out;
+        };
+        let catalog = self.runtime.catalog();
+        for definition in offer.tools {
+            if META_TOOLS.contains(&definition.name.as_str()) {
+                continue;
+            }
+            let Some(tool) = catalog
+                .item_by_wire(&definition.name)
+                .and_then(|item| catalog.tool(item))
+            else {
+                continue;
+            };
+            out.push(tool_spec(definition.name.clone(), tool));
+        }
+        out
+    }
+
+    /// Runs a call through the pipeline on a blocking thread.
+    pub async fn call(
+        self: &Arc<Self>,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        request: CallRequest,
+        asker: Asker,
+    ) -> Result<CallResult, FrontError> {
+        let args_digest = digest(&request.arguments);
+        let mut done = Vec::new();
+        let session = if let Some((sealed, decision)) = &request.resume {
+            let state = self.open_state(caller, sealed, &request, &args_digest)?;
+            let session =
+                self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
+            self.spend(&state)?;
+            done = state.done;
+            done.push((state.ask, *decision));
+            session
+        } else {
+            self.conversation(caller, slot, request.handle.as_deref())?
+        };
+        let deferred = Arc::new(Deferred {
+            done: done.clone(),
+            pending: Mutex::new(None),
+        });
+        let person: Arc<dyn Approver> = match &asker {
+            Asker::Now(approver) => approver.clone(),
+            Asker::Deferred => deferred.clone(),
+            Asker::Console => self.runtime.console_approver(self.config.approval_wait),
+        };
+        // An anonymous caller may be anyone, a tool of another package included: it never
+        // answers a card only a person may answer (dangerous and `human` tools).
+        let guarded =
+            (caller.principal.is_anonymous() && !matches!(asker, Asker::Console)).then(|| {
+                Arc::new(AnonymousGuard {
+                    inner: person.clone(),
+                    refused: Mutex::new(false),
+                })
+            });
+        let person: Arc<dyn Approver> = match &guarded {
+            Some(guard) => guard.clone(),
+            None => person,
+        };
+        let front = self.clone();
+        let principal = caller.principal.clone();
+        let session_for_call = session.clone();
+        let name = request.name.clone();
+        let arguments = request.arguments.clone();
+        let held = self.held_turn(&session, request.turn.as_deref());
+        let given = held.clone();
+        let delivered = slot.delivered(&session);
+        let (outcome, state, delivered) = tokio::task::spawn_blocking(move || {
+            let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
+            turn.continue_turn(held);
+            turn.transcript_holds(delivered);
+            turn.set_person(person);
+            let outcome = turn.call(&name, arguments)?;
+            let delivered = turn.skills_in_transcript().clone();
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone(), delivered))
+        })
+        .await
+        .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        let pending = deferred
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .filter(|_| matches!(asker, Asker::Deferred));
+        // A call waiting for the person's answer is not over: its resumption is the same call
+        // and keeps the widening it was given.
+        let keep = if pending.is_some() {
+            &given
+        } else {
+            &TurnState::new()
+        };
+        self.hold_turn(&session, request.turn.as_deref(), keep, &given, state);
+        slot.remember(&session, &delivered);
+        if let Some(card) = pending {
+            let state = PendingState {
+                s: session,
+                u: caller.principal.user_id.clone(),
+                t: request.name,
+                a: args_digest,
+                done,
+                ask: CardKey::of(&card),
+                n: nonce(),
+            };
+            return Ok(CallResult::NeedsInput(PendingQuestion {
+                message: card_message(&card),
+                card,
+                state: self.sealer.seal(REQUEST_STATE, &state, REQUEST_STATE_TTL),
+            }));
+        }
+        let mut outcome = outcome;
+        if guarded.is_some_and(|g| g.refused()) && outcome.status == CallStatus::Refused {
+            outcome.content = json!({"error": format!(
+                "refused: `{}` needs a person's approval, and an anonymous MCP caller cannot give it; connect with a bearer token",
+                request.name
+            )});
+        }
+        if matches!(asker, Asker::Console) && outcome.status == CallStatus::Refused {
+            explain_console(
+                &mut outcome,
+                &request.name,
+                self.config.approval_wait.as_secs(),
+            );
+        }
+        Ok(CallResult::Done {
+            handle: self.handle_for(&session, caller),
+            outcome,
+        })
+    }
+
+    /// A conversation's handle for `caller`, creating the conversation when needed (a
+    /// `resources/read` of a `SKILL.md` activates the skill in it).
+    pub fn resolve(
+        &self,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        handle: Option<&str>,
+    ) -> Result<String, FrontError> {
+        self.conversation(caller, slot, handle)
+    }
+
+    /// Activates the skill `id` in `session` exactly as `read_skill` does (dedup, allowed and
+    /// disallowed tools, the package opened, audited). The file read carries the instructions, so the connection's transcript holds them
+    /// afterwards.
+    pub async fn activate_skill(
+        self: &Arc<Self>,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        session: String,
+        id: String,
+        turn_id: Option<String>,
+    ) -> Result<CallOutcome, FrontError> {
+        let front = self.clone();
+        let principal = caller.principal.clone();
+        let held = self.held_turn(&session, turn_id.as_deref());
+        let given = held.clone();
+        let for_call = session.clone();
+        let (outcome, state) = tokio::task::spawn_blocking(move || {
+            let mut turn = front.runtime.begin_turn(&for_call, principal, "")?;
+            turn.continue_turn(held);
+            let outcome = turn.call("read_skill", json!({ "id": id }))?;
+            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone()))
+        })
+        .await
+        .map_err(|e| FrontError::Interrupted(e.to_string()))??;
+        self.hold_turn(
+            &session,
+            turn_id.as_deref(),
+            &TurnState::new(),
+            &given,
+            state,
+        );
+        if let Some(skill) = outcome.content["skill"].as_str() {
+            let mut delivered = slot.delivered(&session);
+            delivered.insert(skill.to_owned());
+            slot.remember(&session, &delivered);
+        }
+        Ok(outcome)
+    }
+
+    /// The catalog currently served.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.runtime.catalog()
+    }
+}
+
+fn tool_spec(wire: String, tool: &Tool) -> ToolSpec {
+    let dangerous = classify(tool.name.as_str(), tool.risk, tool.risk_category, &[]).is_some();
+    ToolSpec {
+        name: wire,
+        description: tool.description.full(),
+        input_schema: tool.input.clone(),
+        output_schema: tool.output.clone(),
+        read_only: tool.category == Category::Perception && !dangerous,
+        destructive: tool.category == Category::Action || dangerous,
+    }
+}

@@ -1,0 +1,288 @@
+//! Consent and approval questions asked through elicitation: who may answer them, the sealed
+//! request state a client returns with its answer, and the messages of a card.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use quiver_runtime::CallOutcome;
+use quiver_runtime::approver::{Answer, Approver, Card, Question};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{CallRequest, Caller, Front, FrontError};
+
+pub(super) const REQUEST_STATE: &str = "request-state";
+/// How long a pending question's `requestState` stays valid, in seconds.
+pub(super) const REQUEST_STATE_TTL: u64 = 15 * 60;
+
+/// How this request can reach the person.
+#[derive(Clone)]
+pub enum Asker {
+    /// Ask now and wait (2025-11-25 elicitation: a request to the client in the middle of
+    /// the call).
+    Now(Arc<dyn Approver>),
+    /// Return the question to the client and resume when it answers (2026-07-28
+    /// `input_required` with a sealed `requestState`).
+    Deferred,
+    /// The client cannot ask: the console approval queue, then a readable error.
+    Console,
+}
+
+/// The user's answer to an elicited question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Accept: "allow once".
+    AllowOnce,
+    /// Accept: "allow for this conversation".
+    AllowConversation,
+    /// Accept with "deny", or the client's `decline`.
+    Deny,
+    /// The client's `cancel`: dismissed; nothing is recorded, the call does not run.
+    Cancel,
+}
+
+impl Decision {
+    /// The runtime's answer for this choice to `card`. A card that needs a person (the
+    /// dangerous gate, `human`) offers only "allow once" and "deny": "allow for this
+    /// conversation", not one of its choices, is no yes.
+    pub(crate) fn answer_to(self, card: &Card) -> Answer {
+        if card.needs_person && self == Decision::AllowConversation {
+            return Answer::Deny;
+        }
+        self.answer()
+    }
+
+    /// The runtime's answer for this choice.
+    pub(super) fn answer(self) -> Answer {
+        match self {
+            Decision::AllowOnce => Answer::Allow,
+            Decision::AllowConversation => Answer::AllowForSession,
+            Decision::Deny => Answer::Deny,
+            Decision::Cancel => Answer::Unanswered,
+        }
+    }
+
+    /// The form's choice values, in order.
+    pub const CHOICES: [(&'static str, &'static str); 3] = [
+        ("allow_once", "Allow once"),
+        ("allow_conversation", "Allow for this conversation"),
+        ("deny", "Deny"),
+    ];
+
+    /// Parses a form choice.
+    pub fn from_choice(choice: &str) -> Option<Decision> {
+        match choice {
+            "allow_once" => Some(Decision::AllowOnce),
+            "allow_conversation" => Some(Decision::AllowConversation),
+            "deny" => Some(Decision::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// A question waiting for the person, as sealed into `requestState`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct CardKey {
+    pub(super) consent: bool,
+    pub(super) package: String,
+    pub(super) tool: String,
+}
+
+impl CardKey {
+    pub(super) fn of(card: &Card) -> CardKey {
+        CardKey {
+            consent: card.question == Question::Consent,
+            package: card.package.clone(),
+            tool: card.tool.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct PendingState {
+    /// Session.
+    pub(super) s: String,
+    /// User id of the caller.
+    pub(super) u: Option<String>,
+    /// Tool name as called.
+    pub(super) t: String,
+    /// Digest of the arguments.
+    pub(super) a: String,
+    /// Answers given so far.
+    pub(super) done: Vec<(CardKey, Decision)>,
+    /// The question being asked.
+    pub(super) ask: CardKey,
+    /// One-time nonce.
+    pub(super) n: String,
+}
+
+/// A question for the person.
+#[derive(Debug, Clone)]
+pub struct PendingQuestion {
+    /// The card.
+    pub card: Card,
+    /// The message to show.
+    pub message: String,
+    /// The sealed state to echo back.
+    pub state: String,
+}
+
+pub(super) fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+pub(super) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+pub(super) fn digest(value: &Value) -> String {
+    let canonical = quiver_store::canonical_json(value);
+    let hash = Sha256::digest(canonical.as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(super) fn nonce() -> String {
+    // Unique per process and time; unguessability is not needed (the state is sealed).
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{t:x}-{n:x}-{:x}", std::process::id())
+}
+
+/// Answers cards from a list of decisions; the first unanswered card is kept as pending and
+/// answered [`Answer::Pending`], so the pipeline stops without running, refusing or locking out
+/// anything.
+pub(super) struct Deferred {
+    pub(super) done: Vec<(CardKey, Decision)>,
+    pub(super) pending: Mutex<Option<Card>>,
+}
+
+impl Approver for Deferred {
+    fn decide(&self, card: &Card) -> Answer {
+        let key = CardKey::of(card);
+        if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
+            return decision.answer_to(card);
+        }
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.is_none() {
+            *pending = Some(card.clone());
+        }
+        Answer::Pending
+    }
+}
+
+/// Refuses, without asking, every card that needs a person; passes the rest on.
+pub(super) struct AnonymousGuard {
+    pub(super) inner: Arc<dyn Approver>,
+    pub(super) refused: Mutex<bool>,
+}
+
+impl Approver for AnonymousGuard {
+    fn decide(&self, card: &Card) -> Answer {
+        if card.needs_person {
+            *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            return Answer::Deny;
+        }
+        self.inner.decide(card)
+    }
+
+    fn answer_question(&self, question: &str) -> Option<String> {
+        self.inner.answer_question(question)
+    }
+}
+
+impl AnonymousGuard {
+    /// Whether a card needing a person was refused.
+    pub(super) fn refused(&self) -> bool {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The message a form shows for a card.
+pub fn card_message(card: &Card) -> String {
+    let what = match card.question {
+        Question::Consent => format!(
+            "Allow the assistant to use the package `{}` in this conversation? (first use: `{}`)",
+            card.package, card.tool
+        ),
+        Question::Approval => format!("Run `{}`?", card.tool),
+    };
+    let mut text = format!(
+        "{what}\narguments: {}\nwhy: {}\n{}",
+        card.arguments,
+        card.reasons.join("; "),
+        quiver_runtime::approver::permissions_text(card, "")
+    );
+    if !card.risk_categories.is_empty() {
+        text.push_str(&format!("\nrisk: {}", card.risk_categories.join(", ")));
+    }
+    if card.needs_person {
+        text.push_str("\nThis needs your own approval for this one call.");
+    }
+    text
+}
+
+/// The readable error for a client that cannot show questions.
+pub(super) fn explain_console(outcome: &mut CallOutcome, name: &str, waited: u64) {
+    let reason = outcome
+        .content
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("refused")
+        .to_owned();
+    if reason.contains("no answer") || reason.contains("timed out") || reason.contains("nobody") {
+        outcome.content = json!({"error": format!(
+            "{reason}. `{name}` needs the user's consent or approval, and this MCP client cannot show questions, so the request waited {waited} s in Quiver's approval queue. Tell the user, then call `{name}` again: while that call waits, they approve it in the Quiver console (`quiver approvals list`, then `quiver approvals approve <id>`). Or ask them to use an MCP client that supports elicitation."
+        )});
+    }
+}
+
+impl Front {
+    /// Opens a resumed call's sealed state and checks it belongs to `caller` and this call.
+    pub(super) fn open_state(
+        &self,
+        caller: &Caller,
+        sealed: &str,
+        request: &CallRequest,
+        args_digest: &str,
+    ) -> Result<PendingState, FrontError> {
+        let state: PendingState = self
+            .sealer
+            .open(REQUEST_STATE, sealed)
+            .map_err(|e| FrontError::BadRequestState(e.to_string()))?;
+        if state.u != caller.principal.user_id || state.t != request.name || state.a != args_digest
+        {
+            return Err(FrontError::BadRequestState(
+                "it belongs to another call or conversation".into(),
+            ));
+        }
+        Ok(state)
+    }
+
+    /// Spends a state's one-time nonce.
+    pub(super) fn spend(&self, state: &PendingState) -> Result<(), FrontError> {
+        let mut used = self
+            .used_states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = now_secs();
+        used.retain(|_, exp| *exp > now);
+        if used
+            .insert(state.n.clone(), now + REQUEST_STATE_TTL)
+            .is_some()
+        {
+            return Err(FrontError::BadRequestState(
+                "it was already used; call the tool again".into(),
+            ));
+        }
+        Ok(())
+    }
+}
