@@ -26,7 +26,11 @@ fn tool() -> impl Strategy<Value = Tool> {
     (
         any::<bool>(),
         prop::bool::weighted(0.15),
-        prop_oneof![Just(Category::Action), Just(Category::Perception), Just(Category::Decision)],
+        prop_oneof![
+            Just(Category::Action),
+            Just(Category::Perception),
+            Just(Category::Decision)
+        ],
         prop_oneof![
             Just(Approval::Never),
             Just(Approval::OnRisk),
@@ -38,15 +42,17 @@ fn tool() -> impl Strategy<Value = Tool> {
         restrict(),
         prop::bool::weighted(0.3),
     )
-        .prop_map(|(expose, hidden, category, approval, dangerous, restrict, secret)| Tool {
-            expose,
-            hidden,
-            category,
-            approval,
-            dangerous,
-            restrict,
-            secret,
-        })
+        .prop_map(
+            |(expose, hidden, category, approval, dangerous, restrict, secret)| Tool {
+                expose,
+                hidden,
+                category,
+                approval,
+                dangerous,
+                restrict,
+                secret,
+            },
+        )
 }
 
 /// A local name of anything a package may have (it need not exist).

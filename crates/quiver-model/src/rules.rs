@@ -221,7 +221,10 @@ impl Session {
 
     /// Whether the active skill `id` has effect for this sender.
     fn holds(&self, world: &World, id: &str) -> bool {
-        self.active.contains(id) && world.skill(id).is_some_and(|(_, _, s)| self.admits(s.restrict))
+        self.active.contains(id)
+            && world
+                .skill(id)
+                .is_some_and(|(_, _, s)| self.admits(s.restrict))
     }
 
     /// What skill `id` unlocks when read: its own tools named in `tools:` (all of them without
@@ -231,7 +234,9 @@ impl Session {
             return BTreeSet::new();
         };
         let own: Vec<Target> = match s {
-            Some(s) => (0..skill.scoped.len()).map(|k| Target::Scoped(p, s, k)).collect(),
+            Some(s) => (0..skill.scoped.len())
+                .map(|k| Target::Scoped(p, s, k))
+                .collect(),
             None => Vec::new(),
         };
         let Some(names) = &skill.tools else {
@@ -338,9 +343,9 @@ impl Session {
 
     /// Whether a skill of `target`'s own package pre-approves it now (`allowed-tools`).
     pub fn preapproved(&self, world: &World, target: &Target) -> bool {
-        self.skills_in_force(world, false)
-            .iter()
-            .any(|(p, s)| *p == target.package() && s.allowed.iter().any(|e| Self::matches(e, target)))
+        self.skills_in_force(world, false).iter().any(|(p, s)| {
+            *p == target.package() && s.allowed.iter().any(|e| Self::matches(e, target))
+        })
     }
 
     /// What the conversation is offered now, besides the meta-tools (hidden tools loaded by
@@ -396,7 +401,10 @@ impl Session {
         let consent = (self.consent.get(&p) != Some(&true)).then_some(p);
         let Some(tool) = world.tool(target) else {
             // An agent only reasons: consent only.
-            return Questions { consent, ..Questions::default() };
+            return Questions {
+                consent,
+                ..Questions::default()
+            };
         };
         let person_only = tool.dangerous || tool.approval == Approval::Human;
         let by_mode = match tool.approval {
@@ -472,7 +480,11 @@ impl Session {
             self.consent.insert(p, self.consent_yes);
             if !self.consent_yes {
                 self.lock(world, target);
-                let asked = Questions { approval: false, person_only: false, ..questions };
+                let asked = Questions {
+                    approval: false,
+                    person_only: false,
+                    ..questions
+                };
                 return Verdict::Refused(Why::Declined, asked);
             }
         }
@@ -481,7 +493,9 @@ impl Session {
                 self.lock(world, target);
                 return Verdict::Refused(Why::Declined, questions);
             }
-            let once = world.tool(target).is_some_and(|t| t.approval == Approval::Once);
+            let once = world
+                .tool(target)
+                .is_some_and(|t| t.approval == Approval::Once);
             if once && !self.preapproved(world, target) {
                 self.once.insert(target.clone());
             }
@@ -497,7 +511,9 @@ impl Session {
         }
         let hidden = world.tool(target).is_some_and(|t| t.hidden);
         match target {
-            Target::Tool(p, _) | Target::Agent(p, _) if !Self::private(world, target) && !hidden => {
+            Target::Tool(p, _) | Target::Agent(p, _)
+                if !Self::private(world, target) && !hidden =>
+            {
                 self.loaded.insert(*p);
             }
             _ => {
@@ -550,7 +566,11 @@ impl Session {
             return Read::NoSuchSkill;
         }
         if let Some(agent) = skill.fork.clone() {
-            return Read::Fork(self.fork(world, p, &Target::Agent(agent.package, agent_index(&agent.name))));
+            return Read::Fork(self.fork(
+                world,
+                p,
+                &Target::Agent(agent.package, agent_index(&agent.name)),
+            ));
         }
         self.active.insert(id.to_owned());
         self.opened.insert(p);
@@ -567,7 +587,10 @@ impl Session {
             .collect();
         Read::Activated {
             tools,
-            unlocked: Self::unlocks(world, id).into_iter().filter(|t| self.admitted(world, t)).collect(),
+            unlocked: Self::unlocks(world, id)
+                .into_iter()
+                .filter(|t| self.admitted(world, t))
+                .collect(),
         }
     }
 
@@ -594,5 +617,7 @@ impl Session {
 
 /// The index of agent `a{i}`.
 fn agent_index(name: &str) -> usize {
-    name.strip_prefix('a').and_then(|i| i.parse().ok()).unwrap_or(usize::MAX)
+    name.strip_prefix('a')
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(usize::MAX)
 }

@@ -291,7 +291,9 @@ impl World {
 
     /// The target a qualified name (`p0.t1`) names, if it exists.
     pub fn resolve(&self, qualified: &str) -> Option<Target> {
-        self.targets().into_iter().find(|t| t.qualified() == qualified)
+        self.targets()
+            .into_iter()
+            .find(|t| t.qualified() == qualified)
     }
 
     /// The skill with id `p{p}` or `p{p}/s{s}`, with its package index and its index among

@@ -24,17 +24,28 @@ pub fn write_world(world: &World, root: &Path) -> io::Result<()> {
         let dir = root.join(format!("p{p}"));
         put(
             &dir.join("quiver.yaml"),
-            &format!("id: p{p}\nname: p{p}\ndescription: Package p{p} about {}\n", WORDS[p % 3]),
+            &format!(
+                "id: p{p}\nname: p{p}\ndescription: Package p{p} about {}\n",
+                WORDS[p % 3]
+            ),
         )?;
         for (t, tool) in package.tools.iter().enumerate() {
-            write_tool(&dir.join(format!("tools/t{t}")), &format!("t{t}"), tool, p + t)?;
+            write_tool(
+                &dir.join(format!("tools/t{t}")),
+                &format!("t{t}"),
+                tool,
+                p + t,
+            )?;
         }
         if let Some(skill) = &package.root_skill {
             put(&dir.join("SKILL.md"), &skill_md(&format!("p{p}"), skill, p))?;
         }
         for (s, skill) in package.skills.iter().enumerate() {
             let sdir = dir.join(format!("skills/s{s}"));
-            put(&sdir.join("SKILL.md"), &skill_md(&format!("s{s}"), skill, p + s))?;
+            put(
+                &sdir.join("SKILL.md"),
+                &skill_md(&format!("s{s}"), skill, p + s),
+            )?;
             for (k, tool) in skill.scoped.iter().enumerate() {
                 let name = format!("s{s}k{k}");
                 write_tool(&sdir.join(format!("tools/{name}")), &name, tool, p + s + k)?;
@@ -44,7 +55,10 @@ pub fn write_world(world: &World, root: &Path) -> io::Result<()> {
             put(&dir.join(format!("agents/a{a}.md")), &agent_md(p, a, agent))?;
         }
         for (r, prompt) in package.prompts.iter().enumerate() {
-            put(&dir.join(format!("prompts/r{r}.md")), &prompt_md(p, r, prompt))?;
+            put(
+                &dir.join(format!("prompts/r{r}.md")),
+                &prompt_md(p, r, prompt),
+            )?;
         }
     }
     Ok(())
@@ -72,7 +86,8 @@ fn write_tool(dir: &Path, name: &str, tool: &Tool, word: usize) -> io::Result<()
     };
     let mut yaml = format!(
         "name: {name}\ndescription: Tool {name} handles {}\ncategory: {category}\napproval: {approval}\nexpose: {}\n",
-        WORDS[word % 3], tool.expose
+        WORDS[word % 3],
+        tool.expose
     );
     if tool.hidden {
         yaml.push_str("hidden: true\n");
@@ -87,7 +102,10 @@ fn write_tool(dir: &Path, name: &str, tool: &Tool, word: usize) -> io::Result<()
     }
     yaml.push_str("run: {command: [sh, run.sh]}\n");
     put(&dir.join("tool.yaml"), &yaml)?;
-    put(&dir.join("run.sh"), "cat >/dev/null\necho '{\"ok\": true}'\n")
+    put(
+        &dir.join("run.sh"),
+        "cat >/dev/null\necho '{\"ok\": true}'\n",
+    )
 }
 
 fn restriction(restrict: Restrict) -> &'static str {
@@ -107,7 +125,10 @@ fn entry(e: &ListEntry) -> String {
 }
 
 fn skill_md(name: &str, skill: &Skill, word: usize) -> String {
-    let mut md = format!("---\nname: {name}\ndescription: Skill {name} about {}\n", WORDS[word % 3]);
+    let mut md = format!(
+        "---\nname: {name}\ndescription: Skill {name} about {}\n",
+        WORDS[word % 3]
+    );
     if !skill.allowed.is_empty() {
         let list: Vec<String> = skill.allowed.iter().map(entry).collect();
         md.push_str(&format!("allowed-tools: {}\n", list.join(" ")));
@@ -138,11 +159,18 @@ fn agent_md(p: usize, a: usize, agent: &Agent) -> String {
 }
 
 fn prompt_md(p: usize, r: usize, prompt: &Prompt) -> String {
-    let retention = if prompt.required { "required" } else { "preferred" };
+    let retention = if prompt.required {
+        "required"
+    } else {
+        "preferred"
+    };
     let profiles = match prompt.profile {
         None => "",
         Some(PromptProfile::Interactive) => "profiles: [interactive]\n",
         Some(PromptProfile::Schedule) => "profiles: [schedule]\n",
     };
-    format!("---\nretention: {retention}\n{profiles}---\n{} Keep answers short.\n", section_marker(p, r))
+    format!(
+        "---\nretention: {retention}\n{profiles}---\n{} Keep answers short.\n",
+        section_marker(p, r)
+    )
 }

@@ -34,7 +34,10 @@ struct Script {
 }
 
 fn system_of(body: &Value) -> String {
-    body["messages"][0]["content"].as_str().unwrap_or_default().to_owned()
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The model: scripted for the conversation; a sub-agent calls every item it is offered once,
@@ -46,7 +49,10 @@ fn responder(world: World, script: Arc<Mutex<Script>>) -> quiver_agent::fake::Re
         let child = system.contains("You are agent a") || system.contains("You run the skill");
         if !child {
             script.main_system.get_or_insert(system);
-            return script.main.pop_front().unwrap_or_else(|| Move::text("done"));
+            return script
+                .main
+                .pop_front()
+                .unwrap_or_else(|| Move::text("done"));
         }
         let last_role = body["messages"]
             .as_array()
@@ -92,8 +98,8 @@ fn move_of(world: &World, op: &Op) -> Option<Move> {
 pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     let h = harness_for(world, true, true);
     let script = Arc::new(Mutex::new(Script::default()));
-    let server = FakeServer::with_responder(Api::OpenAi, responder(world.clone(), script.clone()))
-        .unwrap();
+    let server =
+        FakeServer::with_responder(Api::OpenAi, responder(world.clone(), script.clone())).unwrap();
     let mut provider = ProviderConfig::new(ProviderKind::Openai, server.url(), "fake-model");
     provider.retry_backoff_ms = 1;
     provider.timeout = 5.0;
@@ -101,8 +107,13 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     config.providers.insert("fake".into(), provider);
     config.default = Some("fake".into());
     let providers = Arc::new(Providers::new(config));
-    h.runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
-    let profile = if caller.unattended { Profile::Schedule } else { Profile::Interactive };
+    h.runtime
+        .set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
+    let profile = if caller.unattended {
+        Profile::Schedule
+    } else {
+        Profile::Interactive
+    };
     let session = h
         .runtime
         .create_session(&SessionRequest {
@@ -138,7 +149,12 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
             s.main_system = None;
         }
         let _ = chat.send("go", &mut Quiet);
-        let system = script.lock().unwrap().main_system.clone().unwrap_or_default();
+        let system = script
+            .lock()
+            .unwrap()
+            .main_system
+            .clone()
+            .unwrap_or_default();
         c.check_sections(&system, "the chat system prompt");
         c.check_runs();
         c.check_children(&mut children_seen);
@@ -178,8 +194,15 @@ impl Checker<'_> {
     /// never; another package's exposed agent only with that package's consent.
     fn check_children(&mut self, seen: &mut BTreeSet<String>) {
         let main = self.session.clone();
-        let sessions = self.h.store.list_sessions(&SessionFilter::default()).unwrap();
-        for child in sessions.iter().filter(|s| s.parent.as_deref() == Some(main.as_str())) {
+        let sessions = self
+            .h
+            .store
+            .list_sessions(&SessionFilter::default())
+            .unwrap();
+        for child in sessions
+            .iter()
+            .filter(|s| s.parent.as_deref() == Some(main.as_str()))
+        {
             if !seen.insert(child.id.clone()) {
                 continue;
             }
@@ -198,7 +221,10 @@ impl Checker<'_> {
                 .unwrap()
                 .into_iter()
                 .find_map(|r| r.entry.skill);
-            let caller = fork.as_deref().and_then(|s| self.world.skill(s)).map(|(p, _, _)| p);
+            let caller = fork
+                .as_deref()
+                .and_then(|s| self.world.skill(s))
+                .map(|(p, _, _)| p);
             if caller == Some(agent.package()) {
                 continue;
             }
@@ -207,11 +233,23 @@ impl Checker<'_> {
                 None => format!("{} called by the conversation", child.agent),
             };
             if Session::private(self.world, &agent) {
-                let tag = if fork.is_some() { "fork-into-private-agent" } else { "private-agent-ran-outside" };
+                let tag = if fork.is_some() {
+                    "fork-into-private-agent"
+                } else {
+                    "private-agent-ran-outside"
+                };
                 self.report(Invariant::PrivateStaysHome, tag, format!("{what}: private"));
             } else if !self.consented(&main, agent.package()) {
-                let tag = if fork.is_some() { "fork-without-consent" } else { "exposed-ran-without-consent" };
-                self.report(Invariant::ConsentBeforeExposed, tag, format!("{what}: no consent"));
+                let tag = if fork.is_some() {
+                    "fork-without-consent"
+                } else {
+                    "exposed-ran-without-consent"
+                };
+                self.report(
+                    Invariant::ConsentBeforeExposed,
+                    tag,
+                    format!("{what}: no consent"),
+                );
             }
         }
     }
@@ -229,9 +267,19 @@ impl Checker<'_> {
                 continue; // a fork without an agent
             };
             for name in tools {
-                let Some(target) = self.target_of_wire(name) else { continue };
-                let own = target.package() == p && !matches!(target, Target::Scoped(..));
-                if own || self.model.searchable(self.world, &target) {
+                let Some(target) = self.target_of_wire(name) else {
+                    continue;
+                };
+                // Named in its frontmatter, so a hidden tool counts as named exactly.
+                let admitted = self
+                    .world
+                    .tool(&target)
+                    .is_none_or(|t| self.model.admits(t.restrict));
+                let scoped = matches!(target, Target::Scoped(..));
+                let may = !scoped
+                    && admitted
+                    && (target.package() == p || !Session::private(self.world, &target));
+                if may {
                     continue;
                 }
                 let tag = if Session::private(self.world, &target) {

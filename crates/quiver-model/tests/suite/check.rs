@@ -109,14 +109,18 @@ pub const KNOWN: &[Known] = &[
 pub const KNOWN_CHAT: &[Known] = &[
     known_on(Front::Chat, 1, "fork-into-private-agent"),
     known_on(Front::Chat, 1, "fork-without-consent"),
-    // Item 2: an agent that names another package's private tool is sent its definition.
+    // Item 2: an agent that names another package's private tool is sent its definition; one
+    // that names another package's skill-scoped tool (marked `expose`) is sent it too.
     known_on(Front::Chat, 2, "sub-agent-offered-private"),
     known_on(Front::Chat, 2, "sub-agent-offered-uncallable"),
 ];
 
 /// Known on both MCP clients.
 const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
-    [known_on(Front::McpTurnIds, item, tag), known_on(Front::McpNoTurnIds, item, tag)]
+    [
+        known_on(Front::McpTurnIds, item, tag),
+        known_on(Front::McpNoTurnIds, item, tag),
+    ]
 }
 
 /// Violations known on `main` through the MCP front over stdio.

@@ -8,11 +8,16 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use quiver_model::generate;
 
 use super::check::{Front, known};
-use super::{chat_driver, mcp_driver};
 use super::runtime_driver::run_case;
+use super::{chat_driver, mcp_driver};
 
 /// Runs one case through `front`.
-fn run_through(front: Front, world: &quiver_model::world::World, caller: quiver_model::world::Caller, ops: &[quiver_model::world::Op]) -> super::harness::Run {
+fn run_through(
+    front: Front,
+    world: &quiver_model::world::World,
+    caller: quiver_model::world::Caller,
+    ops: &[quiver_model::world::Op],
+) -> super::harness::Run {
     match front {
         Front::Runtime => run_case(world, caller, ops),
         Front::McpTurnIds => mcp_driver::run_case(world, ops, true),
@@ -50,7 +55,10 @@ fn run_generated(front: Front, cases: u32) {
         for v in &run.violations {
             match known(front, v) {
                 Some(k) => {
-                    *seen.borrow_mut().entry(format!("item {}: {}", k.item, k.tag)).or_default() += 1;
+                    *seen
+                        .borrow_mut()
+                        .entry(format!("item {}: {}", k.item, k.tag))
+                        .or_default() += 1;
                 }
                 None => fresh.push(v.to_string()),
             }
@@ -102,7 +110,12 @@ fn nightly_generated_cases_through_the_runtime() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5000);
-    for front in [Front::Runtime, Front::McpTurnIds, Front::McpNoTurnIds, Front::Chat] {
+    for front in [
+        Front::Runtime,
+        Front::McpTurnIds,
+        Front::McpNoTurnIds,
+        Front::Chat,
+    ] {
         run_generated(front, cases);
     }
 }
@@ -134,7 +147,10 @@ fn survey_violation_classes() {
             entry.0 += 1;
             if size < entry.1 {
                 entry.1 = size;
-                entry.2 = format!("{}\n  world: {world:?}\n  caller: {caller:?}\n  ops: {ops:?}", v.detail);
+                entry.2 = format!(
+                    "{}\n  world: {world:?}\n  caller: {caller:?}\n  ops: {ops:?}",
+                    v.detail
+                );
             }
         }
     }

@@ -76,25 +76,40 @@ impl AgentRunner for Runner {
         let Some(agent) = task.agent.as_deref() else {
             return Ok(reply("fork", "done"));
         };
-        let Some(target) = self.world.resolve(agent).filter(|t| matches!(t, Target::Agent(..)))
+        let Some(target) = self
+            .world
+            .resolve(agent)
+            .filter(|t| matches!(t, Target::Agent(..)))
         else {
             return Err(format!("no such agent: {agent}"));
         };
-        if self.children.lock().unwrap().contains_key(&task.parent_session) {
+        if self
+            .children
+            .lock()
+            .unwrap()
+            .contains_key(&task.parent_session)
+        {
             // One level of sub-agents is enough to see every rule.
             return Ok(reply("nested", "done"));
         }
         let child = runtime
             .create_child_session(&task.parent_session, agent, &task.sender)
             .map_err(|e| e.to_string())?;
-        self.children.lock().unwrap().insert(child.clone(), target.package());
+        self.children
+            .lock()
+            .unwrap()
+            .insert(child.clone(), target.package());
         let mut turn = runtime
             .begin_turn(&child, task.sender.clone(), &task.task)
             .map_err(|e| e.to_string())?;
         if let Some(person) = task.person.clone() {
             turn.set_person(person);
         }
-        let declared = self.world.agent(&target).map(|a| a.tools.clone()).unwrap_or_default();
+        let declared = self
+            .world
+            .agent(&target)
+            .map(|a| a.tools.clone())
+            .unwrap_or_default();
         for r in declared {
             let args = arguments(&self.world, self.world.resolve(&r.qualified()).as_ref());
             turn.call(&r.qualified(), args).map_err(|e| e.to_string())?;
@@ -209,7 +224,9 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
         executor.register(
             &target.qualified(),
             Arc::new(move |_args: &Value, ctx| {
-                runs.lock().unwrap().push((name.clone(), ctx.session_id.clone()));
+                runs.lock()
+                    .unwrap()
+                    .push((name.clone(), ctx.session_id.clone()));
                 Ok(json!({"ok": true}))
             }),
         );
@@ -386,19 +403,41 @@ impl Checker<'_> {
             let Some(agent) = task.agent.as_deref().and_then(|a| self.world.resolve(a)) else {
                 continue;
             };
-            let by_skill = task.skill.as_deref().and_then(|s| self.world.skill(s)).map(|(p, _, _)| p);
+            let by_skill = task
+                .skill
+                .as_deref()
+                .and_then(|s| self.world.skill(s))
+                .map(|(p, _, _)| p);
             let acting = by_skill.or_else(|| self.acting(&task.parent));
             self.check_one_run(&agent, acting, &task.parent, task.skill.as_deref());
         }
     }
 
-    pub fn check_one_run(&mut self, target: &Target, acting: Option<usize>, session: &str, fork: Option<&str>) {
+    pub fn check_one_run(
+        &mut self,
+        target: &Target,
+        acting: Option<usize>,
+        session: &str,
+        fork: Option<&str>,
+    ) {
         let what = match fork {
             Some(skill) => format!("fork of {skill} into {}", target.qualified()),
-            None => format!("{} in {}", target.qualified(), if acting.is_some() { "a sub-agent" } else { "the conversation" }),
+            None => format!(
+                "{} in {}",
+                target.qualified(),
+                if acting.is_some() {
+                    "a sub-agent"
+                } else {
+                    "the conversation"
+                }
+            ),
         };
         if self.model.stopped {
-            self.report(Invariant::NothingUnderStop, "ran-under-stop", format!("{what} ran under the emergency stop"));
+            self.report(
+                Invariant::NothingUnderStop,
+                "ran-under-stop",
+                format!("{what} ran under the emergency stop"),
+            );
         }
         let home = acting == Some(target.package());
         if home {
@@ -410,7 +449,11 @@ impl Checker<'_> {
                 (None, Target::Agent(..)) => "private-agent-ran-outside",
                 _ => "private-tool-ran-outside",
             };
-            self.report(Invariant::PrivateStaysHome, tag, format!("{what}: private to p{}", target.package()));
+            self.report(
+                Invariant::PrivateStaysHome,
+                tag,
+                format!("{what}: private to p{}", target.package()),
+            );
         } else if !self.consented(session, target.package()) {
             let tag = match (fork, acting) {
                 (Some(_), _) => "fork-without-consent",
@@ -424,7 +467,6 @@ impl Checker<'_> {
             );
         }
     }
-
 }
 
 pub fn error_text(out: &CallOutcome) -> String {

@@ -80,7 +80,11 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
         .enable_all()
         .build()
         .unwrap();
-    let turns = if turn_ids { Turns::Marked } else { Turns::Unmarked };
+    let turns = if turn_ids {
+        Turns::Marked
+    } else {
+        Turns::Unmarked
+    };
     let mut c = Checker {
         world,
         h: &h,
@@ -100,7 +104,11 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
 }
 
 async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
-    let front = Arc::new(Front::new(c.h.runtime.clone(), McpConfig::default(), vec![0x42; 32]));
+    let front = Arc::new(Front::new(
+        c.h.runtime.clone(),
+        McpConfig::default(),
+        vec![0x42; 32],
+    ));
     let (server_side, client_side) = tokio::io::duplex(1 << 20);
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
@@ -108,7 +116,8 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
         let _ = quiver_mcp::serve_stdio(front, tokio::io::split(server_side), stop).await;
     });
     let person = Client::default();
-    let client: RunningService<RoleClient, Client> = person.clone().serve(client_side).await.unwrap();
+    let client: RunningService<RoleClient, Client> =
+        person.clone().serve(client_side).await.unwrap();
     let instructions = client
         .peer_info()
         .and_then(|i| i.instructions.clone())
@@ -166,7 +175,8 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                             "search-finds-uncallable",
                             format!("tool_search({word}) found {}", target.wire()),
                         );
-                        c.excused.insert(target.clone(), "search-finds-uncallable".into());
+                        c.excused
+                            .insert(target.clone(), "search-finds-uncallable".into());
                     }
                 }
                 c.model.found(c.world, &found);
@@ -192,12 +202,18 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                     .any(|(q, s)| *q == target.qualified() && *s == c.session)
                     || c.h.runner.tasks.lock().unwrap()[tasks_before..]
                         .iter()
-                        .any(|t| t.agent.as_deref() == Some(target.qualified().as_str()) && t.parent == c.session);
-                let unknown = body["error"].as_str().is_some_and(|e| e.starts_with("unknown tool"));
+                        .any(|t| {
+                            t.agent.as_deref() == Some(target.qualified().as_str())
+                                && t.parent == c.session
+                        });
+                let unknown = body["error"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("unknown tool"));
                 let reaches = c.world.exists(target) && before.reaches(c.world, target);
                 if !unknown && !reaches {
                     let tag = c.excused.get(target).cloned().or_else(|| {
-                        matches!(target, Target::Scoped(..)).then(|| c.offered_tag(target).to_owned())
+                        matches!(target, Target::Scoped(..))
+                            .then(|| c.offered_tag(target).to_owned())
                     });
                     c.report(
                         Invariant::CallableIsReachable,
@@ -215,7 +231,11 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                         probe.calls_since_read = 0;
                         probe.preapproved(c.world, target)
                     });
-                    let tag = if outlived { "preapproval-outlived-turn" } else { "approval-skipped" };
+                    let tag = if outlived {
+                        "preapproval-outlived-turn"
+                    } else {
+                        "approval-skipped"
+                    };
                     c.report(
                         Invariant::GrantWithinTurn,
                         tag,
@@ -263,7 +283,11 @@ impl Checker<'_> {
         if !self.session.is_empty() {
             return;
         }
-        let sessions = self.h.store.list_sessions(&SessionFilter::default()).unwrap();
+        let sessions = self
+            .h
+            .store
+            .list_sessions(&SessionFilter::default())
+            .unwrap();
         if let Some(s) = sessions.iter().find(|s| s.parent.is_none()) {
             self.session = s.id.clone();
         }
@@ -276,14 +300,23 @@ impl Checker<'_> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|v| v.get("name").or(Some(v)).and_then(Value::as_str).map(str::to_owned))
+                .filter_map(|v| {
+                    v.get("name")
+                        .or(Some(v))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
                 .collect();
             for name in listed {
-                let Some(target) = self.target_of_wire(&name) else { continue };
+                let Some(target) = self.target_of_wire(&name) else {
+                    continue;
+                };
                 if !self.may_call(&target) {
                     let tag = match target {
                         Target::Scoped(..) => "read-skill-lists-scoped-tool",
-                        _ if self.model.disallowed(self.world, &target) => "read-skill-lists-disallowed",
+                        _ if self.model.disallowed(self.world, &target) => {
+                            "read-skill-lists-disallowed"
+                        }
                         _ => "read-skill-lists-uncallable",
                     };
                     self.report(

@@ -1,7 +1,7 @@
 mod chat_driver;
 mod check;
-mod harness;
 mod generated;
+mod harness;
 mod mcp_driver;
 mod regressions;
 mod runtime_driver;

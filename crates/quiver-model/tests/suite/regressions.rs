@@ -286,7 +286,12 @@ fn rows() -> Vec<Row> {
             front: Front::McpTurnIds,
             world: preapproved_always(),
             caller: owner(),
-            ops: vec![read("p0"), t0(NameForm::Wire), Op::NewTurn, t0(NameForm::Wire)],
+            ops: vec![
+                read("p0"),
+                t0(NameForm::Wire),
+                Op::NewTurn,
+                t0(NameForm::Wire),
+            ],
             class: None,
         },
         Row {
@@ -294,7 +299,12 @@ fn rows() -> Vec<Row> {
             front: Front::Runtime,
             world: preapproved_always(),
             caller: owner(),
-            ops: vec![read("p0"), t0(NameForm::Wire), Op::NewTurn, t0(NameForm::Wire)],
+            ops: vec![
+                read("p0"),
+                t0(NameForm::Wire),
+                Op::NewTurn,
+                t0(NameForm::Wire),
+            ],
             class: None,
         },
         Row {
@@ -360,7 +370,10 @@ fn shrunk_counterexamples_stay_known_until_fixed_and_hold_after() {
             .filter(|v| known(row.front, v).is_none())
             .map(ToString::to_string)
             .collect();
-        let shown = run.violations.iter().any(|v| Some(v.tag.as_str()) == row.class);
+        let shown = run
+            .violations
+            .iter()
+            .any(|v| Some(v.tag.as_str()) == row.class);
         if !unknown.is_empty() {
             failures.push(format!("{}: {}", row.name, unknown.join("; ")));
         }

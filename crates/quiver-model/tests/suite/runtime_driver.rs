@@ -20,7 +20,11 @@ use super::harness::{Checker, Run, SECRET, arguments, error_text, harness, origi
 /// after every step.
 pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     let h = harness(world, true);
-    let profile = if caller.unattended { Profile::Schedule } else { Profile::Interactive };
+    let profile = if caller.unattended {
+        Profile::Schedule
+    } else {
+        Profile::Interactive
+    };
     let session = h
         .runtime
         .create_session(&SessionRequest {
@@ -42,14 +46,20 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         seen_cards: 0,
         excused: BTreeMap::new(),
     };
-    let mut turn = h.runtime.begin_turn(&session, principal(&caller), "hello").unwrap();
+    let mut turn = h
+        .runtime
+        .begin_turn(&session, principal(&caller), "hello")
+        .unwrap();
     c.check_prompt(&turn);
     for (step, op) in ops.iter().enumerate() {
         c.step = step;
         match op {
             Op::NewTurn => {
                 drop(turn);
-                turn = h.runtime.begin_turn(&session, principal(&caller), "again").unwrap();
+                turn = h
+                    .runtime
+                    .begin_turn(&session, principal(&caller), "again")
+                    .unwrap();
                 c.model.new_turn();
                 c.check_prompt(&turn);
             }
@@ -91,7 +101,10 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
                     c.report(
                         Invariant::VerdictIsModels,
                         tag,
-                        format!("load_tool({name}): model loads {loaded}, runtime {:?}", out.status),
+                        format!(
+                            "load_tool({name}): model loads {loaded}, runtime {:?}",
+                            out.status
+                        ),
                     );
                 }
             }
@@ -142,7 +155,13 @@ impl Checker<'_> {
     }
 
     /// Exactly one call record for the outcome, without the secret in it.
-    fn check_audit(&mut self, out: &CallOutcome, target: Option<&Target>, args: &Value, name: &str) {
+    fn check_audit(
+        &mut self,
+        out: &CallOutcome,
+        target: Option<&Target>,
+        args: &Value,
+        name: &str,
+    ) {
         let records: Vec<_> = self
             .h
             .store
@@ -162,17 +181,27 @@ impl Checker<'_> {
                 format!("call {} has {} records", out.call_id, records.len()),
             );
         }
-        let secret = target.and_then(|t| self.world.tool(t)).is_some_and(|t| t.secret);
+        let secret = target
+            .and_then(|t| self.world.tool(t))
+            .is_some_and(|t| t.secret);
         for record in records {
             let text = serde_json::to_string(&record.entry).unwrap();
             let digest_without = quiver_store::argument_digest(args, &["token"]);
-            let leaked_digest = secret && record.entry.argument_digest.as_deref() != Some(digest_without.as_str());
+            let leaked_digest =
+                secret && record.entry.argument_digest.as_deref() != Some(digest_without.as_str());
             if text.contains(SECRET) || leaked_digest {
                 let by_qualified = name.contains('.');
                 self.report(
                     Invariant::OneAuditRecord,
-                    if by_qualified { "secret-in-audit-qualified-name" } else { "secret-in-audit" },
-                    format!("the record of {:?} holds the secret argument", record.entry.tool),
+                    if by_qualified {
+                        "secret-in-audit-qualified-name"
+                    } else {
+                        "secret-in-audit"
+                    },
+                    format!(
+                        "the record of {:?} holds the secret argument",
+                        record.entry.tool
+                    ),
                 );
             }
         }
@@ -184,7 +213,10 @@ impl Checker<'_> {
         self.check_audit(&out, None, &args, "");
         self.new_cards();
         let expected = self.model.read_skill(self.world, id);
-        let runtime_says = match (&out.status, out.content.get("status").and_then(Value::as_str)) {
+        let runtime_says = match (
+            &out.status,
+            out.content.get("status").and_then(Value::as_str),
+        ) {
             (CallStatus::Ok, Some("opened")) => "opened",
             (CallStatus::Ok, _) if out.content.get("result").is_some() => "ran",
             (CallStatus::Ok, _) if out.content.get("skill").is_some() => "activated",
@@ -216,10 +248,17 @@ impl Checker<'_> {
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .filter_map(|v| v.get("name").or(Some(v)).and_then(Value::as_str).map(str::to_owned))
+                        .filter_map(|v| {
+                            v.get("name")
+                                .or(Some(v))
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                        })
                         .collect();
                     for name in listed {
-                        let Some(target) = self.target_of_wire(&name) else { continue };
+                        let Some(target) = self.target_of_wire(&name) else {
+                            continue;
+                        };
                         if !self.may_call(&target) {
                             let tag = match target {
                                 Target::Scoped(..) => "read-skill-lists-scoped-tool",
@@ -255,7 +294,10 @@ impl Checker<'_> {
                     self.report(
                         Invariant::VerdictIsModels,
                         tag,
-                        format!("read_skill({id}) forks: model {verdict:?}, runtime {runtime_says} {}", out.content),
+                        format!(
+                            "read_skill({id}) forks: model {verdict:?}, runtime {runtime_says} {}",
+                            out.content
+                        ),
                     );
                 }
             }
@@ -281,7 +323,8 @@ impl Checker<'_> {
                     "search-finds-uncallable",
                     format!("tool_search({word}) found {}", target.wire()),
                 );
-                self.excused.insert(target.clone(), "search-finds-uncallable".into());
+                self.excused
+                    .insert(target.clone(), "search-finds-uncallable".into());
             }
         }
         self.model.found(self.world, &found);
@@ -315,7 +358,10 @@ impl Checker<'_> {
             self.report(
                 Invariant::CallableIsReachable,
                 &tag,
-                format!("{name} answered {status:?} ({}), the rules say unknown", error_text(&out)),
+                format!(
+                    "{name} answered {status:?} ({}), the rules say unknown",
+                    error_text(&out)
+                ),
             );
             return;
         }
@@ -325,7 +371,11 @@ impl Checker<'_> {
             } else {
                 (Invariant::VerdictIsModels, "reachable-but-unknown")
             };
-            self.report(inv, tag, format!("{name}: runtime unknown, model {verdict:?}"));
+            self.report(
+                inv,
+                tag,
+                format!("{name}: runtime unknown, model {verdict:?}"),
+            );
             return;
         }
         let asked = verdict.asked();
@@ -336,8 +386,16 @@ impl Checker<'_> {
                 probe.calls_since_read = 0;
                 probe.preapproved(self.world, target)
             });
-            let tag = if outlived { "preapproval-outlived-turn" } else { "approval-skipped" };
-            self.report(Invariant::GrantWithinTurn, tag, format!("{name} ran without the approval the rules require"));
+            let tag = if outlived {
+                "preapproval-outlived-turn"
+            } else {
+                "approval-skipped"
+            };
+            self.report(
+                Invariant::GrantWithinTurn,
+                tag,
+                format!("{name} ran without the approval the rules require"),
+            );
         }
         let class = |v: &Verdict| match v {
             Verdict::Unknown => "unknown",
@@ -361,9 +419,14 @@ impl Checker<'_> {
             self.report(
                 Invariant::VerdictIsModels,
                 tag,
-                format!("{name}: model {verdict:?}, runtime {status:?} {}", out.content),
+                format!(
+                    "{name}: model {verdict:?}, runtime {status:?} {}",
+                    out.content
+                ),
             );
-        } else if asked.consent.is_some() != consent_card || (asked.approval != approval_card && !(ran && asked.approval)) {
+        } else if asked.consent.is_some() != consent_card
+            || (asked.approval != approval_card && !(ran && asked.approval))
+        {
             let anonymous_refusal = matches!(verdict, Verdict::Refused(Why::NoPerson, _))
                 && self.model.caller.role == Role::Anonymous;
             self.report(
@@ -373,5 +436,4 @@ impl Checker<'_> {
             );
         }
     }
-
 }
