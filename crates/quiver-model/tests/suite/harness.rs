@@ -331,6 +331,16 @@ impl Checker<'_> {
             && !self.model.disallowed(self.world, target)
     }
 
+    /// The class of an uncallable item `tool_search` found.
+    pub fn search_tag(&self, target: &Target) -> &'static str {
+        match self.offered_tag(target) {
+            "scoped-tool-offered" | "private-item-offered" | "uncallable-item-offered" => {
+                "search-finds-uncallable"
+            }
+            tag => tag,
+        }
+    }
+
     /// The class of an uncallable item that was offered or answered.
     pub fn offered_tag(&self, target: &Target) -> &'static str {
         match *target {

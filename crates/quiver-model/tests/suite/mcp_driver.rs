@@ -170,13 +170,13 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                     .collect();
                 for target in &found {
                     if !c.may_call(target) {
+                        let tag = c.search_tag(target);
                         c.report(
                             Invariant::OfferedIsCallable,
-                            "search-finds-uncallable",
+                            tag,
                             format!("tool_search({word}) found {}", target.wire()),
                         );
-                        c.excused
-                            .insert(target.clone(), "search-finds-uncallable".into());
+                        c.excused.insert(target.clone(), tag.into());
                     }
                 }
                 c.model.found(c.world, &found);

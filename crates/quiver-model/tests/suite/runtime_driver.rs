@@ -318,13 +318,13 @@ impl Checker<'_> {
             .collect();
         for target in &found {
             if !self.may_call(target) {
+                let tag = self.search_tag(target);
                 self.report(
                     Invariant::OfferedIsCallable,
-                    "search-finds-uncallable",
+                    tag,
                     format!("tool_search({word}) found {}", target.wire()),
                 );
-                self.excused
-                    .insert(target.clone(), "search-finds-uncallable".into());
+                self.excused.insert(target.clone(), tag.into());
             }
         }
         self.model.found(self.world, &found);
