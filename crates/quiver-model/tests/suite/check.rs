@@ -87,11 +87,13 @@ pub const KNOWN: &[Known] = &[
     known_on(Front::Runtime, 2, "read-skill-lists-scoped-tool"),
     known_on(Front::Runtime, 2, "search-finds-uncallable"),
     // Item 2's class, new instances: `load_tool` loads a hidden private tool into the list
-    // (then offered, and refused as private when called); `read_skill`'s `tools` lists items
-    // the same skill's `disallowed-tools` removes for the turn.
+    // (then offered, and refused as private when called); `read_skill`'s `tools` and
+    // `tool_search`'s results list items an active skill's `disallowed-tools` removes for the
+    // turn (the tool list leaves them out).
     known_on(Front::Runtime, 2, "load-tool-loads-private"),
     known_on(Front::Runtime, 2, "private-item-offered"),
     known_on(Front::Runtime, 2, "read-skill-lists-disallowed"),
+    known_on(Front::Runtime, 2, "search-finds-disallowed"),
     // Item 11: secrets are looked up by wire name only; a call by qualified name puts the
     // secret into the arguments digest.
     known_on(Front::Runtime, 11, "secret-in-audit-qualified-name"),
@@ -130,6 +132,7 @@ pub const KNOWN_MCP: &[[Known; 2]] = &[
     on_mcp(2, "read-skill-lists-scoped-tool"),
     on_mcp(2, "search-finds-uncallable"),
     on_mcp(2, "read-skill-lists-disallowed"),
+    on_mcp(2, "search-finds-disallowed"),
     on_mcp(0, "empty-tools-list-unlocks-all"),
     // Item 4: `quiver serve` delivers no prompt section; a required one is silently absent.
     on_mcp(4, "required-section-missing"),

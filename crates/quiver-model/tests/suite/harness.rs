@@ -333,6 +333,9 @@ impl Checker<'_> {
 
     /// The class of an uncallable item `tool_search` found.
     pub fn search_tag(&self, target: &Target) -> &'static str {
+        if self.model.disallowed(self.world, target) {
+            return "search-finds-disallowed";
+        }
         match self.offered_tag(target) {
             "scoped-tool-offered" | "private-item-offered" | "uncallable-item-offered" => {
                 "search-finds-uncallable"
