@@ -85,22 +85,22 @@ fn run_generated(front: Front, cases: u32) {
 
 #[test]
 fn generated_cases_hold_every_invariant_through_the_runtime() {
-    run_generated(Front::Runtime, 250);
+    run_generated(Front::Runtime, 200);
 }
 
 #[test]
 fn generated_cases_hold_every_invariant_through_mcp_with_turn_ids() {
-    run_generated(Front::McpTurnIds, 60);
+    run_generated(Front::McpTurnIds, 50);
 }
 
 #[test]
 fn generated_cases_hold_every_invariant_through_mcp_without_turn_ids() {
-    run_generated(Front::McpNoTurnIds, 60);
+    run_generated(Front::McpNoTurnIds, 50);
 }
 
 #[test]
 fn generated_cases_hold_every_invariant_through_chat() {
-    run_generated(Front::Chat, 40);
+    run_generated(Front::Chat, 30);
 }
 
 #[test]
