@@ -7,49 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::grants::Turns;
 use crate::world::{Approval, Caller, Category, ListEntry, Restrict, Role, Skill, Target, World};
-
-/// How long a grant or restriction lasts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lifetime {
-    /// Until the session ends (package consent, a `once` approval, an opened package).
-    Session,
-    /// Until the turn ends (an `allowed-tools` pre-approval, a `disallowed-tools` removal, a
-    /// lockout after a refusal).
-    Turn,
-    /// At most the next call: a widening in a conversation whose client marks no turns.
-    NextCall,
-    /// Until the conversation ends or the skill ends: a restriction where no turn is marked.
-    Conversation,
-}
-
-/// Whether the client marks its turns (the runtime API, chat and MCP with `_meta` turn ids do;
-/// a generic MCP client does not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Turns {
-    /// Each turn is marked.
-    Marked,
-    /// No turn is marked.
-    Unmarked,
-}
-
-impl Turns {
-    /// How long a skill's `allowed-tools` pre-approval lasts.
-    pub fn widening(self) -> Lifetime {
-        match self {
-            Turns::Marked => Lifetime::Turn,
-            Turns::Unmarked => Lifetime::NextCall,
-        }
-    }
-
-    /// How long a skill's `disallowed-tools` removal lasts.
-    pub fn restriction(self) -> Lifetime {
-        match self {
-            Turns::Marked => Lifetime::Turn,
-            Turns::Unmarked => Lifetime::Conversation,
-        }
-    }
-}
 
 /// Why a call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +95,7 @@ pub struct Session {
     pub once: BTreeSet<Target>,
     /// Skills read in this turn: their lists apply to it.
     pub read_this_turn: Vec<String>,
-    /// Calls made since the last skill read (for [`Lifetime::NextCall`]).
+    /// Calls made since the last skill read (for [`crate::grants::Lifetime::NextCall`]).
     pub calls_since_read: usize,
     /// Tools refused in this turn.
     pub locked: BTreeSet<Target>,
@@ -621,3 +580,6 @@ fn agent_index(name: &str) -> usize {
         .and_then(|i| i.parse().ok())
         .unwrap_or(usize::MAX)
 }
+
+#[cfg(test)]
+mod tests;

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use quiver_mcp::{Front, McpConfig};
-use quiver_model::rules::{Session, Turns};
+use quiver_model::grants::Turns;
+use quiver_model::rules::Session;
 use quiver_model::world::{Caller, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_store::{SessionFilter, Store};

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
-use quiver_model::rules::{Read, Session, Turns, Verdict, Why};
+use quiver_model::grants::Turns;
+use quiver_model::rules::{Read, Session, Verdict, Why};
 use quiver_model::world::{Caller, NameForm, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_runtime::approver::Question;
