@@ -273,6 +273,8 @@ pub struct Checker<'a> {
     pub seen_runs: usize,
     pub seen_tasks: usize,
     pub seen_cards: usize,
+    /// Call records of the conversation counted so far (the MCP driver's check).
+    pub seen_records: usize,
     /// Items the runtime made reachable through a difference already reported, with its tag:
     /// a later call of one is reported under the same class.
     pub excused: BTreeMap<Target, String>,

@@ -13,7 +13,7 @@ use quiver_model::grants::Turns;
 use quiver_model::rules::Session;
 use quiver_model::world::{Caller, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
-use quiver_store::{SessionFilter, Store};
+use quiver_store::{AuditKind, AuditQuery, SessionFilter, Store};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation, MetaObject, ProtocolVersion, RequestMetaObject,
@@ -96,6 +96,7 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
         seen_runs: 0,
         seen_tasks: 0,
         seen_cards: 0,
+        seen_records: 0,
         excused: BTreeMap::new(),
     };
     runtime.block_on(drive(&mut c, ops, turn_ids));
@@ -245,6 +246,9 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                 }
             }
         }
+        if matches!(op, Op::ReadSkill(_) | Op::Search(_) | Op::Call(..)) {
+            c.check_one_record_per_request();
+        }
         c.check_runs();
     }
     drop(client);
@@ -279,6 +283,32 @@ async fn call(
 }
 
 impl Checker<'_> {
+    /// One more call record in the conversation for the request just made.
+    fn check_one_record_per_request(&mut self) {
+        let records = self
+            .h
+            .store
+            .query_audit(&AuditQuery {
+                session: Some(self.session.clone()),
+                kind: Some(AuditKind::Call),
+                ..AuditQuery::default()
+            })
+            .unwrap()
+            .len();
+        let before = self.seen_records;
+        self.seen_records = records;
+        if records != before + 1 {
+            self.report(
+                Invariant::OneAuditRecord,
+                "audit-record-count",
+                format!(
+                    "one request left {} call records",
+                    records - before.min(records)
+                ),
+            );
+        }
+    }
+
     /// The conversation the front opened (the one session without a parent).
     fn find_session(&mut self) {
         if !self.session.is_empty() {

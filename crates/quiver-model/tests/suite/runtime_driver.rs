@@ -45,6 +45,7 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         seen_runs: 0,
         seen_tasks: 0,
         seen_cards: 0,
+        seen_records: 0,
         excused: BTreeMap::new(),
     };
     let mut turn = h
