@@ -186,8 +186,16 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     }
     turn(&mut c, &mut pending, &mut chat);
     drop(chat);
+    let ran = h
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(q, _)| q.clone())
+        .collect();
     Run {
         violations: c.violations,
+        ran,
     }
 }
 

@@ -62,9 +62,9 @@ pub struct Known {
 pub enum Front {
     /// The runtime API in process (`Runtime`, `Turn`).
     Runtime,
-    /// The MCP front over stdio, a client that marks its turns (`_meta` turn ids).
+    /// The MCP front over stdio, a 2025-11-25 client that marks its turns (`_meta` turn ids).
     McpTurnIds,
-    /// The MCP front over stdio, a generic client that sends no turn id.
+    /// The MCP front over stdio, a generic 2026-07-28 client that sends no turn id.
     McpNoTurnIds,
     /// `quiver chat`'s agent loop with a scripted model, sub-agents run by `SubAgents`.
     Chat,
@@ -143,6 +143,14 @@ pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
     // Item 3: without a turn id, a skill's `allowed-tools` pre-approval lasts the whole
     // conversation.
     known_on(Front::McpNoTurnIds, 3, "preapproval-outlived-turn"),
+    // New (item 11's class: one record per call): in the 2026-07-28 era a call that asks a
+    // question answers `input_required` first, and that round leaves a `pending` call record
+    // beside the answered call's own.
+    known_on(Front::McpNoTurnIds, 0, "pending-round-recorded-apart"),
+    // New: in the 2026-07-28 era a question asked inside a forked skill's (or an agent's)
+    // run answers `input_required` for the whole call, and the client's retry runs the fork
+    // again from the start: two records of one call, and the agent's earlier calls run twice.
+    known_on(Front::McpNoTurnIds, 0, "rerun-after-input-required"),
 ];
 
 /// Whether the class `tag` is known for `front`.

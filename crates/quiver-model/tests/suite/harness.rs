@@ -161,6 +161,8 @@ pub fn origin(caller: &Caller) -> Origin {
 pub struct Run {
     /// The violations.
     pub violations: Vec<Violation>,
+    /// Every tool that ran, `<package>.<tool>`, in order.
+    pub ran: Vec<String>,
 }
 
 /// The state a case runs in.

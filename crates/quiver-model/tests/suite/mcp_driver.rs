@@ -1,8 +1,9 @@
-//! The MCP front over stdio in process (an rmcp client of the 2025-11-25 era on an in-memory
-//! pipe, as `crates/quiver-mcp/tests/suite/harness.rs` connects it), speaking as the local
-//! owner, whose consent and approvals are answered by elicitation. Two kinds of client: one
-//! that marks its turns with `_meta["io.quiver/turn"]`, and a generic one that sends no turn
-//! id (then a widening may last at most until the next call).
+//! The MCP front over stdio in process (an rmcp client on an in-memory pipe, as
+//! `crates/quiver-mcp/tests/suite/harness.rs` connects it), speaking as the local owner, whose
+//! consent and approvals are answered by elicitation. Two kinds of client: one of the
+//! 2025-11-25 era that marks its turns with `_meta["io.quiver/turn"]`, and a generic one of
+//! the 2026-07-28 era that sends no turn id (then a widening may last at most until the next
+//! call).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,13 +14,13 @@ use quiver_model::grants::Turns;
 use quiver_model::rules::Session;
 use quiver_model::world::{Caller, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
-use quiver_store::{AuditKind, AuditQuery, SessionFilter, Store};
+use quiver_store::{AuditKind, AuditQuery, AuditStatus, SessionFilter, Store};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation, MetaObject, ProtocolVersion, RequestMetaObject,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
-use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +30,7 @@ use super::harness::{Checker, Run, arguments, harness};
 /// Answers elicitations as the conversation says, and keeps every message.
 #[derive(Clone, Default)]
 struct Client {
+    era: Option<ProtocolVersion>,
     consent_no: Arc<AtomicBool>,
     approval_no: Arc<AtomicBool>,
     asked: Arc<Mutex<Vec<String>>>,
@@ -38,7 +40,7 @@ impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         let capabilities = ClientCapabilities::builder().enable_elicitation().build();
         ClientConfig::new(capabilities, Implementation::new("model", "0"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_protocol_version(self.era.clone().unwrap_or(ProtocolVersion::V_2025_11_25))
     }
 
     async fn create_elicitation(
@@ -100,8 +102,16 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
         excused: BTreeMap::new(),
     };
     runtime.block_on(drive(&mut c, ops, turn_ids));
+    let ran = h
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(q, _)| q.clone())
+        .collect();
     Run {
         violations: c.violations,
+        ran,
     }
 }
 
@@ -117,9 +127,23 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
     let server = tokio::spawn(async move {
         let _ = quiver_mcp::serve_stdio(front, tokio::io::split(server_side), stop).await;
     });
-    let person = Client::default();
-    let client: RunningService<RoleClient, Client> =
-        person.clone().serve(client_side).await.unwrap();
+    // The generic client speaks the 2026-07-28 era, the marking one the 2025-11-25 era.
+    let person = Client {
+        era: (!turn_ids).then_some(ProtocolVersion::V_2026_07_28),
+        ..Client::default()
+    };
+    let client: RunningService<RoleClient, Client> = if turn_ids {
+        person.clone().serve(client_side).await.unwrap()
+    } else {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        person
+            .clone()
+            .serve_with_lifecycle(client_side, lifecycle)
+            .await
+            .unwrap()
+    };
     let instructions = client
         .peer_info()
         .and_then(|i| i.instructions.clone())
@@ -293,18 +317,27 @@ impl Checker<'_> {
                 kind: Some(AuditKind::Call),
                 ..AuditQuery::default()
             })
-            .unwrap()
-            .len();
+            .unwrap();
         let before = self.seen_records;
-        self.seen_records = records;
-        if records != before + 1 {
+        self.seen_records = records.len();
+        if records.len() != before + 1 {
+            // Newest first: the records this request left.
+            let left = &records[..records.len().saturating_sub(before)];
+            let statuses: Vec<String> = left
+                .iter()
+                .map(|r| format!("{:?} {:?}", r.entry.tool, r.entry.status))
+                .collect();
+            let pending = left.iter().any(|r| r.entry.status == AuditStatus::Pending);
+            let rerun = left.len() == 2 && left[0].entry.tool == left[1].entry.tool;
+            let tag = match (pending, rerun) {
+                (true, _) => "pending-round-recorded-apart",
+                (false, true) => "rerun-after-input-required",
+                _ => "audit-record-count",
+            };
             self.report(
                 Invariant::OneAuditRecord,
-                "audit-record-count",
-                format!(
-                    "one request left {} call records",
-                    records - before.min(records)
-                ),
+                tag,
+                format!("one request left {} call records: {statuses:?}", left.len()),
             );
         }
     }

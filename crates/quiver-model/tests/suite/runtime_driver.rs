@@ -117,8 +117,16 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         c.check_offer(&turn);
     }
     drop(turn);
+    let ran = h
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(q, _)| q.clone())
+        .collect();
     Run {
         violations: c.violations,
+        ran,
     }
 }
 
