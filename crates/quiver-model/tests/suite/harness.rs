@@ -335,6 +335,42 @@ impl Checker<'_> {
             && !self.model.disallowed(self.world, target)
     }
 
+    /// What `read_skill` lists may be called.
+    pub fn check_listed(&mut self, body: &Value, what: &str) {
+        for key in ["tools", "unlocked_tools"] {
+            let listed: Vec<String> = body[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| {
+                    v.get("name")
+                        .or(Some(v))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .collect();
+            for name in listed {
+                let Some(target) = self.target_of_wire(&name) else {
+                    continue;
+                };
+                if !self.may_call(&target) {
+                    let tag = match target {
+                        Target::Scoped(..) => "read-skill-lists-scoped-tool",
+                        _ if self.model.disallowed(self.world, &target) => {
+                            "read-skill-lists-disallowed"
+                        }
+                        _ => "read-skill-lists-uncallable",
+                    };
+                    self.report(
+                        Invariant::OfferedIsCallable,
+                        tag,
+                        format!("{what} lists {name} in `{key}`, which may not be called"),
+                    );
+                }
+            }
+        }
+    }
+
     /// The class of an uncallable item `tool_search` found.
     pub fn search_tag(&self, target: &Target) -> &'static str {
         if self.model.disallowed(self.world, target) {

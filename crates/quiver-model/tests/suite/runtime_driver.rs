@@ -252,40 +252,7 @@ impl Checker<'_> {
                 "read-skill-differs",
                 format!("read_skill({id}): model activates, runtime {runtime_says}"),
             ),
-            Read::Activated { .. } => {
-                for key in ["tools", "unlocked_tools"] {
-                    let listed: Vec<String> = out.content[key]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|v| {
-                            v.get("name")
-                                .or(Some(v))
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                        })
-                        .collect();
-                    for name in listed {
-                        let Some(target) = self.target_of_wire(&name) else {
-                            continue;
-                        };
-                        if !self.may_call(&target) {
-                            let tag = match target {
-                                Target::Scoped(..) => "read-skill-lists-scoped-tool",
-                                _ if self.model.disallowed(self.world, &target) => {
-                                    "read-skill-lists-disallowed"
-                                }
-                                _ => "read-skill-lists-uncallable",
-                            };
-                            self.report(
-                                Invariant::OfferedIsCallable,
-                                tag,
-                                format!("read_skill({id}) lists {name} in `{key}`, which may not be called"),
-                            );
-                        }
-                    }
-                }
-            }
+            Read::Activated { .. } => self.check_listed(&out.content, &format!("read_skill({id})")),
             Read::Fork(verdict) => {
                 let ran = runtime_says == "ran";
                 if verdict.runs() != ran {
