@@ -324,6 +324,14 @@ fn rows() -> Vec<Row> {
             class: Some("required-section-missing"),
         },
         Row {
+            name: "new: over the 2026-07-28 era a call that asks a question leaves one call record",
+            front: Front::McpNoTurnIds,
+            world: one_tool(tool()),
+            caller: owner(),
+            ops: vec![t0(NameForm::Wire)],
+            class: Some("pending-round-recorded-apart"),
+        },
+        Row {
             name: "item 11: a call by qualified name keeps its secret out of the audit",
             front: Front::Runtime,
             world: one_tool(Tool {
