@@ -216,7 +216,9 @@ impl Session {
                 Target::Tool(q, _) => {
                     *q == p && world.tool(&target).is_some_and(|t| t.expose && !t.hidden)
                 }
-                Target::Agent(q, _) => *q == p && world.agent(&target).is_some_and(|a| a.expose),
+                Target::Agent(q, _) | Target::Workflow(q, _) => {
+                    *q == p && world.exposed_item(&target) == Some(true)
+                }
             };
             if ok {
                 out.insert(target);
@@ -254,7 +256,7 @@ impl Session {
                 .tool(target)
                 .is_some_and(|t| t.expose || t.hidden || self.opened.contains(p)),
             Target::Scoped(..) => self.unlocked(world).contains(target),
-            Target::Agent(..) => world.agent(target).is_some_and(|a| a.expose),
+            Target::Agent(..) | Target::Workflow(..) => world.exposed_item(target) == Some(true),
         }
     }
 
@@ -264,7 +266,7 @@ impl Session {
         match target {
             Target::Tool(..) => world.tool(target).is_some_and(|t| !t.expose),
             Target::Scoped(..) => false,
-            Target::Agent(..) => world.agent(target).is_some_and(|a| !a.expose),
+            Target::Agent(..) | Target::Workflow(..) => world.exposed_item(target) == Some(false),
         }
     }
 
@@ -325,8 +327,8 @@ impl Session {
                             && (pinned || tool.restrict == Restrict::Qq || unlocked.contains(t))
                     }),
                     Target::Scoped(..) => unlocked.contains(t),
-                    Target::Agent(..) => {
-                        world.agent(t).is_some_and(|a| a.expose) && (pinned || unlocked.contains(t))
+                    Target::Agent(..) | Target::Workflow(..) => {
+                        world.exposed_item(t) == Some(true) && (pinned || unlocked.contains(t))
                     }
                 }
             })
@@ -349,7 +351,9 @@ impl Session {
             && match target {
                 Target::Tool(..) => world.tool(target).is_some_and(|t| t.expose && !t.hidden),
                 Target::Scoped(..) => false,
-                Target::Agent(..) => world.agent(target).is_some_and(|a| a.expose),
+                Target::Agent(..) | Target::Workflow(..) => {
+                    world.exposed_item(target) == Some(true)
+                }
             }
     }
 

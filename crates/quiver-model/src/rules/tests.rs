@@ -40,6 +40,7 @@ fn world() -> World {
         skills: vec![fork],
         agents: Vec::new(),
         prompts: Vec::new(),
+        workflows: Vec::new(),
     };
     let p1 = Package {
         tools: Vec::new(),
@@ -50,6 +51,7 @@ fn world() -> World {
             tools: Vec::new(),
         }],
         prompts: Vec::new(),
+        workflows: Vec::new(),
     };
     World {
         packages: vec![p0, p1],

@@ -18,7 +18,7 @@ use quiver_runtime::approver::{Answer, Approver, Card, Question};
 use quiver_runtime::executor::BuiltinExecutor;
 use quiver_runtime::runtime::{AgentReply, AgentRunner, AgentTask};
 use quiver_runtime::{ApproverSet, CallOutcome, Runtime, RuntimeConfig};
-use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous};
+use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous, WorkflowStore};
 use serde_json::{Value, json};
 
 use super::check::{Invariant, Violation};
@@ -131,6 +131,7 @@ pub fn reply(session: &str, text: &str) -> AgentReply {
 /// the tool has one) for a tool.
 pub fn arguments(world: &World, target: Option<&Target>) -> Value {
     match target {
+        Some(t @ Target::Workflow(..)) if world.exists(t) => json!({}),
         Some(t @ Target::Agent(..)) if world.exists(t) => json!({"task": "do it"}),
         Some(t) if world.tool(t).is_some_and(|tool| tool.secret) => {
             json!({"text": "x", "token": SECRET})
@@ -254,6 +255,7 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     if !chat {
         runtime.set_agent_runner(runner.clone());
     }
+    runtime.set_workflow_store(store.clone());
     Harness {
         store,
         _dir: dir,
@@ -432,9 +434,19 @@ impl Checker<'_> {
         if let Some(p) = self.h.runner.children.lock().unwrap().get(session) {
             return Some(*p);
         }
-        // A child session the agent loop made: its agent is `p{n}.a{m}`.
+        // A child session the agent loop made: its agent is `p{n}.a{m}`; a workflow run's
+        // session (`ses-<run id>`) acts for the run's package.
         let record = self.h.store.session(session).ok().flatten()?;
-        let (package, _) = record.agent.split_once('.')?;
+        let owner = if record.agent == "workflow" {
+            let run = session.strip_prefix("ses-")?;
+            WorkflowStore::run(self.h.store.as_ref(), run)
+                .ok()
+                .flatten()?
+                .workflow
+        } else {
+            record.agent
+        };
+        let (package, _) = owner.split_once('.')?;
         package.strip_prefix('p')?.parse().ok()
     }
 

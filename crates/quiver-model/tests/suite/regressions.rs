@@ -43,6 +43,7 @@ fn package() -> Package {
         skills: Vec::new(),
         agents: Vec::new(),
         prompts: Vec::new(),
+        workflows: Vec::new(),
     }
 }
 
