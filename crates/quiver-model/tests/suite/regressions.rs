@@ -5,7 +5,7 @@
 
 use quiver_model::world::{
     Agent, Approval, Caller, Category, ListEntry, NameForm, Op, Package, Prompt, Ref, Restrict,
-    Role, Skill, Target, Tool, World,
+    Role, Skill, Step, Target, Tool, Workflow, World,
 };
 
 use super::check::{Front, is_known, known};
@@ -228,6 +228,33 @@ fn rows() -> Vec<Row> {
             caller: owner(),
             ops: vec![Op::Call(Target::Agent(0, 0), NameForm::Wire)],
             class: Some("sub-agent-offered-private"),
+        },
+        Row {
+            name: "item 1's sibling: a workflow step naming another package's private tool does not run it",
+            front: Front::Runtime,
+            world: World {
+                packages: vec![
+                    Package {
+                        workflows: vec![Workflow {
+                            expose: true,
+                            steps: vec![Step::Tool(Ref {
+                                package: 1,
+                                name: "t0".into(),
+                            })],
+                        }],
+                        ..package()
+                    },
+                    one_tool(Tool {
+                        expose: false,
+                        ..tool()
+                    })
+                    .packages
+                    .remove(0),
+                ],
+            },
+            caller: owner(),
+            ops: vec![Op::Call(Target::Workflow(0, 0), NameForm::Wire)],
+            class: None,
         },
         Row {
             name: "item 2: read_skill of the package's skill does not list another skill's tool",
