@@ -342,7 +342,7 @@ impl Checker<'_> {
         }
     }
 
-    /// The conversation the front opened (the one session without a parent).
+    /// The conversation the front opened.
     fn find_session(&mut self) {
         if !self.session.is_empty() {
             return;
@@ -352,7 +352,11 @@ impl Checker<'_> {
             .store
             .list_sessions(&SessionFilter::default())
             .unwrap();
-        if let Some(s) = sessions.iter().find(|s| s.parent.is_none()) {
+        // Not a workflow run's session (agent `workflow`), which has no parent either.
+        let conversation = sessions
+            .iter()
+            .find(|s| s.parent.is_none() && s.agent == quiver_mcp::front::MCP_AGENT);
+        if let Some(s) = conversation {
             self.session = s.id.clone();
         }
     }
