@@ -328,7 +328,7 @@ impl Checker<'_> {
                 .map(|r| format!("{:?} {:?}", r.entry.tool, r.entry.status))
                 .collect();
             let pending = left.iter().any(|r| r.entry.status == AuditStatus::Pending);
-            let rerun = left.len() == 2 && left[0].entry.tool == left[1].entry.tool;
+            let rerun = left.len() >= 2 && left.iter().all(|r| r.entry.tool == left[0].entry.tool);
             let tag = match (pending, rerun) {
                 (true, _) => "pending-round-recorded-apart",
                 (false, true) => "rerun-after-input-required",
