@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use crate::world::{
     Agent, Approval, Caller, Category, ListEntry, NameForm, Op, Package, Prompt, PromptProfile,
-    Ref, Restrict, Role, Skill, Target, Tool, World,
+    Ref, Restrict, Role, Skill, Step, Target, Tool, Workflow, World,
 };
 
 /// Most packages in a generated catalog.
@@ -128,6 +128,15 @@ fn prompt() -> impl Strategy<Value = Prompt> {
         .prop_map(|(required, profile)| Prompt { required, profile })
 }
 
+fn workflow() -> impl Strategy<Value = Workflow> {
+    let step = prop_oneof![
+        3 => reference().prop_map(Step::Tool),
+        1 => agent_ref().prop_map(Step::Agent),
+        1 => Just(Step::Approval),
+    ];
+    (any::<bool>(), vec(step, 1..3)).prop_map(|(expose, steps)| Workflow { expose, steps })
+}
+
 fn package() -> impl Strategy<Value = Package> {
     (
         vec(tool(), 0..4),
@@ -135,14 +144,18 @@ fn package() -> impl Strategy<Value = Package> {
         vec(skill(true), 0..3),
         vec(agent(), 0..3),
         vec(prompt(), 0..2),
+        vec(workflow(), 0..2),
     )
-        .prop_map(|(tools, root_skill, skills, agents, prompts)| Package {
-            tools,
-            root_skill,
-            skills,
-            agents,
-            prompts,
-        })
+        .prop_map(
+            |(tools, root_skill, skills, agents, prompts, workflows)| Package {
+                tools,
+                root_skill,
+                skills,
+                agents,
+                prompts,
+                workflows,
+            },
+        )
 }
 
 /// A catalog of 1 to [`MAX_PACKAGES`] packages.
@@ -171,6 +184,7 @@ pub fn target() -> impl Strategy<Value = Target> {
         4 => (0..MAX_PACKAGES, 0..4usize).prop_map(|(p, t)| Target::Tool(p, t)),
         2 => (0..MAX_PACKAGES, 0..2usize, 0..2usize).prop_map(|(p, s, k)| Target::Scoped(p, s, k)),
         2 => (0..MAX_PACKAGES, 0..2usize).prop_map(|(p, a)| Target::Agent(p, a)),
+        1 => (0..MAX_PACKAGES, 0..2usize).prop_map(|(p, w)| Target::Workflow(p, w)),
     ]
 }
 

@@ -3,6 +3,7 @@
 //!
 //! - [`world`]: what the rules reason about: a catalog description, a caller, the steps of a
 //!   conversation.
+//! - [`grants`]: how long each grant and restriction lasts.
 //! - [`rules`]: the rules themselves, as a state machine: what is offered, what a call gets,
 //!   how long each grant lasts. This is the spec in code; it says what DESIGN.md says.
 //! - [`write`]: a world written out as real package folders.
@@ -12,6 +13,7 @@
 //! conversations and check the invariants of issue 22 after every step.
 
 pub mod generate;
+pub mod grants;
 pub mod rules;
 pub mod world;
 pub mod write;

@@ -7,49 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::grants::Turns;
 use crate::world::{Approval, Caller, Category, ListEntry, Restrict, Role, Skill, Target, World};
-
-/// How long a grant or restriction lasts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lifetime {
-    /// Until the session ends (package consent, a `once` approval, an opened package).
-    Session,
-    /// Until the turn ends (an `allowed-tools` pre-approval, a `disallowed-tools` removal, a
-    /// lockout after a refusal).
-    Turn,
-    /// At most the next call: a widening in a conversation whose client marks no turns.
-    NextCall,
-    /// Until the conversation ends or the skill ends: a restriction where no turn is marked.
-    Conversation,
-}
-
-/// Whether the client marks its turns (the runtime API, chat and MCP with `_meta` turn ids do;
-/// a generic MCP client does not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Turns {
-    /// Each turn is marked.
-    Marked,
-    /// No turn is marked.
-    Unmarked,
-}
-
-impl Turns {
-    /// How long a skill's `allowed-tools` pre-approval lasts.
-    pub fn widening(self) -> Lifetime {
-        match self {
-            Turns::Marked => Lifetime::Turn,
-            Turns::Unmarked => Lifetime::NextCall,
-        }
-    }
-
-    /// How long a skill's `disallowed-tools` removal lasts.
-    pub fn restriction(self) -> Lifetime {
-        match self {
-            Turns::Marked => Lifetime::Turn,
-            Turns::Unmarked => Lifetime::Conversation,
-        }
-    }
-}
 
 /// Why a call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +95,7 @@ pub struct Session {
     pub once: BTreeSet<Target>,
     /// Skills read in this turn: their lists apply to it.
     pub read_this_turn: Vec<String>,
-    /// Calls made since the last skill read (for [`Lifetime::NextCall`]).
+    /// Calls made since the last skill read (for [`crate::grants::Lifetime::NextCall`]).
     pub calls_since_read: usize,
     /// Tools refused in this turn.
     pub locked: BTreeSet<Target>,
@@ -257,7 +216,9 @@ impl Session {
                 Target::Tool(q, _) => {
                     *q == p && world.tool(&target).is_some_and(|t| t.expose && !t.hidden)
                 }
-                Target::Agent(q, _) => *q == p && world.agent(&target).is_some_and(|a| a.expose),
+                Target::Agent(q, _) | Target::Workflow(q, _) => {
+                    *q == p && world.exposed_item(&target) == Some(true)
+                }
             };
             if ok {
                 out.insert(target);
@@ -295,7 +256,7 @@ impl Session {
                 .tool(target)
                 .is_some_and(|t| t.expose || t.hidden || self.opened.contains(p)),
             Target::Scoped(..) => self.unlocked(world).contains(target),
-            Target::Agent(..) => world.agent(target).is_some_and(|a| a.expose),
+            Target::Agent(..) | Target::Workflow(..) => world.exposed_item(target) == Some(true),
         }
     }
 
@@ -305,7 +266,7 @@ impl Session {
         match target {
             Target::Tool(..) => world.tool(target).is_some_and(|t| !t.expose),
             Target::Scoped(..) => false,
-            Target::Agent(..) => world.agent(target).is_some_and(|a| !a.expose),
+            Target::Agent(..) | Target::Workflow(..) => world.exposed_item(target) == Some(false),
         }
     }
 
@@ -366,8 +327,8 @@ impl Session {
                             && (pinned || tool.restrict == Restrict::Qq || unlocked.contains(t))
                     }),
                     Target::Scoped(..) => unlocked.contains(t),
-                    Target::Agent(..) => {
-                        world.agent(t).is_some_and(|a| a.expose) && (pinned || unlocked.contains(t))
+                    Target::Agent(..) | Target::Workflow(..) => {
+                        world.exposed_item(t) == Some(true) && (pinned || unlocked.contains(t))
                     }
                 }
             })
@@ -390,7 +351,9 @@ impl Session {
             && match target {
                 Target::Tool(..) => world.tool(target).is_some_and(|t| t.expose && !t.hidden),
                 Target::Scoped(..) => false,
-                Target::Agent(..) => world.agent(target).is_some_and(|a| a.expose),
+                Target::Agent(..) | Target::Workflow(..) => {
+                    world.exposed_item(target) == Some(true)
+                }
             }
     }
 
@@ -621,3 +584,6 @@ fn agent_index(name: &str) -> usize {
         .and_then(|i| i.parse().ok())
         .unwrap_or(usize::MAX)
 }
+
+#[cfg(test)]
+mod tests;

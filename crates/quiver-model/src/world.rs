@@ -24,6 +24,28 @@ pub struct Package {
     pub agents: Vec<Agent>,
     /// Prompt sections `prompts/r{i}.md`.
     pub prompts: Vec<Prompt>,
+    /// Workflows `workflows/w{i}.yaml`.
+    pub workflows: Vec<Workflow>,
+}
+
+/// A workflow's declarations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workflow {
+    /// `expose: true`: callable like a tool, starting a run.
+    pub expose: bool,
+    /// Its steps, naming anything.
+    pub steps: Vec<Step>,
+}
+
+/// A workflow step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// `tool: p{k}.{name}`.
+    Tool(Ref),
+    /// `agent: p{k}.{name}`.
+    Agent(Ref),
+    /// `approval: ...`.
+    Approval,
 }
 
 /// A tool's declarations that the rules read.
@@ -193,13 +215,18 @@ pub enum Target {
     Scoped(usize, usize, usize),
     /// Agent `a` of a package.
     Agent(usize, usize),
+    /// Workflow `w` of a package.
+    Workflow(usize, usize),
 }
 
 impl Target {
     /// The package index.
     pub fn package(&self) -> usize {
         match *self {
-            Target::Tool(p, _) | Target::Scoped(p, _, _) | Target::Agent(p, _) => p,
+            Target::Tool(p, _)
+            | Target::Scoped(p, _, _)
+            | Target::Agent(p, _)
+            | Target::Workflow(p, _) => p,
         }
     }
 
@@ -209,6 +236,7 @@ impl Target {
             Target::Tool(_, t) => format!("t{t}"),
             Target::Scoped(_, s, k) => format!("s{s}k{k}"),
             Target::Agent(_, a) => format!("a{a}"),
+            Target::Workflow(_, w) => format!("w{w}"),
         }
     }
 
@@ -259,7 +287,7 @@ impl World {
         match *target {
             Target::Tool(_, t) => package.tools.get(t),
             Target::Scoped(_, s, k) => package.skills.get(s)?.scoped.get(k),
-            Target::Agent(..) => None,
+            Target::Agent(..) | Target::Workflow(..) => None,
         }
     }
 
@@ -271,9 +299,24 @@ impl World {
         }
     }
 
+    /// The workflow a target names, if it exists.
+    pub fn workflow(&self, target: &Target) -> Option<&Workflow> {
+        match *target {
+            Target::Workflow(p, w) => self.packages.get(p)?.workflows.get(w),
+            _ => None,
+        }
+    }
+
+    /// Whether an agent or workflow target is exposed (`None` for tools and missing items).
+    pub fn exposed_item(&self, target: &Target) -> Option<bool> {
+        self.agent(target)
+            .map(|a| a.expose)
+            .or_else(|| self.workflow(target).map(|w| w.expose))
+    }
+
     /// Whether the target exists.
     pub fn exists(&self, target: &Target) -> bool {
-        self.tool(target).is_some() || self.agent(target).is_some()
+        self.tool(target).is_some() || self.exposed_item(target).is_some()
     }
 
     /// Every target of the world, in catalog order.
@@ -285,6 +328,7 @@ impl World {
                 out.extend((0..skill.scoped.len()).map(|k| Target::Scoped(p, s, k)));
             }
             out.extend((0..package.agents.len()).map(|a| Target::Agent(p, a)));
+            out.extend((0..package.workflows.len()).map(|w| Target::Workflow(p, w)));
         }
         out
     }

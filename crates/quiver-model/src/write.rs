@@ -7,7 +7,8 @@ use std::io;
 use std::path::Path;
 
 use crate::world::{
-    Agent, Approval, Category, ListEntry, Prompt, PromptProfile, Restrict, Skill, Tool, World,
+    Agent, Approval, Category, ListEntry, Prompt, PromptProfile, Restrict, Skill, Step, Target,
+    Tool, Workflow, World,
 };
 
 /// The words tool and package descriptions use, one per item, for `tool_search`.
@@ -22,11 +23,17 @@ pub fn section_marker(package: usize, section: usize) -> String {
 pub fn write_world(world: &World, root: &Path) -> io::Result<()> {
     for (p, package) in world.packages.iter().enumerate() {
         let dir = root.join(format!("p{p}"));
+        // Every package may name the others' items (workflow steps are checked when they run).
+        let others: Vec<String> = (0..crate::generate::MAX_PACKAGES)
+            .filter(|q| *q != p)
+            .map(|q| format!("p{q}"))
+            .collect();
         put(
             &dir.join("quiver.yaml"),
             &format!(
-                "id: p{p}\nname: p{p}\ndescription: Package p{p} about {}\n",
-                WORDS[p % 3]
+                "id: p{p}\nname: p{p}\ndescription: Package p{p} about {}\nrequires: {{packages: [{}]}}\n",
+                WORDS[p % 3],
+                others.join(", ")
             ),
         )?;
         for (t, tool) in package.tools.iter().enumerate() {
@@ -53,6 +60,12 @@ pub fn write_world(world: &World, root: &Path) -> io::Result<()> {
         }
         for (a, agent) in package.agents.iter().enumerate() {
             put(&dir.join(format!("agents/a{a}.md")), &agent_md(p, a, agent))?;
+        }
+        for (w, workflow) in package.workflows.iter().enumerate() {
+            put(
+                &dir.join(format!("workflows/w{w}.yaml")),
+                &workflow_yaml(world, p, w, workflow),
+            )?;
         }
         for (r, prompt) in package.prompts.iter().enumerate() {
             put(
@@ -173,4 +186,45 @@ fn prompt_md(p: usize, r: usize, prompt: &Prompt) -> String {
         "---\nretention: {retention}\n{profiles}---\n{} Keep answers short.\n",
         section_marker(p, r)
     )
+}
+
+/// A workflow's steps; a step naming a missing item of its own package, or an item of the
+/// wrong kind, is left out (the loader refuses it), one naming another package's is kept
+/// (checked when it runs).
+fn workflow_yaml(world: &World, p: usize, w: usize, workflow: &Workflow) -> String {
+    let mut yaml = format!(
+        "description: Workflow w{w} of p{p} about {}\nexpose: {}\nsteps:\n",
+        WORDS[(p + w) % 3],
+        workflow.expose
+    );
+    let mut any = false;
+    for step in &workflow.steps {
+        let (key, r) = match step {
+            Step::Tool(r) => ("tool", r),
+            Step::Agent(r) => ("agent", r),
+            Step::Approval => {
+                yaml.push_str("  - approval: Go on?\n");
+                any = true;
+                continue;
+            }
+        };
+        let fits = matches!(
+            (step, world.resolve(&r.qualified())),
+            (Step::Tool(_), Some(Target::Tool(..) | Target::Scoped(..)))
+                | (Step::Agent(_), Some(Target::Agent(..)))
+        );
+        if r.package == p && !fits {
+            continue;
+        }
+        let rest = match step {
+            Step::Tool(_) => "\n    with: {text: x}\n",
+            _ => "\n    task: do it\n",
+        };
+        yaml.push_str(&format!("  - {key}: {}{rest}", r.qualified()));
+        any = true;
+    }
+    if !any {
+        yaml.push_str("  - approval: Go on?\n");
+    }
+    yaml
 }

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use quiver_agent::config::{AgentConfig, ProviderConfig, ProviderKind};
 use quiver_agent::fake::{Api, FakeServer, Move, offered_tools};
 use quiver_agent::{ChatSession, Providers, Quiet, SubAgents};
-use quiver_model::rules::{Session, Turns};
+use quiver_model::grants::Turns;
+use quiver_model::rules::Session;
 use quiver_model::world::{Caller, Op, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_runtime::{Profile, SessionRequest};
@@ -137,6 +138,7 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         seen_runs: 0,
         seen_tasks: 0,
         seen_cards: 0,
+        seen_records: 0,
         excused: BTreeMap::new(),
     };
     let mut children_seen = BTreeSet::new();
@@ -184,8 +186,16 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     }
     turn(&mut c, &mut pending, &mut chat);
     drop(chat);
+    let ran = h
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(q, _)| q.clone())
+        .collect();
     Run {
         violations: c.violations,
+        ran,
     }
 }
 
@@ -270,8 +280,16 @@ impl Checker<'_> {
                 let Some(target) = self.target_of_wire(name) else {
                     continue;
                 };
-                let own = target.package() == p && !matches!(target, Target::Scoped(..));
-                if own || self.model.searchable(self.world, &target) {
+                // Named in its frontmatter, so a hidden tool counts as named exactly.
+                let admitted = self
+                    .world
+                    .tool(&target)
+                    .is_none_or(|t| self.model.admits(t.restrict));
+                let scoped = matches!(target, Target::Scoped(..));
+                let may = !scoped
+                    && admitted
+                    && (target.package() == p || !Session::private(self.world, &target));
+                if may {
                     continue;
                 }
                 let tag = if Session::private(self.world, &target) {

@@ -62,9 +62,9 @@ pub struct Known {
 pub enum Front {
     /// The runtime API in process (`Runtime`, `Turn`).
     Runtime,
-    /// The MCP front over stdio, a client that marks its turns (`_meta` turn ids).
+    /// The MCP front over stdio, a 2025-11-25 client that marks its turns (`_meta` turn ids).
     McpTurnIds,
-    /// The MCP front over stdio, a generic client that sends no turn id.
+    /// The MCP front over stdio, a generic 2026-07-28 client that sends no turn id.
     McpNoTurnIds,
     /// `quiver chat`'s agent loop with a scripted model, sub-agents run by `SubAgents`.
     Chat,
@@ -87,11 +87,13 @@ pub const KNOWN: &[Known] = &[
     known_on(Front::Runtime, 2, "read-skill-lists-scoped-tool"),
     known_on(Front::Runtime, 2, "search-finds-uncallable"),
     // Item 2's class, new instances: `load_tool` loads a hidden private tool into the list
-    // (then offered, and refused as private when called); `read_skill`'s `tools` lists items
-    // the same skill's `disallowed-tools` removes for the turn.
+    // (then offered, and refused as private when called); `read_skill`'s `tools` and
+    // `tool_search`'s results list items an active skill's `disallowed-tools` removes for the
+    // turn (the tool list leaves them out).
     known_on(Front::Runtime, 2, "load-tool-loads-private"),
     known_on(Front::Runtime, 2, "private-item-offered"),
     known_on(Front::Runtime, 2, "read-skill-lists-disallowed"),
+    known_on(Front::Runtime, 2, "search-finds-disallowed"),
     // Item 11: secrets are looked up by wire name only; a call by qualified name puts the
     // secret into the arguments digest.
     known_on(Front::Runtime, 11, "secret-in-audit-qualified-name"),
@@ -109,7 +111,8 @@ pub const KNOWN: &[Known] = &[
 pub const KNOWN_CHAT: &[Known] = &[
     known_on(Front::Chat, 1, "fork-into-private-agent"),
     known_on(Front::Chat, 1, "fork-without-consent"),
-    // Item 2: an agent that names another package's private tool is sent its definition.
+    // Item 2: an agent that names another package's private tool is sent its definition; one
+    // that names another package's skill-scoped tool (marked `expose`) is sent it too.
     known_on(Front::Chat, 2, "sub-agent-offered-private"),
     known_on(Front::Chat, 2, "sub-agent-offered-uncallable"),
 ];
@@ -129,6 +132,7 @@ pub const KNOWN_MCP: &[[Known; 2]] = &[
     on_mcp(2, "read-skill-lists-scoped-tool"),
     on_mcp(2, "search-finds-uncallable"),
     on_mcp(2, "read-skill-lists-disallowed"),
+    on_mcp(2, "search-finds-disallowed"),
     on_mcp(0, "empty-tools-list-unlocks-all"),
     // Item 4: `quiver serve` delivers no prompt section; a required one is silently absent.
     on_mcp(4, "required-section-missing"),
@@ -139,6 +143,14 @@ pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
     // Item 3: without a turn id, a skill's `allowed-tools` pre-approval lasts the whole
     // conversation.
     known_on(Front::McpNoTurnIds, 3, "preapproval-outlived-turn"),
+    // New (item 11's class: one record per call): in the 2026-07-28 era a call that asks a
+    // question answers `input_required` first, and that round leaves a `pending` call record
+    // beside the answered call's own.
+    known_on(Front::McpNoTurnIds, 0, "pending-round-recorded-apart"),
+    // New: in the 2026-07-28 era a question asked inside a forked skill's (or an agent's)
+    // run answers `input_required` for the whole call, and the client's retry runs the fork
+    // again from the start: two records of one call, and the agent's earlier calls run twice.
+    known_on(Front::McpNoTurnIds, 0, "rerun-after-input-required"),
 ];
 
 /// Whether the class `tag` is known for `front`.

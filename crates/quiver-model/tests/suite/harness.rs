@@ -18,7 +18,7 @@ use quiver_runtime::approver::{Answer, Approver, Card, Question};
 use quiver_runtime::executor::BuiltinExecutor;
 use quiver_runtime::runtime::{AgentReply, AgentRunner, AgentTask};
 use quiver_runtime::{ApproverSet, CallOutcome, Runtime, RuntimeConfig};
-use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous};
+use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous, WorkflowStore};
 use serde_json::{Value, json};
 
 use super::check::{Invariant, Violation};
@@ -131,6 +131,7 @@ pub fn reply(session: &str, text: &str) -> AgentReply {
 /// the tool has one) for a tool.
 pub fn arguments(world: &World, target: Option<&Target>) -> Value {
     match target {
+        Some(t @ Target::Workflow(..)) if world.exists(t) => json!({}),
         Some(t @ Target::Agent(..)) if world.exists(t) => json!({"task": "do it"}),
         Some(t) if world.tool(t).is_some_and(|tool| tool.secret) => {
             json!({"text": "x", "token": SECRET})
@@ -161,6 +162,8 @@ pub fn origin(caller: &Caller) -> Origin {
 pub struct Run {
     /// The violations.
     pub violations: Vec<Violation>,
+    /// Every tool that ran, `<package>.<tool>`, in order.
+    pub ran: Vec<String>,
 }
 
 /// The state a case runs in.
@@ -252,6 +255,7 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     if !chat {
         runtime.set_agent_runner(runner.clone());
     }
+    runtime.set_workflow_store(store.clone());
     Harness {
         store,
         _dir: dir,
@@ -273,6 +277,8 @@ pub struct Checker<'a> {
     pub seen_runs: usize,
     pub seen_tasks: usize,
     pub seen_cards: usize,
+    /// Call records of the conversation counted so far (the MCP driver's check).
+    pub seen_records: usize,
     /// Items the runtime made reachable through a difference already reported, with its tag:
     /// a later call of one is reported under the same class.
     pub excused: BTreeMap<Target, String>,
@@ -331,6 +337,55 @@ impl Checker<'_> {
             && !self.model.disallowed(self.world, target)
     }
 
+    /// What `read_skill` lists may be called.
+    pub fn check_listed(&mut self, body: &Value, what: &str) {
+        for key in ["tools", "unlocked_tools"] {
+            let listed: Vec<String> = body[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| {
+                    v.get("name")
+                        .or(Some(v))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .collect();
+            for name in listed {
+                let Some(target) = self.target_of_wire(&name) else {
+                    continue;
+                };
+                if !self.may_call(&target) {
+                    let tag = match target {
+                        Target::Scoped(..) => "read-skill-lists-scoped-tool",
+                        _ if self.model.disallowed(self.world, &target) => {
+                            "read-skill-lists-disallowed"
+                        }
+                        _ => "read-skill-lists-uncallable",
+                    };
+                    self.report(
+                        Invariant::OfferedIsCallable,
+                        tag,
+                        format!("{what} lists {name} in `{key}`, which may not be called"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The class of an uncallable item `tool_search` found.
+    pub fn search_tag(&self, target: &Target) -> &'static str {
+        if self.model.disallowed(self.world, target) {
+            return "search-finds-disallowed";
+        }
+        match self.offered_tag(target) {
+            "scoped-tool-offered" | "private-item-offered" | "uncallable-item-offered" => {
+                "search-finds-uncallable"
+            }
+            tag => tag,
+        }
+    }
+
     /// The class of an uncallable item that was offered or answered.
     pub fn offered_tag(&self, target: &Target) -> &'static str {
         match *target {
@@ -379,9 +434,19 @@ impl Checker<'_> {
         if let Some(p) = self.h.runner.children.lock().unwrap().get(session) {
             return Some(*p);
         }
-        // A child session the agent loop made: its agent is `p{n}.a{m}`.
+        // A child session the agent loop made: its agent is `p{n}.a{m}`; a workflow run's
+        // session (`ses-<run id>`) acts for the run's package.
         let record = self.h.store.session(session).ok().flatten()?;
-        let (package, _) = record.agent.split_once('.')?;
+        let owner = if record.agent == "workflow" {
+            let run = session.strip_prefix("ses-")?;
+            WorkflowStore::run(self.h.store.as_ref(), run)
+                .ok()
+                .flatten()?
+                .workflow
+        } else {
+            record.agent
+        };
+        let (package, _) = owner.split_once('.')?;
         package.strip_prefix('p')?.parse().ok()
     }
 

@@ -1,24 +1,26 @@
-//! The MCP front over stdio in process (an rmcp client of the 2025-11-25 era on an in-memory
-//! pipe, as `crates/quiver-mcp/tests/suite/harness.rs` connects it), speaking as the local
-//! owner, whose consent and approvals are answered by elicitation. Two kinds of client: one
-//! that marks its turns with `_meta["io.quiver/turn"]`, and a generic one that sends no turn
-//! id (then a widening may last at most until the next call).
+//! The MCP front over stdio in process (an rmcp client on an in-memory pipe, as
+//! `crates/quiver-mcp/tests/suite/harness.rs` connects it), speaking as the local owner, whose
+//! consent and approvals are answered by elicitation. Two kinds of client: one of the
+//! 2025-11-25 era that marks its turns with `_meta["io.quiver/turn"]`, and a generic one of
+//! the 2026-07-28 era that sends no turn id (then a widening may last at most until the next
+//! call).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use quiver_mcp::{Front, McpConfig};
-use quiver_model::rules::{Session, Turns};
+use quiver_model::grants::Turns;
+use quiver_model::rules::Session;
 use quiver_model::world::{Caller, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
-use quiver_store::{SessionFilter, Store};
+use quiver_store::{AuditKind, AuditQuery, AuditStatus, SessionFilter, Store};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation, MetaObject, ProtocolVersion, RequestMetaObject,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
-use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +30,7 @@ use super::harness::{Checker, Run, arguments, harness};
 /// Answers elicitations as the conversation says, and keeps every message.
 #[derive(Clone, Default)]
 struct Client {
+    era: Option<ProtocolVersion>,
     consent_no: Arc<AtomicBool>,
     approval_no: Arc<AtomicBool>,
     asked: Arc<Mutex<Vec<String>>>,
@@ -37,7 +40,7 @@ impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         let capabilities = ClientCapabilities::builder().enable_elicitation().build();
         ClientConfig::new(capabilities, Implementation::new("model", "0"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_protocol_version(self.era.clone().unwrap_or(ProtocolVersion::V_2025_11_25))
     }
 
     async fn create_elicitation(
@@ -95,11 +98,20 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
         seen_runs: 0,
         seen_tasks: 0,
         seen_cards: 0,
+        seen_records: 0,
         excused: BTreeMap::new(),
     };
     runtime.block_on(drive(&mut c, ops, turn_ids));
+    let ran = h
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(q, _)| q.clone())
+        .collect();
     Run {
         violations: c.violations,
+        ran,
     }
 }
 
@@ -115,9 +127,23 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
     let server = tokio::spawn(async move {
         let _ = quiver_mcp::serve_stdio(front, tokio::io::split(server_side), stop).await;
     });
-    let person = Client::default();
-    let client: RunningService<RoleClient, Client> =
-        person.clone().serve(client_side).await.unwrap();
+    // The generic client speaks the 2026-07-28 era, the marking one the 2025-11-25 era.
+    let person = Client {
+        era: (!turn_ids).then_some(ProtocolVersion::V_2026_07_28),
+        ..Client::default()
+    };
+    let client: RunningService<RoleClient, Client> = if turn_ids {
+        person.clone().serve(client_side).await.unwrap()
+    } else {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        person
+            .clone()
+            .serve_with_lifecycle(client_side, lifecycle)
+            .await
+            .unwrap()
+    };
     let instructions = client
         .peer_info()
         .and_then(|i| i.instructions.clone())
@@ -170,13 +196,13 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                     .collect();
                 for target in &found {
                     if !c.may_call(target) {
+                        let tag = c.search_tag(target);
                         c.report(
                             Invariant::OfferedIsCallable,
-                            "search-finds-uncallable",
+                            tag,
                             format!("tool_search({word}) found {}", target.wire()),
                         );
-                        c.excused
-                            .insert(target.clone(), "search-finds-uncallable".into());
+                        c.excused.insert(target.clone(), tag.into());
                     }
                 }
                 c.model.found(c.world, &found);
@@ -244,6 +270,9 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                 }
             }
         }
+        if matches!(op, Op::ReadSkill(_) | Op::Search(_) | Op::Call(..)) {
+            c.check_one_record_per_request();
+        }
         c.check_runs();
     }
     drop(client);
@@ -278,7 +307,42 @@ async fn call(
 }
 
 impl Checker<'_> {
-    /// The conversation the front opened (the one session without a parent).
+    /// One more call record in the conversation for the request just made.
+    fn check_one_record_per_request(&mut self) {
+        let records = self
+            .h
+            .store
+            .query_audit(&AuditQuery {
+                session: Some(self.session.clone()),
+                kind: Some(AuditKind::Call),
+                ..AuditQuery::default()
+            })
+            .unwrap();
+        let before = self.seen_records;
+        self.seen_records = records.len();
+        if records.len() != before + 1 {
+            // Newest first: the records this request left.
+            let left = &records[..records.len().saturating_sub(before)];
+            let statuses: Vec<String> = left
+                .iter()
+                .map(|r| format!("{:?} {:?}", r.entry.tool, r.entry.status))
+                .collect();
+            let pending = left.iter().any(|r| r.entry.status == AuditStatus::Pending);
+            let rerun = left.len() >= 2 && left.iter().all(|r| r.entry.tool == left[0].entry.tool);
+            let tag = match (pending, rerun) {
+                (true, _) => "pending-round-recorded-apart",
+                (false, true) => "rerun-after-input-required",
+                _ => "audit-record-count",
+            };
+            self.report(
+                Invariant::OneAuditRecord,
+                tag,
+                format!("one request left {} call records: {statuses:?}", left.len()),
+            );
+        }
+    }
+
+    /// The conversation the front opened.
     fn find_session(&mut self) {
         if !self.session.is_empty() {
             return;
@@ -288,44 +352,12 @@ impl Checker<'_> {
             .store
             .list_sessions(&SessionFilter::default())
             .unwrap();
-        if let Some(s) = sessions.iter().find(|s| s.parent.is_none()) {
+        // Not a workflow run's session (agent `workflow`), which has no parent either.
+        let conversation = sessions
+            .iter()
+            .find(|s| s.parent.is_none() && s.agent == quiver_mcp::front::MCP_AGENT);
+        if let Some(s) = conversation {
             self.session = s.id.clone();
-        }
-    }
-
-    /// What `read_skill` lists may be called.
-    fn check_listed(&mut self, body: &Value, what: &str) {
-        for key in ["tools", "unlocked_tools"] {
-            let listed: Vec<String> = body[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| {
-                    v.get("name")
-                        .or(Some(v))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-                .collect();
-            for name in listed {
-                let Some(target) = self.target_of_wire(&name) else {
-                    continue;
-                };
-                if !self.may_call(&target) {
-                    let tag = match target {
-                        Target::Scoped(..) => "read-skill-lists-scoped-tool",
-                        _ if self.model.disallowed(self.world, &target) => {
-                            "read-skill-lists-disallowed"
-                        }
-                        _ => "read-skill-lists-uncallable",
-                    };
-                    self.report(
-                        Invariant::OfferedIsCallable,
-                        tag,
-                        format!("{what} lists {name} in `{key}`, which may not be called"),
-                    );
-                }
-            }
         }
     }
 }

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
-use quiver_model::rules::{Read, Session, Turns, Verdict, Why};
+use quiver_model::grants::Turns;
+use quiver_model::rules::{Read, Session, Verdict, Why};
 use quiver_model::world::{Caller, NameForm, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_runtime::approver::Question;
@@ -44,6 +45,7 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         seen_runs: 0,
         seen_tasks: 0,
         seen_cards: 0,
+        seen_records: 0,
         excused: BTreeMap::new(),
     };
     let mut turn = h
@@ -115,8 +117,16 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         c.check_offer(&turn);
     }
     drop(turn);
+    let ran = h
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(q, _)| q.clone())
+        .collect();
     Run {
         violations: c.violations,
+        ran,
     }
 }
 
@@ -242,40 +252,7 @@ impl Checker<'_> {
                 "read-skill-differs",
                 format!("read_skill({id}): model activates, runtime {runtime_says}"),
             ),
-            Read::Activated { .. } => {
-                for key in ["tools", "unlocked_tools"] {
-                    let listed: Vec<String> = out.content[key]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|v| {
-                            v.get("name")
-                                .or(Some(v))
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                        })
-                        .collect();
-                    for name in listed {
-                        let Some(target) = self.target_of_wire(&name) else {
-                            continue;
-                        };
-                        if !self.may_call(&target) {
-                            let tag = match target {
-                                Target::Scoped(..) => "read-skill-lists-scoped-tool",
-                                _ if self.model.disallowed(self.world, &target) => {
-                                    "read-skill-lists-disallowed"
-                                }
-                                _ => "read-skill-lists-uncallable",
-                            };
-                            self.report(
-                                Invariant::OfferedIsCallable,
-                                tag,
-                                format!("read_skill({id}) lists {name} in `{key}`, which may not be called"),
-                            );
-                        }
-                    }
-                }
-            }
+            Read::Activated { .. } => self.check_listed(&out.content, &format!("read_skill({id})")),
             Read::Fork(verdict) => {
                 let ran = runtime_says == "ran";
                 if verdict.runs() != ran {
@@ -318,13 +295,13 @@ impl Checker<'_> {
             .collect();
         for target in &found {
             if !self.may_call(target) {
+                let tag = self.search_tag(target);
                 self.report(
                     Invariant::OfferedIsCallable,
-                    "search-finds-uncallable",
+                    tag,
                     format!("tool_search({word}) found {}", target.wire()),
                 );
-                self.excused
-                    .insert(target.clone(), "search-finds-uncallable".into());
+                self.excused.insert(target.clone(), tag.into());
             }
         }
         self.model.found(self.world, &found);
@@ -406,10 +383,18 @@ impl Checker<'_> {
             CallStatus::Unknown => "unknown",
             CallStatus::Refused => "refused",
             CallStatus::Ok => "ran",
+            // A run that started and then failed at a step was started: the model does not
+            // follow a run's steps (what they run is checked on every run as it happens).
+            _ if matches!(target, Target::Workflow(..)) => "ran",
             _ => "error",
         };
+        let anonymous = self.model.caller.role == Role::Anonymous;
+        if anonymous && ran && matches!(verdict, Verdict::Refused(Why::NoPerson, _)) {
+            // Follow the runtime, which let the call run: the model's lockout would echo.
+            self.model.locked.remove(target);
+            self.model.member_locked = false;
+        }
         if class(&verdict) != runtime_class {
-            let anonymous = self.model.caller.role == Role::Anonymous;
             let tag = match verdict {
                 Verdict::Refused(Why::NoPerson, _) if anonymous => "anonymous-answers-person-card",
                 Verdict::Refused(Why::NoPerson, _) if ran => "ran-without-a-person",

@@ -1,0 +1,144 @@
+//! The model's own table: a few verdicts that state the rules plainly.
+
+use super::*;
+use crate::world::{Agent, Package, Ref, Tool};
+
+fn tool(expose: bool, approval: Approval) -> Tool {
+    Tool {
+        expose,
+        hidden: false,
+        category: Category::Action,
+        approval,
+        dangerous: false,
+        restrict: Restrict::None,
+        secret: false,
+    }
+}
+
+/// `p0`: `t0` exposed `always`, `t1` private; its skill pre-approves `t0`; `p0/s0` forks into
+/// `p1.a0`, a private agent.
+fn world() -> World {
+    let skill = Skill {
+        restrict: Restrict::None,
+        tools: None,
+        allowed: vec![ListEntry::Bare("t0".into())],
+        disallowed: Vec::new(),
+        fork: None,
+        scoped: Vec::new(),
+    };
+    let fork = Skill {
+        allowed: Vec::new(),
+        fork: Some(Ref {
+            package: 1,
+            name: "a0".into(),
+        }),
+        ..skill.clone()
+    };
+    let p0 = Package {
+        tools: vec![tool(true, Approval::Always), tool(false, Approval::Never)],
+        root_skill: Some(skill),
+        skills: vec![fork],
+        agents: Vec::new(),
+        prompts: Vec::new(),
+        workflows: Vec::new(),
+    };
+    let p1 = Package {
+        tools: Vec::new(),
+        root_skill: None,
+        skills: Vec::new(),
+        agents: vec![Agent {
+            expose: false,
+            tools: Vec::new(),
+        }],
+        prompts: Vec::new(),
+        workflows: Vec::new(),
+    };
+    World {
+        packages: vec![p0, p1],
+    }
+}
+
+const OWNER: Caller = Caller {
+    role: Role::Master,
+    in_qq_group: false,
+    unattended: false,
+};
+
+fn asks(consent: Option<usize>, approval: bool) -> Questions {
+    Questions {
+        consent,
+        approval,
+        person_only: false,
+    }
+}
+
+#[test]
+fn verdicts_as_the_design_states_them() {
+    let t0 = Target::Tool(0, 0);
+    let t1 = Target::Tool(0, 1);
+    let w = world();
+    // (turns, steps before the call, the call, the verdict)
+    let read = |s: &mut Session| {
+        s.read_skill(&w, "p0");
+    };
+    let next_turn = |s: &mut Session| s.new_turn();
+    let call_t0 = |s: &mut Session| {
+        s.call(&w, &Target::Tool(0, 0));
+    };
+    type Step<'a> = &'a dyn Fn(&mut Session);
+    let cases: Vec<(Turns, Vec<Step<'_>>, Target, Verdict)> = vec![
+        (
+            Turns::Marked,
+            vec![],
+            t0.clone(),
+            Verdict::Runs(asks(Some(0), true)),
+        ),
+        (Turns::Marked, vec![], t1.clone(), Verdict::Unknown),
+        (
+            Turns::Marked,
+            vec![&read],
+            t1.clone(),
+            Verdict::Refused(Why::Private, asks(None, false)),
+        ),
+        (
+            Turns::Marked,
+            vec![&read],
+            t0.clone(),
+            Verdict::Runs(asks(Some(0), false)),
+        ),
+        (
+            Turns::Marked,
+            vec![&read, &next_turn],
+            t0.clone(),
+            Verdict::Runs(asks(Some(0), true)),
+        ),
+        (
+            Turns::Unmarked,
+            vec![&read],
+            t0.clone(),
+            Verdict::Runs(asks(Some(0), false)),
+        ),
+        (
+            Turns::Unmarked,
+            vec![&read, &call_t0],
+            t0.clone(),
+            Verdict::Runs(asks(None, true)),
+        ),
+    ];
+    for (i, (turns, steps, target, want)) in cases.into_iter().enumerate() {
+        let mut s = Session::new(OWNER, turns);
+        for step in steps {
+            step(&mut s);
+        }
+        assert_eq!(s.call(&w, &target), want, "case {i}");
+    }
+}
+
+#[test]
+fn a_fork_into_another_packages_private_agent_is_unknown() {
+    let mut s = Session::new(OWNER, Turns::Marked);
+    assert_eq!(
+        s.read_skill(&world(), "p0/s0"),
+        Read::Fork(Verdict::Unknown)
+    );
+}
