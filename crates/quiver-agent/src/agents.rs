@@ -275,7 +275,7 @@ impl SubAgents {
                 .package(package)
                 .and_then(|cp| cp.package.all_skills().find(|s| &s.id == skill_id))
             {
-                let mut named = s.meta.tools.clone();
+                let mut named = s.meta.tools.clone().unwrap_or_default();
                 named.extend(s.meta.allowed_tools.iter().map(|t| {
                     t.split_once('(')
                         .map_or(t.as_str(), |(name, _)| name)

@@ -477,9 +477,12 @@ impl ServerHandler for QuiverServer {
             }
             // A name the client sent that is no tool is a protocol error, as MCP's tools
             // chapter has it; inside `call_tool` the name is the model's argument, and the
-            // model reads "unknown tool" as the tool's result.
+            // model reads "unknown tool" as the tool's result. A tool that ran and found
+            // something unknown (a forked skill's agent, by `read_skill`) answers as a tool.
             CallResult::Done { outcome, .. }
-                if outcome.status == CallStatus::Unknown && request.name != "call_tool" =>
+                if outcome.status == CallStatus::Unknown
+                    && outcome.kind.is_none()
+                    && request.name != "call_tool" =>
             {
                 Err(ErrorData::invalid_params(
                     format!("Unknown tool: {}", request.name),

@@ -97,8 +97,9 @@ pub struct SkillMeta {
     pub disable_model_invocation: bool,
     /// Offered to people as a `/name` command (default true).
     pub user_invocable: bool,
-    /// `tools:` as written; [`Skill::unlocks`] is what it resolves to.
-    pub tools: Vec<String>,
+    /// `tools:` as written (`None` without one; `Some([])` written empty, which unlocks
+    /// nothing); [`Skill::unlocks`] is what it resolves to.
+    pub tools: Option<Vec<String>>,
     /// Platforms it is restricted to.
     pub platforms: Option<Vec<String>>,
     /// Scopes it is restricted to.
@@ -244,7 +245,7 @@ pub fn parse_skill(
         agent: fields.optional_string("agent"),
         disable_model_invocation: fields.flag("disable-model-invocation", false),
         user_invocable: fields.flag("user-invocable", true),
-        tools: fields.word_list("tools"),
+        tools: fields.written("tools").then(|| fields.word_list("tools")),
         platforms: fields.restriction("platforms"),
         scopes: fields.restriction("scopes"),
         permissions: fields.word_list("permissions"),
@@ -442,6 +443,11 @@ impl Fields<'_, '_> {
                 default
             }
         }
+    }
+
+    /// Whether `key` is written with a value (`key:` alone, or `null`, counts as absent).
+    fn written(&self, key: &str) -> bool {
+        self.map.get(key).is_some_and(|v| !v.is_null())
     }
 
     /// A list given as a YAML list or as space-separated words (`allowed-tools: Read Grep`).

@@ -40,12 +40,14 @@ pub(crate) fn resolve(
         .into_iter()
         .filter(|name| items.tools.iter().any(|t| t.name.as_str() == name))
         .collect();
-    if skill.meta.tools.is_empty() {
+    // Without `tools:` a skill unlocks its own tools; a written list, even an empty one,
+    // unlocks only what it names.
+    let Some(tools) = &skill.meta.tools else {
         skill.unlocks = own;
         return;
-    }
+    };
     let mut unlocks = Vec::new();
-    for entry in &skill.meta.tools {
+    for entry in tools {
         let local = match entry.split_once('.') {
             None => entry.as_str(),
             Some((package, local)) if package == items.id.as_str() => local,

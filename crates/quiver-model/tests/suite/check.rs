@@ -78,44 +78,13 @@ const fn known_on(front: Front, item: u32, tag: &'static str) -> Known {
 /// merged; the generated test then fails if the class comes back. Item 0 marks a class found
 /// by the model that no item of issue 22 names yet.
 pub const KNOWN: &[Known] = &[
-    // Item 1: a fork resolves its agent without the conversation's visibility and consent.
-    known_on(Front::Runtime, 1, "fork-into-private-agent"),
-    known_on(Front::Runtime, 1, "fork-without-consent"),
-    // Item 2: offered is not callable. Skill-scoped tools marked `expose: true` are listed
-    // (tool list, `read_skill`'s `tools`, `tool_search`) before their skill is read.
-    known_on(Front::Runtime, 2, "scoped-tool-offered"),
-    known_on(Front::Runtime, 2, "read-skill-lists-scoped-tool"),
-    known_on(Front::Runtime, 2, "search-finds-uncallable"),
-    // Item 2's class, new instances: `load_tool` loads a hidden private tool into the list
-    // (then offered, and refused as private when called); `read_skill`'s `tools` and
-    // `tool_search`'s results list items an active skill's `disallowed-tools` removes for the
-    // turn (the tool list leaves them out).
-    known_on(Front::Runtime, 2, "load-tool-loads-private"),
-    known_on(Front::Runtime, 2, "private-item-offered"),
-    known_on(Front::Runtime, 2, "read-skill-lists-disallowed"),
-    known_on(Front::Runtime, 2, "search-finds-disallowed"),
-    // Item 11: secrets are looked up by wire name only; a call by qualified name puts the
-    // secret into the arguments digest.
-    known_on(Front::Runtime, 11, "secret-in-audit-qualified-name"),
-    // Item 14: `load_tool` accepts only wire names.
-    known_on(Front::Runtime, 14, "load-tool-qualified-name"),
     // New: an anonymous sender's dangerous or `human` card is answered by the conversation's
     // person (DESIGN.md §4, the approval channel: an anonymous principal never answers one).
     known_on(Front::Runtime, 0, "anonymous-answers-person-card"),
-    // New: a skill's `tools: []` (written, empty) unlocks every tool of the skill, where
-    // docs/package-format.md says only the names listed unlock.
-    known_on(Front::Runtime, 0, "empty-tools-list-unlocks-all"),
 ];
 
 /// Violations known on `main` through the chat loop.
-pub const KNOWN_CHAT: &[Known] = &[
-    known_on(Front::Chat, 1, "fork-into-private-agent"),
-    known_on(Front::Chat, 1, "fork-without-consent"),
-    // Item 2: an agent that names another package's private tool is sent its definition; one
-    // that names another package's skill-scoped tool (marked `expose`) is sent it too.
-    known_on(Front::Chat, 2, "sub-agent-offered-private"),
-    known_on(Front::Chat, 2, "sub-agent-offered-uncallable"),
-];
+pub const KNOWN_CHAT: &[Known] = &[];
 
 /// Known on both MCP clients.
 const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
@@ -126,23 +95,10 @@ const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
 }
 
 /// Violations known on `main` through the MCP front over stdio.
-pub const KNOWN_MCP: &[[Known; 2]] = &[
-    on_mcp(1, "fork-into-private-agent"),
-    on_mcp(1, "fork-without-consent"),
-    on_mcp(2, "read-skill-lists-scoped-tool"),
-    on_mcp(2, "search-finds-uncallable"),
-    on_mcp(2, "read-skill-lists-disallowed"),
-    on_mcp(2, "search-finds-disallowed"),
-    on_mcp(0, "empty-tools-list-unlocks-all"),
-    // Item 4: `quiver serve` delivers no prompt section; a required one is silently absent.
-    on_mcp(4, "required-section-missing"),
-];
+pub const KNOWN_MCP: &[[Known; 2]] = &[];
 
 /// Violations known on `main` through a generic MCP client only.
 pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
-    // Item 3: without a turn id, a skill's `allowed-tools` pre-approval lasts the whole
-    // conversation.
-    known_on(Front::McpNoTurnIds, 3, "preapproval-outlived-turn"),
     // New (item 11's class: one record per call): in the 2026-07-28 era a call that asks a
     // question answers `input_required` first, and that round leaves a `pending` call record
     // beside the answered call's own.

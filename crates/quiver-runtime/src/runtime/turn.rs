@@ -421,6 +421,16 @@ impl Turn<'_> {
         })
     }
 
+    /// Whether an active skill's `disallowed-tools` takes `item` out for the rest of the
+    /// turn: then it is neither listed, nor found, nor named by `read_skill`.
+    pub(in crate::runtime) fn removed_this_turn(&self, item: &quiver_catalog::Item) -> bool {
+        let (package, local) = item
+            .qualified
+            .split_once('.')
+            .unwrap_or((item.qualified.as_str(), ""));
+        self.state.removes(package, local)
+    }
+
     /// The tool list of [`Turn::tools`] from the items [`Turn::offered_unconfigured`] gave.
     fn tools_in(&self, offered: &[usize]) -> Vec<Arc<ToolDefinition>> {
         let mut out: Vec<Arc<ToolDefinition>> = self
@@ -435,12 +445,7 @@ impl Turn<'_> {
             {
                 continue;
             }
-            // An active skill's `disallowed-tools` takes it out of the list for the turn.
-            let (package, local) = item
-                .qualified
-                .split_once('.')
-                .unwrap_or((item.qualified.as_str(), ""));
-            if self.state.removes(package, local) {
+            if self.removed_this_turn(item) {
                 continue;
             }
             if let Some(def) = self.definitions.item(&self.catalog, index) {

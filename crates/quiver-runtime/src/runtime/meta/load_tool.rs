@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::text_arg;
-use crate::presence::reach;
+use crate::presence::{callable, reach};
 use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
 
 impl Turn<'_> {
@@ -25,7 +25,11 @@ impl Turn<'_> {
             .item(&name)
             .and_then(|item| item.wire.as_deref())
             .unwrap_or(&name);
-        let Some(index) = reach(&self.catalog, &view, wire, &|i| self.admitted(i)) else {
+        // Only what the caller may call is loaded (a private tool named by its exact
+        // name is reachable, and refused when called: it is never put on the list).
+        let Some(index) = reach(&self.catalog, &view, wire, &|i| self.admitted(i))
+            .filter(|&i| callable(&self.catalog, &view, &self.catalog.items()[i]))
+        else {
             return Ok(self.unknown(call_id, &name));
         };
         self.load_item(index)?;

@@ -116,6 +116,8 @@ impl Turn<'_> {
                     .activate_skill(&self.session, &skill.id)?;
                 // Reading it again applies its lists to this turn too.
                 self.state.activate_skill(rules);
+                // What it lists is what may be called now: without what it just removed.
+                let exposed = self.exposed_items(package_id)?;
                 if !activated && self.in_transcript.contains(&skill.id) {
                     return Ok(ok(
                         json!({"skill": skill.id, "status": "already active; its instructions are above"}),
@@ -150,7 +152,7 @@ impl Turn<'_> {
                     .unlocks
                     .iter()
                     .filter_map(|name| catalog.item(&format!("{package_id}.{name}")))
-                    .filter(|item| self.admitted(item))
+                    .filter(|item| self.admitted(item) && !self.removed_this_turn(item))
                     .filter_map(|item| item.wire.clone())
                     .collect();
                 Ok(ok(json!({
@@ -188,6 +190,7 @@ impl Turn<'_> {
                     && self.package_of(i).id.as_str() == package_id
                     && crate::presence::callable(&self.catalog, &view, i)
                     && self.admitted(i)
+                    && !self.removed_this_turn(i)
             })
             .filter_map(|i| {
                 i.wire

@@ -19,7 +19,10 @@ impl Turn<'_> {
                     && match e.kind {
                         EntryKind::Tool | EntryKind::Agent | EntryKind::Workflow => {
                             e.wire.as_deref().is_some_and(|w| {
-                                reach(&self.catalog, &view, w, &|i| self.admitted(i)).is_some()
+                                reach(&self.catalog, &view, w, &|i| {
+                                    self.admitted(i) && !self.removed_this_turn(i)
+                                })
+                                .is_some()
                             })
                         }
                         _ => true,
