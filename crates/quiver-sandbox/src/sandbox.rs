@@ -729,7 +729,11 @@ mod tests {
         let dir = &std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(dir.join("main.py"), "print(1)\n").unwrap();
         std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
-        let plan = |command: &[&str]| crate::grants::plan(&job(dir, command), dir, &[]);
+        // The tool's data folder, under the packages' data folders (never the package's own).
+        let state = tempfile::tempdir().unwrap();
+        let data = state.path().join("data").join("demo");
+        std::fs::create_dir_all(&data).unwrap();
+        let plan = |command: &[&str]| crate::grants::plan(&job(dir, command), &data, &[]);
         let python = plan(&["python3", "main.py", "-v"]).unwrap();
         assert!(
             python.program.starts_with("/usr") || python.program.starts_with("/bin"),
