@@ -12,17 +12,14 @@ use std::sync::{Arc, Mutex, RwLock};
 use chrono::NaiveDate;
 use quiver_catalog::Catalog;
 use quiver_policy::{ControlPlane, OperatorSettings, Origin, Principal, SessionGrants, TurnState};
-use quiver_store::{
-    AuditEntry, AuditKind, NewSession, PresenceStamp, SessionPresence, Store, StoreError,
-};
+use quiver_store::{PresenceStamp, SessionPresence, Store, StoreError};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use thiserror::Error;
 
 use crate::approver::Approver;
 use crate::executor::Executor;
 use crate::hooks::{CommandHook, CommandHookSpec, Hook};
-use crate::ids::new_id;
 use crate::presence::{OperatorAlwaysLoaded, always_loaded};
 use crate::prompt::{PromptBudget, PromptError};
 
@@ -33,13 +30,17 @@ mod conversation;
 mod definitions;
 mod meta;
 mod outcome;
+mod sessions;
+mod switches;
 mod turn;
 mod workflow;
+
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
 pub use meta::META_TOOLS;
 pub use meta::get_run::{GET_RUN, get_run_tool};
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
+use switches::session_disabled;
 pub use workflow::run_ops::{Answerer, Cancelled, Emitted, RunError, RunOps, ScheduleEntry};
 pub use workflow::steps::{WorkflowSteps, run_session_id};
 pub use workflow::triggers::{RunWaker, SCHEDULER_USER};
@@ -260,165 +261,6 @@ impl Runtime {
         &self.store
     }
 
-    /// Sets the control plane for every process on this store (durable before it returns;
-    /// other processes see it from their next turn). `by` names the operator.
-    pub fn set_control(&self, control: ControlPlane, by: &str) -> Result<(), RuntimeError> {
-        crate::operator::set_control(self.store.as_ref(), control, by)?;
-        if let Ok(mut c) = self.control.write() {
-            *c = control;
-        }
-        Ok(())
-    }
-
-    /// Re-reads the operator's switches from the store, where another process may have changed
-    /// them.
-    fn refresh_operator_state(&self) -> Result<(), RuntimeError> {
-        let state = crate::operator::read(self.store.as_ref())?;
-        if let Ok(mut c) = self.control.write() {
-            *c = state.control;
-        }
-        if let Ok(mut d) = self.disabled.write() {
-            *d = state.disabled;
-        }
-        Ok(())
-    }
-
-    /// Switches a package off (absent from the catalog, its tools unknown) or on, for every
-    /// session and every process on this store; `by` names the operator.
-    pub fn set_enabled(&self, package: &str, enabled: bool, by: &str) -> Result<(), RuntimeError> {
-        crate::operator::set_enabled(self.store.as_ref(), package, enabled, by)?;
-        if let Ok(mut disabled) = self.disabled.write() {
-            if enabled {
-                disabled.remove(package);
-            } else {
-                disabled.insert(package.to_owned());
-            }
-        }
-        Ok(())
-    }
-
-    /// The user switches a package off (or back on) in one conversation only.
-    pub fn set_enabled_in_session(
-        &self,
-        session: &str,
-        package: &str,
-        enabled: bool,
-    ) -> Result<(), RuntimeError> {
-        let record = self
-            .store
-            .session(session)?
-            .filter(|s| s.is_active())
-            .ok_or_else(|| RuntimeError::NoSession(session.to_owned()))?;
-        let mut state = record.state;
-        let mut off = session_disabled(&state);
-        if enabled {
-            off.remove(package);
-        } else {
-            off.insert(package.to_owned());
-        }
-        if let Value::Object(map) = &mut state {
-            map.insert(SESSION_DISABLED_KEY.to_owned(), json!(off));
-        }
-        self.store.set_session_state(session, &state)?;
-        Ok(())
-    }
-
-    fn is_enabled(&self, package: &str) -> bool {
-        self.disabled.read().map_or(true, |d| !d.contains(package))
-    }
-
-    /// The packages the operator switched off, read from the store now (a switch made by any
-    /// process counts): what the pipeline's enabled check refuses, for fronts that list what
-    /// is offered outside a turn (the MCP front's `skills/list`, `resources/*`, `tools/list`).
-    pub fn disabled_packages(&self) -> Result<BTreeSet<String>, RuntimeError> {
-        self.refresh_operator_state()?;
-        Ok(self
-            .disabled
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone())
-    }
-
-    /// Creates a session and returns its id.
-    pub fn create_session(&self, request: &SessionRequest) -> Result<String, RuntimeError> {
-        let catalog = self.catalog();
-        let id = new_id("ses");
-        let mut new = NewSession::new(id.clone(), request.agent.clone());
-        new.origin = serde_json::to_value(&request.origin).unwrap_or_default();
-        new.principal = serde_json::to_value(&request.principal).unwrap_or_default();
-        new.catalog_version = catalog.version().to_string();
-        // New sessions see the sections as they are now; running sessions keep theirs.
-        let mut sections = serde_json::Map::new();
-        for cp in catalog.packages().iter().filter(|p| !p.shadowed) {
-            for s in &cp.package.prompts {
-                sections.insert(format!("{}.{}", cp.package.id, s.name), json!(s.content));
-            }
-        }
-        new.prompt_versions = Value::Object(sections);
-        new.state = json!({ "profile": request.profile });
-        self.store.create_session(&new)?;
-        Ok(id)
-    }
-
-    /// Ends a session: its active skills end (audited) and it takes no more turns.
-    pub fn end_session(&self, session: &str) -> Result<bool, RuntimeError> {
-        Ok(crate::operator::end_session(
-            self.store.as_ref(),
-            session,
-            "session ended",
-        )?)
-    }
-
-    /// Deletes up to `limit` idle top-level sessions of `agent` not used since `before` (Unix
-    /// ms); each skill still active in them ends with a `skill_ended` record. Returns how many
-    /// sessions went.
-    pub fn purge_idle_sessions(
-        &self,
-        agent: &str,
-        before: i64,
-        limit: usize,
-    ) -> Result<usize, RuntimeError> {
-        let purged = self.store.purge_idle_sessions(agent, before, limit)?;
-        for ended in &purged.ended_skills {
-            crate::operator::skill_ended(self.store.as_ref(), ended, "idle session deleted")?;
-        }
-        Ok(purged.sessions)
-    }
-
-    /// Deletes the session `session` with everything it holds; each skill still active in it
-    /// ends with a `skill_ended` record saying `why`. Whether it existed.
-    pub fn delete_session(&self, session: &str, why: &str) -> Result<bool, RuntimeError> {
-        let purged = self.store.delete_session(session)?;
-        for ended in &purged.ended_skills {
-            crate::operator::skill_ended(self.store.as_ref(), ended, why)?;
-        }
-        Ok(purged.sessions > 0)
-    }
-
-    /// `/reset`, or the front reporting a compacted context: every active skill ends (audited),
-    /// so its text can be read again.
-    pub fn reset_skills(&self, session: &str, why: &str) -> Result<Vec<String>, RuntimeError> {
-        let ended = self.store.end_all_skills(session)?;
-        for skill in &ended {
-            self.audit_skill(session, skill, AuditKind::SkillEnded, why)?;
-        }
-        Ok(ended)
-    }
-
-    fn audit_skill(
-        &self,
-        session: &str,
-        skill: &str,
-        kind: AuditKind,
-        why: &str,
-    ) -> Result<(), RuntimeError> {
-        let mut entry = AuditEntry::new(kind, session);
-        entry.skill = Some(skill.to_owned());
-        entry.detail = Some(json!({ "why": why }));
-        self.store.append_audit(&entry)?;
-        Ok(())
-    }
-
     /// Begins a turn of `session` for `sender` (who may change from turn to turn in a group),
     /// whose message is `message`.
     pub fn begin_turn(
@@ -568,53 +410,6 @@ impl Runtime {
         Ok(self.store.kept_output(session, call_id)?)
     }
 
-    /// Closes, as `interrupted`, every call recorded as started by a process known to be gone
-    /// (killed or crashed mid-call; see [`quiver_store::waiter`]), and returns their call ids. Run at start by every
-    /// command that opens the runtime; calls of live processes (another `quiver` on the same
-    /// store) are left alone.
-    pub fn close_interrupted_calls(&self) -> Result<Vec<String>, RuntimeError> {
-        let mut closed = Vec::new();
-        for record in self.store.unfinished_calls()? {
-            let process = record
-                .entry
-                .detail
-                .as_ref()
-                .and_then(|d| d.get("process"))
-                .cloned()
-                .unwrap_or_default();
-            // The same test as for a console card's waiter: a process not known to be gone
-            // (another PID namespace, an unreadable record) is left alone.
-            if process.as_str().is_none_or(quiver_store::waiter::alive) {
-                continue;
-            }
-            // A call killed while a person was asked about it never ran.
-            let asking = record
-                .entry
-                .detail
-                .as_ref()
-                .and_then(|d| d.get("phase"))
-                .and_then(Value::as_str)
-                == Some("asking");
-            let mut entry = record.entry;
-            entry.kind = AuditKind::Call;
-            entry.status = quiver_store::AuditStatus::Interrupted;
-            entry.decisions.push(quiver_store::AuditDecision {
-                step: if asking { "approval" } else { "execute" }.into(),
-                decision: "interrupted".into(),
-                reason: if asking {
-                    "the process asking about the call ended before anyone answered; nothing ran"
-                } else {
-                    "the process running the call ended before the call did"
-                }
-                .into(),
-            });
-            entry.detail = Some(json!({"process": process}));
-            self.store.append_audit(&entry)?;
-            closed.extend(entry.call_id);
-        }
-        Ok(closed)
-    }
-
     fn validator(
         &self,
         catalog: &Catalog,
@@ -641,23 +436,6 @@ impl Runtime {
         }
         Ok(compiled)
     }
-}
-
-/// The key, in a session's state, of the packages its user switched off.
-const SESSION_DISABLED_KEY: &str = "disabled";
-
-/// The packages a session's user switched off, from its state.
-fn session_disabled(state: &Value) -> BTreeSet<String> {
-    state
-        .get(SESSION_DISABLED_KEY)
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The compiled input validators of one catalog version, by qualified tool name.

@@ -77,11 +77,7 @@ const fn known_on(front: Front, item: u32, tag: &'static str) -> Known {
 /// Violations known on `main`. Each entry is removed by the lead once the fix for its item is
 /// merged; the generated test then fails if the class comes back. Item 0 marks a class found
 /// by the model that no item of issue 22 names yet.
-pub const KNOWN: &[Known] = &[
-    // New: an anonymous sender's dangerous or `human` card is answered by the conversation's
-    // person (DESIGN.md §4, the approval channel: an anonymous principal never answers one).
-    known_on(Front::Runtime, 0, "anonymous-answers-person-card"),
-];
+pub const KNOWN: &[Known] = &[];
 
 /// Violations known on `main` through the chat loop.
 pub const KNOWN_CHAT: &[Known] = &[];
