@@ -6,7 +6,7 @@
 //! - [`grants`]: how long each grant and restriction lasts.
 //! - [`rules`]: the rules themselves, as a state machine: what is offered, what a call gets,
 //!   how long each grant lasts. This is the spec in code; it says what DESIGN.md says.
-//! - [`write`]: a world written out as real package folders.
+//! - [`write`](mod@write): a world written out as real package folders.
 //! - [`generate`]: `proptest` strategies of worlds, callers and conversations.
 //!
 //! The tests (`tests/`) drive the real runtime and its fronts with the same generated
