@@ -37,8 +37,8 @@ mod workflow;
 
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
-pub use meta::{META_TOOLS, MetaTool};
 pub use meta::get_run::{GET_RUN, get_run_tool};
+pub use meta::{META_TOOLS, MetaTool};
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};
 use switches::session_disabled;
 pub use workflow::run_ops::{Answerer, Cancelled, Emitted, RunError, RunOps, ScheduleEntry};

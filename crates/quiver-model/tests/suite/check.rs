@@ -82,15 +82,8 @@ pub const KNOWN: &[Known] = &[];
 /// Violations known on `main` through the chat loop.
 pub const KNOWN_CHAT: &[Known] = &[];
 
-/// Known on both MCP clients.
-const fn on_mcp(item: u32, tag: &'static str) -> [Known; 2] {
-    [
-        known_on(Front::McpTurnIds, item, tag),
-        known_on(Front::McpNoTurnIds, item, tag),
-    ]
-}
-
 /// Violations known on `main` through the MCP front over stdio.
+/// (Each class listed for both MCP clients; none is open.)
 pub const KNOWN_MCP: &[[Known; 2]] = &[];
 
 /// Violations known on `main` through a generic MCP client only.

@@ -185,6 +185,20 @@ impl Turn<'_> {
             // Consent and ordinary approvals may be answered by `--yes`-style approvers.
             needs_person: false,
         };
+        // An anonymous sender never answers a card only a person may answer: such a call is
+        // refused before anything is asked (the dangerous gate comes before consent).
+        if let Some(question) = &ask.approval
+            && question.who == PolicyApprover::Person
+            && self.sender.is_anonymous()
+            && needs_person(ask, question)
+        {
+            audit.decisions.push(decision(
+                "approval",
+                "unanswered",
+                "an anonymous sender never answers a card only a person may answer",
+            ));
+            return Ok(Asked::Refused(ask.refusal(Denial::Unanswered)));
+        }
         if let Some(who) = ask.consent {
             let mut card = base.clone();
             card.permissions = ask.package_permissions.clone();
@@ -227,10 +241,7 @@ impl Turn<'_> {
             let mut card = base;
             card.question = Question::Approval;
             card.reasons = question.reasons.iter().map(ToString::to_string).collect();
-            card.needs_person = ask.is_dangerous()
-                || question
-                    .reasons
-                    .contains(&quiver_policy::AskReason::HumanOnly);
+            card.needs_person = needs_person(ask, question);
             let answer = self.route(question.who, &card);
             audit.decisions.push(decision(
                 "approval",
@@ -273,6 +284,14 @@ impl Turn<'_> {
         };
         approver.map_or(Answer::Deny, |a| a.decide(card))
     }
+}
+
+/// Whether only a person may answer `question` (a dangerous tool, or `approval: human`).
+fn needs_person(ask: &quiver_policy::Ask, question: &quiver_policy::ApprovalQuestion) -> bool {
+    ask.is_dangerous()
+        || question
+            .reasons
+            .contains(&quiver_policy::AskReason::HumanOnly)
 }
 
 fn answer_word(answer: Answer) -> &'static str {
