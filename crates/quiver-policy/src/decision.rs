@@ -166,6 +166,8 @@ pub enum Denial {
     /// Nobody could answer: no person was there to ask, the question was dismissed, or the
     /// channel failed.
     Unanswered,
+    /// Only a person may answer, and this turn's sender is anonymous.
+    Anonymous,
 }
 
 impl Ask {
@@ -189,6 +191,7 @@ impl Ask {
             Denial::Consent => RefusalReason::ConsentRefused {
                 package: self.package.clone(),
             },
+            Denial::Anonymous => RefusalReason::AnonymousSender,
             _ if self.is_dangerous() => RefusalReason::NeedsHumanApproval,
             Denial::Approval => RefusalReason::Declined,
             Denial::TimedOut => RefusalReason::TimedOut,
@@ -256,6 +259,8 @@ pub enum RefusalReason {
     TimedOut,
     /// Nobody could answer (no person to ask, the question dismissed, the channel failed).
     Unanswered,
+    /// Only a person may answer (a dangerous or `human` tool), and the sender is anonymous.
+    AnonymousSender,
     /// An operator's hook blocked the call.
     HookBlocked {
         /// The hook's name.
@@ -320,6 +325,9 @@ impl fmt::Display for RefusalReason {
             RefusalReason::Declined => f.write_str("the approver declined this call"),
             RefusalReason::TimedOut => f.write_str("nobody answered in time"),
             RefusalReason::Unanswered => f.write_str("nobody answered the question"),
+            RefusalReason::AnonymousSender => f.write_str(
+                "needs a person's approval, and an anonymous caller cannot give it; connect with a bearer token",
+            ),
             RefusalReason::HookBlocked { hook, why } => {
                 write!(f, "the operator's hook `{hook}` blocked this call: {why}")
             }

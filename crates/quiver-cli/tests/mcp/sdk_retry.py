@@ -59,7 +59,8 @@ async def retry(client, answers):
 async def anonymous(client, answers):
     answers.answers = [("accept", "allow_conversation"), ("accept", "allow_once")]
     sent = await client.call_tool("call_tool", {"name": "payout__send", "arguments": {"amount": 100}})
-    check("anonymous: asked the package consent only", len(answers.asked) == 1 and "payout" in answers.asked[0], answers.asked)
+    # The dangerous gate comes before consent: an anonymous caller is refused before anything is asked.
+    check("anonymous: asked nothing", len(answers.asked) == 0, answers.asked)
     check("anonymous: the dangerous call is refused", sent.is_error and "anonymous" in body(sent)["error"], body(sent))
 
 

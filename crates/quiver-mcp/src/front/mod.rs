@@ -23,11 +23,11 @@ mod questions;
 mod turns;
 
 pub use conversation::{ConnectionSlot, MAX_REMEMBERED_CONVERSATIONS};
-use questions::{
-    AnonymousGuard, CardKey, Deferred, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest,
-    explain_console, nonce, now_nanos,
-};
 pub use questions::{Asker, Decision, PendingQuestion, card_message};
+use questions::{
+    CardKey, Deferred, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, explain_console,
+    nonce, now_nanos,
+};
 use turns::HeldTurn;
 
 /// The `_meta` key (and result field) that carries the conversation handle.
@@ -333,19 +333,8 @@ impl Front {
             Asker::Deferred => deferred.clone(),
             Asker::Console => self.runtime.console_approver(self.config.approval_wait),
         };
-        // An anonymous caller may be anyone, a tool of another package included: it never
-        // answers a card only a person may answer (dangerous and `human` tools).
-        let guarded =
-            (caller.principal.is_anonymous() && !matches!(asker, Asker::Console)).then(|| {
-                Arc::new(AnonymousGuard {
-                    inner: person.clone(),
-                    refused: Mutex::new(false),
-                })
-            });
-        let person: Arc<dyn Approver> = match &guarded {
-            Some(guard) => guard.clone(),
-            None => person,
-        };
+        // An anonymous caller is never asked a card only a person may answer (dangerous and
+        // `human` tools): the runtime refuses such a call before asking, on every front.
         let front = self.clone();
         let principal = caller.principal.clone();
         let session_for_call = session.clone();
@@ -397,12 +386,6 @@ impl Front {
             }));
         }
         let mut outcome = outcome;
-        if guarded.is_some_and(|g| g.refused()) && outcome.status == CallStatus::Refused {
-            outcome.content = json!({"error": format!(
-                "refused: `{}` needs a person's approval, and an anonymous MCP caller cannot give it; connect with a bearer token",
-                request.name
-            )});
-        }
         if matches!(asker, Asker::Console) && outcome.status == CallStatus::Refused {
             explain_console(
                 &mut outcome,

@@ -179,33 +179,6 @@ impl Approver for Deferred {
     }
 }
 
-/// Refuses, without asking, every card that needs a person; passes the rest on.
-pub(super) struct AnonymousGuard {
-    pub(super) inner: Arc<dyn Approver>,
-    pub(super) refused: Mutex<bool>,
-}
-
-impl Approver for AnonymousGuard {
-    fn decide(&self, card: &Card) -> Answer {
-        if card.needs_person {
-            *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = true;
-            return Answer::Deny;
-        }
-        self.inner.decide(card)
-    }
-
-    fn answer_question(&self, question: &str) -> Option<String> {
-        self.inner.answer_question(question)
-    }
-}
-
-impl AnonymousGuard {
-    /// Whether a card needing a person was refused.
-    pub(super) fn refused(&self) -> bool {
-        *self.refused.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// The message a form shows for a card.
 pub fn card_message(card: &Card) -> String {
     let what = match card.question {

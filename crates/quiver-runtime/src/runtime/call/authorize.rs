@@ -197,7 +197,7 @@ impl Turn<'_> {
                 "unanswered",
                 "an anonymous sender never answers a card only a person may answer",
             ));
-            return Ok(Asked::Refused(ask.refusal(Denial::Unanswered)));
+            return Ok(Asked::Refused(ask.refusal(Denial::Anonymous)));
         }
         if let Some(who) = ask.consent {
             let mut card = base.clone();
