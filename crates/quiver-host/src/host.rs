@@ -142,7 +142,7 @@ pub fn state_files(db: &Path) -> Vec<PathBuf> {
         })
         .collect();
     let beside = db.parent().unwrap_or_else(|| Path::new("."));
-    files.push(beside.join("mcp-secret"));
+    files.push(beside.join(MCP_SECRET_FILE));
     files.push(beside.join(quiver_mcp::owner_token::TOKEN_FILE));
     files
 }
@@ -410,11 +410,14 @@ impl Host {
     }
 }
 
+/// The file beside the state database that holds the MCP front's secret.
+const MCP_SECRET_FILE: &str = "mcp-secret";
+
 fn mcp_secret(state_db: &Path) -> Result<Vec<u8>, HostError> {
     let path = state_db
         .parent()
         .unwrap_or_else(|| Path::new("."))
-        .join("mcp-secret");
+        .join(MCP_SECRET_FILE);
     if let Ok(bytes) = std::fs::read(&path)
         && bytes.len() >= 32
     {

@@ -273,10 +273,6 @@ impl Turn<'_> {
     fn route(&self, who: PolicyApprover, card: &Card) -> Answer {
         let approvers = &self.runtime.approvers;
         let approver = match who {
-            // An anonymous sender may be anyone, another package's tool included: it never
-            // answers a card only a person may answer (dangerous and `human` tools), on any
-            // front (DESIGN.md §4, the approval channel).
-            PolicyApprover::Person if card.needs_person && self.sender.is_anonymous() => None,
             PolicyApprover::Person if !self.unattended => self.person(),
             PolicyApprover::Person => None,
             PolicyApprover::Console => approvers.console.as_ref(),

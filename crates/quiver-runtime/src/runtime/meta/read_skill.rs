@@ -98,7 +98,6 @@ impl Turn<'_> {
             return Ok(no_such());
         }
         let package = &cp.package;
-        let exposed = self.exposed_items(package_id)?;
         match self.skill_admitted(id, invoker).map(|(_, s)| s.clone()) {
             Some(skill) => {
                 if skill.meta.fork {
@@ -169,6 +168,7 @@ impl Turn<'_> {
                 audit
                     .decisions
                     .push(decision("package", "open", package_id));
+                let exposed = self.exposed_items(package_id)?;
                 Ok(ok(
                     json!({"package": package_id, "status": "opened", "description": package.description, "tools": exposed}),
                 ))
