@@ -141,11 +141,22 @@ fn python_sdk_over_http_stateless_era() {
 
 /// Runs `tests/mcp/sdk_retry.py` against `url`.
 fn run_retry(url: &str, scenario: &str, mode: &str, token: Option<&str>) {
+    run_retry_in(url, scenario, mode, token, None);
+}
+
+/// [`run_retry`] with the server's home, where `quiver approvals` finds its state.
+fn run_retry_in(url: &str, scenario: &str, mode: &str, token: Option<&str>, home: Option<&Path>) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/sdk_retry.py");
     let mut command = Command::new(python_with("mcp, httpx2"));
     command.arg(script).args([url, scenario, mode]);
     if let Some(token) = token {
         command.env("QUIVER_TEST_TOKEN", token);
+    }
+    if let Some(home) = home {
+        command
+            .env("QUIVER_TEST_BIN", env!("CARGO_BIN_EXE_quiver"))
+            .env("QUIVER_TEST_HOME", home)
+            .env_remove("QUIVER_CONFIG");
     }
     let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -163,6 +174,22 @@ fn python_sdk_own_retry_continues_the_sealed_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, url) = http_server(dir.path());
     run_retry(&url, "retry", "2026-07-28", Some("test-token-1"));
+}
+
+/// Issue 23 items 1 and 2: the SDK's default client (no elicitation callback, no handle) is
+/// answered at once with the command that answers its consent; after `quiver approvals
+/// approve`, the same call runs, and the next call to the package asks nothing.
+#[test]
+fn python_sdk_default_client_is_answered_at_once_and_its_retry_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = http_server(dir.path());
+    run_retry_in(
+        &url,
+        "ask-later",
+        "2026-07-28",
+        Some("test-token-1"),
+        Some(dir.path()),
+    );
 }
 
 /// A package open to anyone whose one tool is dangerous and needs a person's approval.

@@ -11,7 +11,8 @@
 //!     - { token_env: QUIVER_TOKEN_ALICE, user: alice, role: trusted }
 //!     - { token: "s3cret-for-bob", user: bob, role: user }
 //!     - { token_env: QUIVER_TOKEN_OPS, user: ops, role: user, platform: qq, platform_roles: [admin] }
-//!   approval_wait: 60                           # seconds a non-eliciting client's call waits
+//!   approval_wait: 60                           # seconds a question the policy routes to an
+//!                                               # operator (the console queue) waits
 //!   conversation_idle: 86400                    # seconds without a request before a
 //!                                               # conversation is deleted (default one day)
 //! ```
@@ -131,7 +132,9 @@ pub struct McpConfig {
     pub allow_anonymous: bool,
     /// Browser origins allowed to call over HTTP (requests without `Origin` always pass).
     pub allowed_origins: Vec<String>,
-    /// How long a call from a client that cannot elicit waits in the console approval queue.
+    /// How long a question the policy routes to an operator waits in the console queue (a
+    /// person's question to a client that cannot elicit never waits: it is answered at once
+    /// with where to answer it, and the client's retry finds the answer).
     pub approval_wait: Duration,
     /// How long an HTTP connection may take to send a request's headers (default 10 s).
     pub header_timeout: Duration,

@@ -109,6 +109,33 @@ async fn json_body(request: Request) -> Result<(Request, Option<Value>), Refusal
     Ok((Request::from_parts(parts, Body::from(bytes)), Some(value)))
 }
 
+/// The address a connection comes from, put in each of its requests' extensions.
+#[derive(Debug, Clone, Copy)]
+struct Peer(std::net::IpAddr);
+
+/// Which client a request comes from, for its default conversation: a digest of its bearer
+/// token and the address it connects from; `None` without a token.
+fn client_key(request: &Request) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let token = request.headers().get(header::AUTHORIZATION)?.as_bytes();
+    let peer = request
+        .extensions()
+        .get::<Peer>()
+        .map(|p| p.0.to_string())
+        .unwrap_or_default();
+    let mut hash = Sha256::new();
+    hash.update(token);
+    hash.update([0]);
+    hash.update(peer.as_bytes());
+    Some(
+        hash.finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
 /// Authenticates, refuses ambiguous or malformed requests, and keeps each 2025-11-25
 /// session to the caller that created it.
 async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Response {
@@ -155,9 +182,11 @@ async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Respons
         }
     }
     let deleting = request.method() == Method::DELETE;
-    request
-        .extensions_mut()
-        .insert(Authenticated(caller.clone()));
+    let client = client_key(&request);
+    request.extensions_mut().insert(Authenticated {
+        caller: caller.clone(),
+        client,
+    });
     let response = next.run(request).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(created)) if response.status().is_success() => {
@@ -219,13 +248,14 @@ pub async fn serve_http(
 ) -> Result<(), McpError> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     use hyper_util::service::TowerToHyperService;
+    use tower::ServiceExt as _;
 
     let local = listener.local_addr().map_err(McpError::Io)?;
     let header_timeout = front.config().header_timeout;
     let app = router(front, local, shutdown.child_token());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -236,7 +266,13 @@ pub async fn serve_http(
                 }
             },
         };
-        let service = TowerToHyperService::new(app.clone());
+        let peer = Peer(peer.ip());
+        let service = TowerToHyperService::new(app.clone().map_request(
+            move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(peer);
+                request
+            },
+        ));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(header_timeout)

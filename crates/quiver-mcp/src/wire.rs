@@ -41,9 +41,16 @@ pub enum Transport {
 }
 
 /// The caller an HTTP request authenticated as (a bearer token's principal and origin), put in
-/// the request's extensions by the auth layer.
+/// the request's extensions by the auth layer, with the client it came from: a digest of the
+/// bearer token and the address it connects from (`None` for an anonymous caller, who gets no
+/// default conversation).
 #[derive(Debug, Clone)]
-pub struct Authenticated(pub Caller);
+pub struct Authenticated {
+    /// Who calls.
+    pub caller: Caller,
+    /// Which client calls, for its default conversation.
+    pub client: Option<String>,
+}
 
 /// One MCP server instance: a stdio connection, an HTTP session, or one stateless request.
 #[derive(Clone)]
@@ -273,17 +280,31 @@ impl QuiverServer {
                 .and_then(|parts| parts.extensions.get::<Authenticated>())
                 .map_or_else(
                     || Caller::local(quiver_policy::Principal::anonymous()),
-                    |a| a.0.clone(),
+                    |a| a.caller.clone(),
                 ),
         }
     }
 
-    /// The connection's conversation slot, or none for a stateless HTTP request.
+    /// The connection's conversation slot; for a stateless HTTP request, its client's default
+    /// conversation (a token holder's), else none.
     fn slot(&self, context: &RequestContext<RoleServer>) -> Arc<ConnectionSlot> {
-        if self.transport == Transport::Http && is_modern(context) {
-            Arc::new(ConnectionSlot::stateless())
-        } else {
-            self.slot.clone()
+        if self.transport != Transport::Http || !is_modern(context) {
+            return self.slot.clone();
+        }
+        let client = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Authenticated>())
+            .and_then(|a| a.client.clone());
+        match client {
+            Some(client) => {
+                let program = context
+                    .client_info()
+                    .map(|info| format!("{}/{}", info.name, info.version))
+                    .unwrap_or_default();
+                self.front.client_slot(&format!("{client} {program}"))
+            }
+            None => Arc::new(ConnectionSlot::stateless()),
         }
     }
 

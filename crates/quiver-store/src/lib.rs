@@ -60,9 +60,9 @@ pub use error::{Result, StoreError};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill, NewSession,
-    OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence, SessionStatus,
-    now_ms,
+    AuditRecord, AuditStatus, CardQuestion, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill,
+    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
+    SessionStatus, now_ms,
 };
 pub use workflow::WorkflowStore;
 
@@ -236,6 +236,15 @@ pub trait Store: Send + Sync {
     /// gone, and returns them: nothing would run on an answer, so none may be recorded. Runs
     /// when a console approver starts and whenever the queue is listed or answered.
     fn withdraw_orphaned_approvals(&self) -> Result<Vec<Approval>>;
+
+    /// The newest card asked for the very call `card` describes (same session, question,
+    /// tool and canonical arguments) whose answer is not used yet: still pending, or answered.
+    /// A client that cannot ask retries the call; the retry finds its card here.
+    fn card_for_call(&self, card: &ApprovalCard) -> Result<Option<Approval>>;
+
+    /// Uses the answer of card `id`, exactly once: `false` when it was used already or is not
+    /// answered (so two retries of one approved call never both run).
+    fn use_answer(&self, id: &str) -> Result<bool>;
 
     /// Waits until the approval is resolved or `timeout` passes, and returns it as it then
     /// stands (still pending after a timeout). Answers from this process wake it at once;

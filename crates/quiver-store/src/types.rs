@@ -174,6 +174,39 @@ pub struct ApprovalCard {
     /// unknown (kept pending until answered or expired).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiter: Option<String>,
+    /// What the card asks.
+    #[serde(default)]
+    pub question: CardQuestion,
+}
+
+/// What an approval card asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CardQuestion {
+    /// May the model use the package in this conversation?
+    Consent,
+    /// May this call run?
+    #[default]
+    Approval,
+}
+
+impl CardQuestion {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CardQuestion::Consent => "consent",
+            CardQuestion::Approval => "approval",
+        }
+    }
+
+    /// Parses the stored spelling.
+    pub fn parse(text: &str) -> Option<CardQuestion> {
+        match text {
+            "consent" => Some(CardQuestion::Consent),
+            "approval" => Some(CardQuestion::Approval),
+            _ => None,
+        }
+    }
 }
 
 /// Where an approval stands. Every state but `Pending` is final.

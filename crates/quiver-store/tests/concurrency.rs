@@ -60,6 +60,7 @@ fn work(store: &dyn Store, thread: usize, errors: &AtomicUsize) {
                     created_at: i64::try_from(i).unwrap(),
                     permissions: Vec::new(),
                     waiter: None,
+                    question: Default::default(),
                 })
                 .map(drop),
             6 => store
@@ -178,6 +179,7 @@ fn a_failing_write_never_undoes_its_neighbours() {
             created_at: 0,
             permissions: Vec::new(),
             waiter: None,
+            question: Default::default(),
         })
         .unwrap();
     store

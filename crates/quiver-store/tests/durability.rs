@@ -46,6 +46,7 @@ fn write_state(store: &dyn Store, id: &str) {
         created_at: 1,
         permissions: Vec::new(),
         waiter: None,
+        question: Default::default(),
     };
     store.enqueue_approval(&card("answered")).unwrap();
     store.enqueue_approval(&card("pending")).unwrap();

@@ -643,7 +643,79 @@ fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
         created_at,
         permissions: Vec::new(),
         waiter: None,
+        question: Default::default(),
     }
+}
+
+/// A client that cannot ask retries the call: the retry finds the card asked for that very
+/// call, and uses its answer once.
+#[test]
+fn a_retried_call_finds_its_card_and_uses_the_answer_once() {
+    use quiver_store::CardQuestion;
+    let (_dir, store) = open();
+    session(&store, "s1");
+    session(&store, "s2");
+    store.enqueue_approval(&card("old", "s1", 10)).unwrap();
+    store.enqueue_approval(&card("new", "s1", 20)).unwrap();
+    let found = |call: &ApprovalCard| store.card_for_call(call).unwrap().map(|a| a.card.id);
+    let same = card("probe", "s1", 0);
+    // (the call as retried, the card found)
+    let cases: Vec<(ApprovalCard, Option<&str>)> = vec![
+        (same.clone(), Some("new")),
+        (card("probe", "s2", 0), None),
+        (
+            ApprovalCard {
+                arguments: json!({"user": 2, "group": 1}),
+                ..same.clone()
+            },
+            Some("new"),
+        ),
+        (
+            ApprovalCard {
+                arguments: json!({"group": 1, "user": 3}),
+                ..same.clone()
+            },
+            None,
+        ),
+        (
+            ApprovalCard {
+                question: CardQuestion::Consent,
+                ..same.clone()
+            },
+            None,
+        ),
+        (
+            ApprovalCard {
+                tool: "qq.group_mute".into(),
+                ..same.clone()
+            },
+            None,
+        ),
+    ];
+    for (call, want) in &cases {
+        assert_eq!(found(call).as_deref(), *want, "{call:?}");
+    }
+    // A pending answer cannot be used; an answered one once.
+    assert!(!store.use_answer("new").unwrap());
+    store
+        .answer_approval("new", Decision::Approve, "owner", None)
+        .unwrap();
+    let answered = store.card_for_call(&same).unwrap().unwrap();
+    assert_eq!(answered.status, ApprovalStatus::Approved);
+    assert!(store.use_answer("new").unwrap());
+    assert!(!store.use_answer("new").unwrap());
+    // Used: the older card of the same call is what is left; expired, nothing is.
+    assert_eq!(found(&same).as_deref(), Some("old"));
+    store.expire_approval("old").unwrap();
+    assert_eq!(found(&same), None);
+    // The question survives the round trip.
+    let consent = ApprovalCard {
+        question: CardQuestion::Consent,
+        ..card("c1", "s2", 30)
+    };
+    store.enqueue_approval(&consent).unwrap();
+    let stored = store.approval("c1").unwrap().unwrap();
+    assert_eq!(stored.card.question, CardQuestion::Consent);
 }
 
 #[test]

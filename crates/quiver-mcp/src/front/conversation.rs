@@ -1,10 +1,12 @@
 //! Which conversation a request belongs to: sealed handles, a connection's own conversation,
+//! a handle-less client's default conversation,
 //! the delivered skills a connection remembers, keeping conversations in use alive and
 //! deleting idle ones.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use quiver_runtime::{Profile, SessionRequest};
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,10 @@ pub(super) const CONVERSATION: &str = "conversation";
 pub struct ConnectionSlot {
     pub(super) session: Mutex<Option<String>>,
     pub(super) bound: bool,
+    /// Whether the client's transcript is known to hold what this slot delivered (a lasting
+    /// connection); a client's default conversation is shared by requests that may come from
+    /// several transcripts, so it gives instructions again.
+    pub(super) transcript: bool,
     /// When the connection last marked its conversation as in use (Unix ms).
     pub(super) touched: AtomicI64,
     /// The skills whose instructions this connection delivered, by conversation (with when it
@@ -39,6 +45,7 @@ impl ConnectionSlot {
         ConnectionSlot {
             session: Mutex::new(None),
             bound: true,
+            transcript: true,
             touched: AtomicI64::new(0),
             delivered: Mutex::default(),
             uses: AtomicU64::new(0),
@@ -59,7 +66,7 @@ impl ConnectionSlot {
     /// Remembers what the connection's transcript holds in `session` after a request,
     /// forgetting the least recently used conversation past the bound.
     pub(super) fn remember(&self, session: &str, skills: &BTreeSet<String>) {
-        if !self.bound {
+        if !self.transcript {
             return;
         }
         let used = self.uses.fetch_add(1, Ordering::Relaxed);
@@ -83,7 +90,23 @@ impl ConnectionSlot {
     pub fn stateless() -> ConnectionSlot {
         ConnectionSlot::default()
     }
+
+    /// A client's default conversation (see [`Front::client_slot`]): bound to one
+    /// conversation, with no transcript of its own.
+    fn client() -> ConnectionSlot {
+        ConnectionSlot {
+            bound: true,
+            ..ConnectionSlot::default()
+        }
+    }
 }
+
+/// How long a client's default conversation ([`Front::client_slot`]) is kept without a
+/// request; the next request after that starts a new conversation.
+pub const CLIENT_CONVERSATION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Most clients' default conversations held at once; past it the least recently used is
+/// forgotten (its next request starts a new conversation).
+pub const MAX_CLIENT_CONVERSATIONS: usize = 4096;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct HandleBody {
@@ -99,6 +122,37 @@ pub(super) const KEEP_ALIVE_MS: i64 = 60_000;
 pub(super) const PURGE_BATCH: usize = 1_000;
 
 impl Front {
+    /// The default conversation of a client that keeps no handle (a 2026-07-28 client over
+    /// HTTP, such as an SDK's default client), by `key`: the bearer token, the address the
+    /// client connects from and its name and version (docs/mcp.md "Conversations"). Requests
+    /// under one key share a conversation until it is idle for [`CLIENT_CONVERSATION_IDLE`];
+    /// keys never span tokens.
+    pub fn client_slot(&self, key: &str) -> Arc<ConnectionSlot> {
+        let now = Instant::now();
+        let mut slots = self
+            .client_slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, slot)) = slots.get_mut(key)
+            && now.duration_since(*seen) < CLIENT_CONVERSATION_IDLE
+        {
+            *seen = now;
+            return slot.clone();
+        }
+        slots.retain(|_, (seen, _)| now.duration_since(*seen) < CLIENT_CONVERSATION_IDLE);
+        if slots.len() >= MAX_CLIENT_CONVERSATIONS
+            && let Some(oldest) = slots
+                .iter()
+                .min_by_key(|(_, (seen, _))| *seen)
+                .map(|(k, _)| k.clone())
+        {
+            slots.remove(&oldest);
+        }
+        let slot = Arc::new(ConnectionSlot::client());
+        slots.insert(key.to_owned(), (now, slot.clone()));
+        slot
+    }
+
     pub(super) fn handle_for(&self, session: &str, caller: &Caller) -> String {
         self.sealer.seal(
             CONVERSATION,

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use quiver_catalog::Catalog;
 use quiver_package::tool::{Category, Tool};
@@ -12,6 +13,7 @@ use quiver_policy::{Origin, Principal, TurnState, classify};
 use quiver_runtime::approver::Approver;
 use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::{CallOutcome, CallStatus, Offer, Runtime, RuntimeError};
+use quiver_store::ApprovalCard;
 use serde_json::{Value, json};
 
 use crate::config::McpConfig;
@@ -20,14 +22,19 @@ use crate::skills::{SkillEntry, SkillIndex};
 
 mod conversation;
 mod questions;
+mod suspended;
 mod turns;
 
-pub use conversation::{ConnectionSlot, MAX_REMEMBERED_CONVERSATIONS};
+pub use conversation::{
+    CLIENT_CONVERSATION_IDLE, ConnectionSlot, MAX_CLIENT_CONVERSATIONS,
+    MAX_REMEMBERED_CONVERSATIONS,
+};
 pub use questions::{Asker, Decision, PendingQuestion, card_message};
 use questions::{
-    CardKey, Deferred, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, explain_console,
-    nonce, now_nanos,
+    CardKey, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, nonce, now_nanos,
 };
+pub use suspended::MAX_SUSPENDED_CALLS;
+use suspended::{Finished, InFlight, Place, Step, Suspended};
 use turns::HeldTurn;
 
 /// The `_meta` key (and result field) that carries the conversation handle.
@@ -141,6 +148,10 @@ pub struct Front {
     /// Conversations a stateless request without a handle started, with when (Unix ms): each
     /// is deleted after `provisional_idle` unless a request names it by its handle.
     provisional: Mutex<HashMap<String, i64>>,
+    /// Calls waiting for the answer to a question returned to the client.
+    suspended: Suspended,
+    /// Handle-less clients' default conversations, by client key, with when last used.
+    client_slots: Mutex<HashMap<String, (Instant, Arc<ConnectionSlot>)>>,
 }
 
 fn now_ms() -> i64 {
@@ -159,6 +170,8 @@ impl Front {
             turns: Mutex::new(HashMap::new()),
             purged: AtomicI64::new(0),
             provisional: Mutex::new(HashMap::new()),
+            suspended: Suspended::default(),
+            client_slots: Mutex::new(HashMap::new()),
         }
     }
 
@@ -303,7 +316,10 @@ impl Front {
         out
     }
 
-    /// Runs a call through the pipeline on a blocking thread.
+    /// Runs a call through the pipeline on a blocking thread. With [`Asker::Deferred`] a
+    /// question suspends the call and is returned to the client; the retry carrying its
+    /// answer continues the same call (or, when it is no longer held, runs it again with the
+    /// answers sealed in its state).
     pub async fn call(
         self: &Arc<Self>,
         caller: &Caller,
@@ -318,83 +334,155 @@ impl Front {
             let session =
                 self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
             self.spend(&state)?;
+            if let Some(mut call) = self.suspended.take(&state.n) {
+                call.answer(*decision);
+                return self.drive(caller, slot, &request, args_digest, call).await;
+            }
             done = state.done;
             done.push((state.ask, *decision));
             session
         } else {
             self.conversation(caller, slot, request.handle.as_deref())?
         };
-        let deferred = Arc::new(Deferred {
-            done: done.clone(),
-            pending: Mutex::new(None),
-        });
-        let person: Arc<dyn Approver> = match &asker {
-            Asker::Now(approver) => approver.clone(),
-            Asker::Deferred => deferred.clone(),
-            Asker::Console => self.runtime.console_approver(self.config.approval_wait),
+        let place = Place {
+            given: self.held_turn(&session, request.turn.as_deref()),
+            turn: request.turn.clone(),
+            session,
         };
         // An anonymous caller is never asked a card only a person may answer (dangerous and
         // `human` tools): the runtime refuses such a call before asking, on every front.
-        let front = self.clone();
+        let mut retry = None;
+        let (person, channels): (Arc<dyn Approver>, _) = match &asker {
+            Asker::Now(approver) => (approver.clone(), None),
+            Asker::Console => {
+                let approver = self.runtime.retry_approver();
+                retry = Some(approver.clone());
+                (approver, None)
+            }
+            Asker::Deferred => {
+                let wait = Duration::from_secs(REQUEST_STATE_TTL);
+                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
+                (Arc::new(suspender), Some((questions, answers)))
+            }
+        };
+        // The call holds the runtime, not the front: a front dropped (shutdown) lets go of
+        // the calls it holds, which then stop waiting.
+        let runtime = self.runtime.clone();
         let principal = caller.principal.clone();
-        let session_for_call = session.clone();
+        let session = place.session.clone();
         let name = request.name.clone();
         let arguments = request.arguments.clone();
-        let held = self.held_turn(&session, request.turn.as_deref());
-        let given = held.clone();
+        let held = place.given.clone();
         let delivered = slot.delivered(&session);
-        let (outcome, state, delivered) = tokio::task::spawn_blocking(move || {
-            let mut turn = front.runtime.begin_turn(&session_for_call, principal, "")?;
+        let task = tokio::task::spawn_blocking(move || {
+            let mut turn = runtime.begin_turn(&session, principal, "")?;
             turn.continue_turn(held);
             turn.transcript_holds(delivered);
             turn.set_person(person);
             let outcome = turn.call(&name, arguments)?;
             let delivered = turn.skills_in_transcript().clone();
-            Ok::<_, RuntimeError>((outcome, turn.turn_state().clone(), delivered))
-        })
-        .await
-        .map_err(|e| FrontError::Interrupted(e.to_string()))??;
-        let pending = deferred
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .filter(|_| matches!(asker, Asker::Deferred));
-        // A call waiting for the person's answer is not over: its resumption is the same call
-        // and keeps the widening it was given.
-        let keep = if pending.is_some() {
-            &given
-        } else {
-            &TurnState::new()
-        };
-        self.hold_turn(&session, request.turn.as_deref(), keep, &given, state);
-        slot.remember(&session, &delivered);
-        if let Some(card) = pending {
-            let state = PendingState {
-                s: session,
-                u: caller.principal.user_id.clone(),
-                t: request.name,
-                a: args_digest,
-                done,
-                ask: CardKey::of(&card),
-                n: nonce(),
-            };
-            return Ok(CallResult::NeedsInput(PendingQuestion {
-                message: card_message(&card),
-                card,
-                state: self.sealer.seal(REQUEST_STATE, &state, REQUEST_STATE_TTL),
-            }));
+            Ok((outcome, turn.turn_state().clone(), delivered))
+        });
+        match channels {
+            Some((questions, answers)) => {
+                let call = InFlight {
+                    task,
+                    questions,
+                    answers,
+                    asking: None,
+                    done,
+                    place,
+                };
+                self.drive(caller, slot, &request, args_digest, call).await
+            }
+            None => {
+                let finished = task
+                    .await
+                    .map_err(|e| FrontError::Interrupted(e.to_string()))?;
+                let waiting = retry.map(|r| r.waiting()).unwrap_or_default();
+                self.finish(caller, slot, &request.name, &waiting, &place, finished)
+            }
         }
-        let mut outcome = outcome;
-        if matches!(asker, Asker::Console) && outcome.status == CallStatus::Refused {
-            explain_console(
-                &mut outcome,
-                &request.name,
-                self.config.approval_wait.as_secs(),
-            );
+    }
+
+    /// Lets a suspendable call go on until it finishes, or asks a question: then the call
+    /// is held and the question returned with its sealed state.
+    async fn drive(
+        self: &Arc<Self>,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        request: &CallRequest,
+        args_digest: String,
+        call: InFlight,
+    ) -> Result<CallResult, FrontError> {
+        let step = call
+            .next()
+            .await
+            .map_err(|e| FrontError::Interrupted(e.to_string()))?;
+        let (card, call) = match step {
+            Step::Finished(finished, call) => {
+                return self.finish(caller, slot, &request.name, &[], &call.place, *finished);
+            }
+            Step::Asks(card, call) => (card, call),
+        };
+        // The widening the call was given stays open for its retry, should the call have to
+        // run again.
+        let place = &call.place;
+        let given = place.given.clone();
+        self.hold_turn(
+            &place.session,
+            place.turn.as_deref(),
+            &given,
+            &given,
+            given.clone(),
+        );
+        let state = PendingState {
+            s: place.session.clone(),
+            u: caller.principal.user_id.clone(),
+            t: request.name.clone(),
+            a: args_digest,
+            done: call.done.clone(),
+            ask: CardKey::of(&card),
+            n: nonce(),
+        };
+        let sealed = self.sealer.seal(REQUEST_STATE, &state, REQUEST_STATE_TTL);
+        let until = Instant::now() + Duration::from_secs(REQUEST_STATE_TTL);
+        self.suspended.hold(state.n, call, until);
+        Ok(CallResult::NeedsInput(PendingQuestion {
+            message: card_message(&card),
+            card,
+            state: sealed,
+        }))
+    }
+
+    /// A finished call: its turn held, what the transcript holds remembered, and for a client
+    /// that cannot ask, the questions `waiting` for a person said with where to answer them.
+    fn finish(
+        &self,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        name: &str,
+        waiting: &[ApprovalCard],
+        place: &Place,
+        finished: Finished,
+    ) -> Result<CallResult, FrontError> {
+        let (mut outcome, state, delivered) = finished?;
+        let session = &place.session;
+        self.hold_turn(
+            session,
+            place.turn.as_deref(),
+            &TurnState::new(),
+            &place.given,
+            state,
+        );
+        slot.remember(session, &delivered);
+        if outcome.status == CallStatus::Pending
+            && let Some(card) = waiting.last()
+        {
+            outcome.content = questions::waiting_for_a_person(name, card);
         }
         Ok(CallResult::Done {
-            handle: self.handle_for(&session, caller),
+            handle: self.handle_for(session, caller),
             outcome,
         })
     }

@@ -1,11 +1,11 @@
 //! Consent and approval questions asked through elicitation: who may answer them, the sealed
 //! request state a client returns with its answer, and the messages of a card.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use quiver_runtime::CallOutcome;
 use quiver_runtime::approver::{Answer, Approver, Card, Question};
+use quiver_store::{ApprovalCard, CardQuestion};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -22,8 +22,8 @@ pub enum Asker {
     /// Ask now and wait (2025-11-25 elicitation: a request to the client in the middle of
     /// the call).
     Now(Arc<dyn Approver>),
-    /// Return the question to the client and resume when it answers (2026-07-28
-    /// `input_required` with a sealed `requestState`).
+    /// Return the question to the client and go on when its retry brings the answer
+    /// (2026-07-28 `input_required` with a sealed `requestState`); the call waits meanwhile.
     Deferred,
     /// The client cannot ask: the console approval queue, then a readable error.
     Console,
@@ -157,28 +157,6 @@ pub(super) fn nonce() -> String {
     format!("{t:x}-{n:x}-{:x}", std::process::id())
 }
 
-/// Answers cards from a list of decisions; the first unanswered card is kept as pending and
-/// answered [`Answer::Pending`], so the pipeline stops without running, refusing or locking out
-/// anything.
-pub(super) struct Deferred {
-    pub(super) done: Vec<(CardKey, Decision)>,
-    pub(super) pending: Mutex<Option<Card>>,
-}
-
-impl Approver for Deferred {
-    fn decide(&self, card: &Card) -> Answer {
-        let key = CardKey::of(card);
-        if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
-            return decision.answer_to(card);
-        }
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if pending.is_none() {
-            *pending = Some(card.clone());
-        }
-        Answer::Pending
-    }
-}
-
 /// The message a form shows for a card.
 pub fn card_message(card: &Card) -> String {
     let what = match card.question {
@@ -203,19 +181,34 @@ pub fn card_message(card: &Card) -> String {
     text
 }
 
-/// The readable error for a client that cannot show questions.
-pub(super) fn explain_console(outcome: &mut CallOutcome, name: &str, waited: u64) {
-    let reason = outcome
-        .content
-        .get("error")
-        .and_then(Value::as_str)
-        .unwrap_or("refused")
-        .to_owned();
-    if reason.contains("no answer") || reason.contains("timed out") || reason.contains("nobody") {
-        outcome.content = json!({"error": format!(
-            "{reason}. `{name}` needs the user's consent or approval, and this MCP client cannot show questions, so the request waited {waited} s in Quiver's approval queue. Tell the user, then call `{name}` again: while that call waits, they approve it in the Quiver console (`quiver approvals list`, then `quiver approvals approve <id>`). Or ask them to use an MCP client that supports elicitation."
-        )});
-    }
+/// What a client that cannot show questions reads when `name` waits for a person's answer to
+/// `card`: what is needed, the exact command that answers it, and that the same call retried
+/// runs once it is answered. One message for every such question.
+pub(super) fn waiting_for_a_person(name: &str, card: &ApprovalCard) -> Value {
+    let what = match card.question {
+        CardQuestion::Consent => format!(
+            "the user's consent to use the package `{}` in this conversation",
+            card.package
+        ),
+        CardQuestion::Approval => format!(
+            "the user's approval to run `{}` with these arguments",
+            card.tool
+        ),
+    };
+    let minutes = quiver_runtime::approver::RETRY_CARD_TTL.as_secs() / 60;
+    json!({
+        "error": format!(
+            "`{name}` has not run: it needs {what}, and this MCP client cannot show questions. Ask the user to answer it in Quiver: `quiver approvals approve {id}` (or `quiver approvals deny {id}`). Once they have, call `{name}` again with the same arguments in this conversation: it then runs. The question stays open for {minutes} minutes.",
+            id = card.id,
+        ),
+        "waiting_for": {
+            "approval": card.id,
+            "question": card.question,
+            "package": card.package,
+            "tool": card.tool,
+            "answer_with": format!("quiver approvals approve {}", card.id),
+        },
+    })
 }
 
 impl Front {

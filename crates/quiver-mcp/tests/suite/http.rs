@@ -116,3 +116,86 @@ async fn tokens_origins_and_stateless_handles() {
     shutdown.cancel();
     server.await.unwrap().unwrap();
 }
+
+/// Issue 23 item 2: stateless requests without a handle from one token share that client's
+/// default conversation (consent given once holds for the next call); another token's
+/// requests never join it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handle_less_client_keeps_one_conversation_per_token() {
+    use quiver_store::Decision;
+
+    let dir = tempfile::tempdir().unwrap();
+    let token = |token: &str, user: &str| BearerToken {
+        token: token.into(),
+        principal: Principal::user(user, Role::Trusted),
+        origin: Default::default(),
+    };
+    let config = McpConfig {
+        tokens: vec![token("alice-token", "alice"), token("bob-token", "bob")],
+        allow_anonymous: false,
+        ..McpConfig::default()
+    };
+    let front = front_with(dir.path(), config);
+    let store = super::harness::state(dir.path());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(quiver_mcp::serve_http(front, listener, shutdown.clone()));
+    let packing = stateless(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {
+            "name": "travel-advice__packing_advice",
+            "arguments": {"destination": "Oslo"},
+        }}),
+    );
+    // The model's reading of one call by `token` (each request on a connection of its own).
+    let call = move |token: &'static str| {
+        let packing = packing.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let bearer = format!("Bearer {token}");
+                let (status, response) = post(
+                    port,
+                    &[
+                        ("Authorization", bearer.as_str()),
+                        ("MCP-Protocol-Version", "2026-07-28"),
+                        ("Mcp-Method", "tools/call"),
+                        ("Mcp-Name", "call_tool"),
+                    ],
+                    &packing,
+                );
+                assert_eq!(status, 200, "{response}");
+                let json: Value =
+                    serde_json::from_str(&response[response.find("\r\n\r\n").unwrap() + 4..])
+                        .unwrap();
+                let text = json["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                serde_json::from_str::<Value>(&text).unwrap()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let asked = call("alice-token").await;
+    let card = asked["waiting_for"]["approval"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    store
+        .answer_approval(&card, Decision::Approve, "alice", None)
+        .unwrap();
+    // Bob's request, from the same address and program, is not Alice's conversation.
+    let bob = call("bob-token").await;
+    assert!(bob["waiting_for"]["approval"].is_string(), "{bob}");
+    assert_ne!(bob["waiting_for"]["approval"], card.as_str());
+    // Alice's retry runs in her conversation, and so does her next call.
+    let ran = call("alice-token").await;
+    assert_eq!(ran["advice"], "pack for Oslo", "{ran}");
+    let again = call("alice-token").await;
+    assert_eq!(again["advice"], "pack for Oslo", "{again}");
+    assert!(ran["conversation"].is_string(), "{ran}");
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}

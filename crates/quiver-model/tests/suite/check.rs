@@ -87,16 +87,7 @@ pub const KNOWN_CHAT: &[Known] = &[];
 pub const KNOWN_MCP: &[[Known; 2]] = &[];
 
 /// Violations known on `main` through a generic MCP client only.
-pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
-    // New (item 11's class: one record per call): in the 2026-07-28 era a call that asks a
-    // question answers `input_required` first, and that round leaves a `pending` call record
-    // beside the answered call's own.
-    known_on(Front::McpNoTurnIds, 0, "pending-round-recorded-apart"),
-    // New: in the 2026-07-28 era a question asked inside a forked skill's (or an agent's)
-    // run answers `input_required` for the whole call, and the client's retry runs the fork
-    // again from the start: two records of one call, and the agent's earlier calls run twice.
-    known_on(Front::McpNoTurnIds, 0, "rerun-after-input-required"),
-];
+pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[];
 
 /// Whether the class `tag` is known for `front`.
 pub fn is_known(front: Front, tag: &str) -> bool {

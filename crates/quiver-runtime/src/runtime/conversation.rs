@@ -10,7 +10,7 @@ use quiver_policy::Principal;
 use quiver_store::{AuditKind, AuditQuery, AuditRecord, NewSession};
 
 use super::{Runtime, RuntimeError};
-use crate::approver::{Approver, QueueApprover};
+use crate::approver::{Approver, QueueApprover, RetryApprover};
 use crate::ids::new_id;
 
 /// How far [`Runtime::session_depth`] follows parents at most.
@@ -138,5 +138,11 @@ impl Runtime {
     /// The console's queue as an approver: a card waits there for a person up to `wait`.
     pub fn console_approver(&self, wait: Duration) -> Arc<dyn Approver> {
         Arc::new(QueueApprover::new(self.store.clone(), wait))
+    }
+
+    /// The console's queue for a client that cannot ask: the card is left there and the call
+    /// stops at once; its retry uses the answer ([`RetryApprover`]).
+    pub fn retry_approver(&self) -> Arc<RetryApprover> {
+        Arc::new(RetryApprover::new(self.store.clone()))
     }
 }

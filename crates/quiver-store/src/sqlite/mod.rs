@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the [`Store`] on one SQLite file.
 
+mod approvals;
 mod ops;
 mod pool;
 mod schema;
@@ -417,15 +418,15 @@ impl Store for SqliteStore {
 
     fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
         let card = card.clone();
-        self.write(move |c| ops::enqueue_approval(c, &card))
+        self.write(move |c| approvals::enqueue_approval(c, &card))
     }
 
     fn approval(&self, id: &str) -> Result<Option<Approval>> {
-        self.read(|c| ops::approval(c, id))
+        self.read(|c| approvals::approval(c, id))
     }
 
     fn pending_approvals(&self, session: Option<&str>) -> Result<Vec<Approval>> {
-        self.read(|c| ops::pending_approvals(c, session))
+        self.read(|c| approvals::pending_approvals(c, session))
     }
 
     fn answer_approval(
@@ -437,15 +438,15 @@ impl Store for SqliteStore {
     ) -> Result<Approval> {
         let (id, by, note) = (id.to_owned(), by.to_owned(), note.map(str::to_owned));
         self.write(move |c| {
-            let status = ops::decided(decision);
-            ops::resolve_approval(c, &id, status, Some(&by), note.as_deref(), now_ms())
+            let status = approvals::decided(decision);
+            approvals::resolve_approval(c, &id, status, Some(&by), note.as_deref(), now_ms())
         })
     }
 
     fn expire_approval(&self, id: &str) -> Result<Approval> {
         let id = id.to_owned();
         self.write(move |c| {
-            ops::resolve_approval(c, &id, ApprovalStatus::Expired, None, None, now_ms())
+            approvals::resolve_approval(c, &id, ApprovalStatus::Expired, None, None, now_ms())
         })
     }
 
@@ -460,7 +461,18 @@ impl Store for SqliteStore {
             // Listing must not wait for the writer when there is nothing to withdraw.
             return Ok(Vec::new());
         }
-        self.write(move |c| ops::withdraw_orphaned_approvals(c, &crate::waiter::alive, now_ms()))
+        self.write(move |c| {
+            approvals::withdraw_orphaned_approvals(c, &crate::waiter::alive, now_ms())
+        })
+    }
+
+    fn card_for_call(&self, card: &ApprovalCard) -> Result<Option<Approval>> {
+        self.read(|c| approvals::card_for_call(c, card))
+    }
+
+    fn use_answer(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.write(move |c| approvals::use_answer(c, &id, now_ms()))
     }
 
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {

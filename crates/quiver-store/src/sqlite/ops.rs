@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::error::{Result, StoreError};
 use crate::types::{
-    Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, Decision, EndedSkill, NewSession, OnceApproval,
-    PresenceStamp, Purged, Session, SessionFilter, SessionStatus,
+    AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, Consent,
+    EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
+    SessionStatus,
 };
 
 // --- helpers ---
@@ -40,7 +40,7 @@ fn limit_of(limit: Option<usize>) -> i64 {
     limit.map_or(-1, to_i64)
 }
 
-fn require(value: &str, what: &str) -> Result<()> {
+pub(super) fn require(value: &str, what: &str) -> Result<()> {
     if value.is_empty() {
         return Err(StoreError::Invalid(format!("{what} must not be empty")));
     }
@@ -48,7 +48,7 @@ fn require(value: &str, what: &str) -> Result<()> {
 }
 
 /// [`StoreError::NotFound`] unless the session exists.
-fn ensure_session(conn: &Connection, id: &str) -> Result<()> {
+pub(super) fn ensure_session(conn: &Connection, id: &str) -> Result<()> {
     let found = conn
         .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
         .exists([id])?;
@@ -63,7 +63,7 @@ fn ensure_session(conn: &Connection, id: &str) -> Result<()> {
 }
 
 /// Collects a query's rows through a fallible conversion.
-fn collect<T>(
+pub(super) fn collect<T>(
     conn: &Connection,
     sql: &str,
     params: impl rusqlite::Params,
@@ -604,171 +604,6 @@ pub(crate) fn kept_output(
         Some(row) => Some(row.get(0)?),
         None => None,
     })
-}
-
-// --- approval queue ---
-
-const APPROVAL_COLUMNS: &str = "id, session_id, package, tool, arguments, reason, risk_category, \
-     created_at, status, answered_by, answered_at, note, permissions, waiter";
-
-fn approval_row(row: &Row<'_>) -> Result<Approval> {
-    let arguments: String = row.get(4)?;
-    let status: String = row.get(8)?;
-    let permissions: String = row.get(12)?;
-    Ok(Approval {
-        card: ApprovalCard {
-            id: row.get(0)?,
-            session: row.get(1)?,
-            package: row.get(2)?,
-            tool: row.get(3)?,
-            arguments: decode(&arguments, "approvals", "arguments")?,
-            reason: row.get(5)?,
-            risk_category: row.get(6)?,
-            created_at: row.get(7)?,
-            permissions: decode(&permissions, "approvals", "permissions")?,
-            waiter: row.get(13)?,
-        },
-        status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt {
-            table: "approvals",
-            detail: format!("unknown status {status:?}"),
-        })?,
-        answered_by: row.get(9)?,
-        answered_at: row.get(10)?,
-        note: row.get(11)?,
-    })
-}
-
-pub(crate) fn enqueue_approval(conn: &Connection, card: &ApprovalCard) -> Result<Approval> {
-    require(&card.id, "approval id")?;
-    ensure_session(conn, &card.session)?;
-    let taken = conn
-        .prepare_cached("SELECT 1 FROM approvals WHERE id = ?1")?
-        .exists([&card.id])?;
-    if taken {
-        return Err(StoreError::AlreadyExists {
-            what: "approval",
-            id: card.id.clone(),
-        });
-    }
-    conn.prepare_cached(
-        "INSERT INTO approvals (id, session_id, package, tool, arguments, reason, risk_category, \
-         created_at, status, permissions, waiter) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10)",
-    )?
-    .execute(params![
-        card.id,
-        card.session,
-        card.package,
-        card.tool,
-        encode(&card.arguments),
-        card.reason,
-        card.risk_category,
-        card.created_at,
-        encode(&Value::from(card.permissions.clone())),
-        card.waiter,
-    ])?;
-    Ok(Approval {
-        card: card.clone(),
-        status: ApprovalStatus::Pending,
-        answered_by: None,
-        answered_at: None,
-        note: None,
-    })
-}
-
-pub(crate) fn approval(conn: &Connection, id: &str) -> Result<Option<Approval>> {
-    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
-    Ok(collect(conn, &sql, [id], approval_row)?.into_iter().next())
-}
-
-pub(crate) fn pending_approvals(conn: &Connection, session: Option<&str>) -> Result<Vec<Approval>> {
-    match session {
-        Some(session) => collect(
-            conn,
-            &format!(
-                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' \
-                 AND session_id = ?1 ORDER BY created_at, id"
-            ),
-            [session],
-            approval_row,
-        ),
-        None => collect(
-            conn,
-            &format!(
-                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' \
-                 ORDER BY created_at, id"
-            ),
-            [],
-            approval_row,
-        ),
-    }
-}
-
-/// Moves a pending approval to `status`; exactly once.
-pub(crate) fn resolve_approval(
-    conn: &Connection,
-    id: &str,
-    status: ApprovalStatus,
-    by: Option<&str>,
-    note: Option<&str>,
-    now: i64,
-) -> Result<Approval> {
-    let changed = conn
-        .prepare_cached(
-            "UPDATE approvals SET status = ?2, answered_by = ?3, answered_at = ?4, note = ?5 \
-             WHERE id = ?1 AND status = 'pending'",
-        )?
-        .execute(params![id, status.as_str(), by, now, note])?;
-    let current = approval(conn, id)?.ok_or_else(|| StoreError::NotFound {
-        what: "approval",
-        id: id.to_owned(),
-    })?;
-    if changed == 0 {
-        return Err(StoreError::AlreadyAnswered {
-            id: id.to_owned(),
-            status: current.status,
-        });
-    }
-    Ok(current)
-}
-
-/// Withdraws every pending approval whose waiter `alive` says is gone; returns them.
-pub(crate) fn withdraw_orphaned_approvals(
-    conn: &Connection,
-    alive: &dyn Fn(&str) -> bool,
-    now: i64,
-) -> Result<Vec<Approval>> {
-    let sql = format!(
-        "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' \
-         AND waiter IS NOT NULL ORDER BY created_at, id"
-    );
-    let mut withdrawn = Vec::new();
-    for approval in collect(conn, &sql, [], approval_row)? {
-        if approval.card.waiter.as_deref().is_some_and(|w| !alive(w)) {
-            match resolve_approval(
-                conn,
-                &approval.card.id,
-                ApprovalStatus::Withdrawn,
-                None,
-                Some("the process that asked is gone"),
-                now,
-            ) {
-                Ok(done) => withdrawn.push(done),
-                // Answered meanwhile: that answer stands.
-                Err(StoreError::AlreadyAnswered { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(withdrawn)
-}
-
-/// The status an approver's decision leads to.
-pub(crate) fn decided(decision: Decision) -> ApprovalStatus {
-    match decision {
-        Decision::Approve => ApprovalStatus::Approved,
-        Decision::Deny => ApprovalStatus::Denied,
-    }
 }
 
 // --- audit ---

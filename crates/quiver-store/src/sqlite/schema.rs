@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -477,4 +477,15 @@ DROP INDEX audit_by_session;
 DROP INDEX audit_by_tool;
 CREATE INDEX audit_by_session ON audit (session_id);
 CREATE INDEX audit_by_tool ON audit (tool) WHERE tool IS NOT NULL;
+"#;
+
+/// Version 12: an approval card says what it asks (consent or approval), carries the digest of
+/// its call's arguments, and when its answer was used: a client that cannot ask retries the
+/// call, and the retry finds the answered card and uses it exactly once.
+const V12: &str = r#"
+ALTER TABLE approvals ADD COLUMN question TEXT NOT NULL DEFAULT 'approval';
+ALTER TABLE approvals ADD COLUMN arguments_digest TEXT;
+ALTER TABLE approvals ADD COLUMN used_at INTEGER;
+CREATE INDEX approvals_by_call ON approvals (session_id, tool, arguments_digest)
+    WHERE used_at IS NULL;
 "#;

@@ -3,12 +3,14 @@
 //! console), a reviewing model, and deny-all for unattended turns.
 
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use quiver_package::text::escape_for_terminal;
-use quiver_store::{ApprovalCard, ApprovalStatus, Store};
 use serde::Serialize;
+
+mod queue;
+
+pub use queue::{QueueApprover, RETRY_CARD_TTL, RetryApprover};
 
 /// What a question is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -205,61 +207,6 @@ pub fn answer_from(line: Option<&str>, card: &Card) -> Answer {
         Some("a" | "always") => Answer::Allow,
         Some(_) => Answer::Deny,
         None => Answer::Unanswered,
-    }
-}
-
-/// A queue: the card is stored as a pending approval and the answer awaited (given in the
-/// console or with `quiver approve`), up to a timeout.
-pub struct QueueApprover {
-    store: Arc<dyn Store>,
-    timeout: Duration,
-}
-
-impl QueueApprover {
-    /// A queue on `store`, waiting at most `timeout` for each answer. Withdraws the pending
-    /// cards whose caller died (a killed `quiver call` or `quiver serve`): nothing would run
-    /// on their answer.
-    pub fn new(store: Arc<dyn Store>, timeout: Duration) -> Self {
-        if let Ok(withdrawn) = store.withdraw_orphaned_approvals() {
-            for approval in withdrawn {
-                tracing::warn!(id = %approval.card.id, tool = %approval.card.tool, "withdrew an approval card whose caller is gone");
-            }
-        }
-        Self { store, timeout }
-    }
-}
-
-impl Approver for QueueApprover {
-    fn decide(&self, card: &Card) -> Answer {
-        let stored = ApprovalCard {
-            id: crate::ids::new_id("apr"),
-            session: card.session.clone(),
-            package: card.package.clone(),
-            tool: card.tool.clone(),
-            arguments: card.arguments.clone(),
-            reason: card.reasons.join("; "),
-            risk_category: card.risk_categories.first().cloned(),
-            created_at: quiver_store::now_ms(),
-            permissions: card.permissions.iter().map(ToString::to_string).collect(),
-            waiter: quiver_store::waiter::current(),
-        };
-        let Ok(pending) = self.store.enqueue_approval(&stored) else {
-            return Answer::Deny;
-        };
-        match self.store.wait_approval(&pending.card.id, self.timeout) {
-            Ok(approval) => match approval.status {
-                ApprovalStatus::Approved => Answer::Allow,
-                ApprovalStatus::Denied => Answer::Deny,
-                // Withdrawn while this process waited: it was taken for dead; nothing runs.
-                ApprovalStatus::Withdrawn => Answer::Unanswered,
-                ApprovalStatus::Pending | ApprovalStatus::Expired => {
-                    // Nobody answered: the card expires so a late answer cannot run the call.
-                    let _ = self.store.expire_approval(&pending.card.id);
-                    Answer::TimedOut
-                }
-            },
-            Err(_) => Answer::Unanswered,
-        }
     }
 }
 

@@ -1,0 +1,171 @@
+//! Calls suspended on a question (the 2026-07-28 `input_required` round). The call keeps
+//! running on its blocking thread, waiting for the answer; the front returns the question to
+//! the client and keeps the call under the sealed state's nonce; the client's retry with the
+//! answer continues that same call (one call, one audit record; a forked skill or an agent
+//! is not run again from the start). When the call is no longer held (another process, an
+//! expired hold, too many held), the retry runs the call again with the answers sealed in
+//! its state.
+
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use quiver_policy::TurnState;
+use quiver_runtime::approver::{Answer, Approver, Card};
+use quiver_runtime::{CallOutcome, RuntimeError};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::questions::{CardKey, Decision};
+
+/// Most calls held waiting for an answer at once; past it a question stops its call without
+/// running anything, and the retry runs the call again.
+pub const MAX_SUSPENDED_CALLS: usize = 256;
+
+/// What a call's blocking task returns: its outcome, the turn state it left and the skills
+/// the transcript holds afterwards.
+pub(super) type Finished =
+    Result<(CallOutcome, TurnState, std::collections::BTreeSet<String>), RuntimeError>;
+
+/// Answers cards from the answers given so far; an unanswered card is handed to the front and
+/// the call waits for the answer the client's retry brings, at most `wait`.
+pub(super) struct Suspender {
+    done: Vec<(CardKey, Decision)>,
+    questions: mpsc::UnboundedSender<Card>,
+    answers: Mutex<std_mpsc::Receiver<Answer>>,
+    wait: Duration,
+}
+
+impl Approver for Suspender {
+    fn decide(&self, card: &Card) -> Answer {
+        let key = CardKey::of(card);
+        if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
+            return decision.answer_to(card);
+        }
+        if self.questions.send(card.clone()).is_err() {
+            return Answer::Unanswered;
+        }
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        match answers.recv_timeout(self.wait) {
+            Ok(answer) => answer,
+            // The client never came back with an answer, or the hold on the call lapsed.
+            Err(_) => Answer::TimedOut,
+        }
+    }
+}
+
+/// A call in flight and the channels to it.
+pub(super) struct InFlight {
+    /// The call's blocking task.
+    pub(super) task: JoinHandle<Finished>,
+    /// Questions the call asks.
+    pub(super) questions: mpsc::UnboundedReceiver<Card>,
+    /// Answers to send it.
+    pub(super) answers: std_mpsc::Sender<Answer>,
+    /// The question it waits on, when it waits.
+    pub(super) asking: Option<Card>,
+    /// Answers given so far (sealed into each question's state, for a rerun).
+    pub(super) done: Vec<(CardKey, Decision)>,
+    /// Where it runs.
+    pub(super) place: Place,
+}
+
+/// Where a call runs: its conversation, the turn id of the request that started it and the
+/// turn state it was given.
+pub(super) struct Place {
+    pub(super) session: String,
+    pub(super) turn: Option<String>,
+    pub(super) given: TurnState,
+}
+
+/// How a call in flight went on.
+pub(super) enum Step {
+    /// It finished.
+    Finished(Box<Finished>, InFlight),
+    /// It asks a question and waits.
+    Asks(Card, InFlight),
+}
+
+impl InFlight {
+    /// The approver for a new call that answers from `done` and waits up to `wait` for the
+    /// rest, and the channels the front keeps.
+    pub(super) fn channels(
+        done: Vec<(CardKey, Decision)>,
+        wait: Duration,
+    ) -> (
+        Suspender,
+        mpsc::UnboundedReceiver<Card>,
+        std_mpsc::Sender<Answer>,
+    ) {
+        let (question_tx, question_rx) = mpsc::unbounded_channel();
+        let (answer_tx, answer_rx) = std_mpsc::channel();
+        let suspender = Suspender {
+            done,
+            questions: question_tx,
+            answers: Mutex::new(answer_rx),
+            wait,
+        };
+        (suspender, question_rx, answer_tx)
+    }
+
+    /// Gives the waiting call the person's `decision` to its question.
+    pub(super) fn answer(&mut self, decision: Decision) {
+        if let Some(card) = self.asking.take() {
+            self.done.push((CardKey::of(&card), decision));
+            // A call that stopped waiting has its answer already (timed out).
+            let _ = self.answers.send(decision.answer_to(&card));
+        }
+    }
+
+    /// Lets the call go on until it finishes or asks the next question.
+    pub(super) async fn next(mut self) -> Result<Step, tokio::task::JoinError> {
+        tokio::select! {
+            biased;
+            Some(card) = self.questions.recv() => {
+                self.asking = Some(card.clone());
+                Ok(Step::Asks(card, self))
+            }
+            finished = &mut self.task => Ok(Step::Finished(Box::new(finished?), self)),
+        }
+    }
+
+    /// Stops waiting: the question is answered "pending", so the call stops without running,
+    /// refusing or locking out anything, and its retry runs it again.
+    pub(super) fn abandon(mut self) {
+        self.asking = None;
+        let _ = self.answers.send(Answer::Pending);
+    }
+}
+
+/// The calls held, by the nonce of the state their question was sealed in.
+#[derive(Default)]
+pub(super) struct Suspended {
+    calls: Mutex<HashMap<String, (Instant, InFlight)>>,
+}
+
+impl Suspended {
+    /// Holds `call` under `nonce` until `until`; `false` (and the call abandoned) when
+    /// [`MAX_SUSPENDED_CALLS`] are held.
+    pub(super) fn hold(&self, nonce: String, call: InFlight, until: Instant) -> bool {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        calls.retain(|_, (until, _)| *until > now);
+        if calls.len() >= MAX_SUSPENDED_CALLS {
+            drop(calls);
+            call.abandon();
+            return false;
+        }
+        calls.insert(nonce, (until, call));
+        true
+    }
+
+    /// Takes the call held under `nonce`, when it is still held.
+    pub(super) fn take(&self, nonce: &str) -> Option<InFlight> {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls
+            .remove(nonce)
+            .filter(|(until, _)| *until > Instant::now())
+            .map(|(_, call)| call)
+    }
+}
