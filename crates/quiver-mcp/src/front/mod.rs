@@ -423,7 +423,7 @@ impl Front {
             Step::Finished(finished, call) => {
                 return self.finish(caller, slot, &request.name, &[], &call.place, *finished);
             }
-            Step::Asks(card, call) => (card, call),
+            Step::Asks(card, call) => (*card, call),
         };
         // The widening the call was given stays open for its retry, should the call have to
         // run again.

@@ -84,7 +84,7 @@ pub(super) enum Step {
     /// It finished.
     Finished(Box<Finished>, InFlight),
     /// It asks a question and waits.
-    Asks(Card, InFlight),
+    Asks(Box<Card>, InFlight),
 }
 
 impl InFlight {
@@ -124,7 +124,7 @@ impl InFlight {
             biased;
             Some(card) = self.questions.recv() => {
                 self.asking = Some(card.clone());
-                Ok(Step::Asks(card, self))
+                Ok(Step::Asks(Box::new(card), self))
             }
             finished = &mut self.task => Ok(Step::Finished(Box::new(finished?), self)),
         }
