@@ -66,6 +66,13 @@ pub enum Front {
     McpTurnIds,
     /// The MCP front over stdio, a generic 2026-07-28 client that sends no turn id.
     McpNoTurnIds,
+    /// The MCP front over Streamable HTTP on a loopback socket, a 2025-11-25 client in an
+    /// `Mcp-Session-Id` session that marks its turns, with the owner's bearer token.
+    McpHttpSession,
+    /// The MCP front over Streamable HTTP on a loopback socket, a generic 2026-07-28 client
+    /// whose requests stand alone: it passes back the conversation handle, sends no turn id,
+    /// and answers questions by retrying with `inputResponses` and `requestState`.
+    McpHttpStateless,
     /// `quiver chat`'s agent loop with a scripted model, sub-agents run by `SubAgents`.
     Chat,
 }
@@ -86,7 +93,8 @@ pub const KNOWN_CHAT: &[Known] = &[];
 /// (Each class listed for both MCP clients; none is open.)
 pub const KNOWN_MCP: &[[Known; 2]] = &[];
 
-/// Violations known on `main` through a generic MCP client only.
+/// Violations known on `main` through a generic (2026-07-28) MCP client only, over stdio and
+/// over stateless HTTP.
 pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
     // New (item 11's class: one record per call): in the 2026-07-28 era a call that asks a
     // question answers `input_required` first, and that round leaves a `pending` call record
@@ -96,6 +104,10 @@ pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[
     // run answers `input_required` for the whole call, and the client's retry runs the fork
     // again from the start: two records of one call, and the agent's earlier calls run twice.
     known_on(Front::McpNoTurnIds, 0, "rerun-after-input-required"),
+    // The same two classes over stateless HTTP, where every question is an `input_required`
+    // round too.
+    known_on(Front::McpHttpStateless, 0, "pending-round-recorded-apart"),
+    known_on(Front::McpHttpStateless, 0, "rerun-after-input-required"),
 ];
 
 /// Whether the class `tag` is known for `front`.
