@@ -66,45 +66,31 @@ pub enum Front {
     McpTurnIds,
     /// The MCP front over stdio, a generic 2026-07-28 client that sends no turn id.
     McpNoTurnIds,
+    /// The MCP front over Streamable HTTP on a loopback socket, a 2025-11-25 client in an
+    /// `Mcp-Session-Id` session that marks its turns, with the owner's bearer token.
+    McpHttpSession,
+    /// The MCP front over Streamable HTTP on a loopback socket, a generic 2026-07-28 client
+    /// whose requests stand alone: it passes back the conversation handle, sends no turn id,
+    /// and answers questions by retrying with `inputResponses` and `requestState`.
+    McpHttpStateless,
     /// `quiver chat`'s agent loop with a scripted model, sub-agents run by `SubAgents`.
     Chat,
 }
 
-const fn known_on(front: Front, item: u32, tag: &'static str) -> Known {
-    Known { tag, item, front }
-}
-
-/// Violations known on `main`. Each entry is removed by the lead once the fix for its item is
-/// merged; the generated test then fails if the class comes back. Item 0 marks a class found
-/// by the model that no item of issue 22 names yet.
+/// Violation classes known on `main`, each `Known { tag, item, front }` for every front it is
+/// seen through. A class the model finds is listed here until its fix is merged, which removes
+/// the entry; the generated test then fails if the class comes back. Item 0 marks a class that
+/// no item of issue 22 names. None is open.
 pub const KNOWN: &[Known] = &[];
-
-/// Violations known on `main` through the chat loop.
-pub const KNOWN_CHAT: &[Known] = &[];
-
-/// Violations known on `main` through the MCP front over stdio.
-/// (Each class listed for both MCP clients; none is open.)
-pub const KNOWN_MCP: &[[Known; 2]] = &[];
-
-/// Violations known on `main` through a generic MCP client only.
-pub const KNOWN_MCP_NO_TURN_IDS: &[Known] = &[];
 
 /// Whether the class `tag` is known for `front`.
 pub fn is_known(front: Front, tag: &str) -> bool {
-    KNOWN
-        .iter()
-        .chain(KNOWN_MCP.iter().flatten())
-        .chain(KNOWN_MCP_NO_TURN_IDS)
-        .chain(KNOWN_CHAT)
-        .any(|k| k.front == front && k.tag == tag)
+    KNOWN.iter().any(|k| k.front == front && k.tag == tag)
 }
 
 /// Whether `violation` is known for `front`.
 pub fn known(front: Front, violation: &Violation) -> Option<&'static Known> {
     KNOWN
         .iter()
-        .chain(KNOWN_MCP.iter().flatten())
-        .chain(KNOWN_MCP_NO_TURN_IDS)
-        .chain(KNOWN_CHAT)
         .find(|k| k.front == front && k.tag == violation.tag)
 }

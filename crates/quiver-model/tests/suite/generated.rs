@@ -9,10 +9,10 @@ use quiver_model::generate;
 
 use super::check::{Front, known};
 use super::runtime_driver::run_case;
-use super::{chat_driver, mcp_driver};
+use super::{chat_driver, mcp_driver, mcp_http_driver};
 
 /// Runs one case through `front`.
-fn run_through(
+pub fn run_through(
     front: Front,
     world: &quiver_model::world::World,
     caller: quiver_model::world::Caller,
@@ -22,16 +22,20 @@ fn run_through(
         Front::Runtime => run_case(world, caller, ops),
         Front::McpTurnIds => mcp_driver::run_case(world, ops, true),
         Front::McpNoTurnIds => mcp_driver::run_case(world, ops, false),
+        Front::McpHttpSession => mcp_http_driver::run_case(world, ops, false),
+        Front::McpHttpStateless => mcp_http_driver::run_case(world, ops, true),
         Front::Chat => chat_driver::run_case(world, caller, ops),
     }
 }
 
 /// The front the triage tests use: `QUIVER_MODEL_FRONT` = `runtime` (default), `mcp`,
-/// `mcp-no-turn-ids`.
+/// `mcp-no-turn-ids`, `mcp-http`, `mcp-http-stateless`, `chat`.
 fn front_from_env() -> Front {
     match std::env::var("QUIVER_MODEL_FRONT").as_deref() {
         Ok("mcp") => Front::McpTurnIds,
         Ok("mcp-no-turn-ids") => Front::McpNoTurnIds,
+        Ok("mcp-http") => Front::McpHttpSession,
+        Ok("mcp-http-stateless") => Front::McpHttpStateless,
         Ok("chat") => Front::Chat,
         _ => Front::Runtime,
     }
@@ -99,6 +103,16 @@ fn generated_cases_hold_every_invariant_through_mcp_without_turn_ids() {
 }
 
 #[test]
+fn generated_cases_hold_every_invariant_through_mcp_over_http_in_a_session() {
+    run_generated(Front::McpHttpSession, 20);
+}
+
+#[test]
+fn generated_cases_hold_every_invariant_through_mcp_over_stateless_http() {
+    run_generated(Front::McpHttpStateless, 20);
+}
+
+#[test]
 fn generated_cases_hold_every_invariant_through_chat() {
     run_generated(Front::Chat, 30);
 }
@@ -110,7 +124,13 @@ fn nightly_generated_cases_through_every_front() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5000);
-    for front in [Front::Runtime, Front::McpTurnIds, Front::McpNoTurnIds] {
+    for front in [
+        Front::Runtime,
+        Front::McpTurnIds,
+        Front::McpNoTurnIds,
+        Front::McpHttpSession,
+        Front::McpHttpStateless,
+    ] {
         run_generated(front, cases);
     }
     // The chat loop answers over HTTP: a fifth as many.

@@ -168,7 +168,9 @@ pub struct Run {
 
 /// The state a case runs in.
 pub struct Harness {
-    pub _dir: tempfile::TempDir,
+    /// The case's folder: its packages and its state database (`state.db`), as a host's
+    /// state folder holds it.
+    pub dir: tempfile::TempDir,
     pub runtime: Arc<Runtime>,
     pub store: Arc<SqliteStore>,
     pub person: Arc<Person>,
@@ -258,7 +260,7 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     runtime.set_workflow_store(store.clone());
     Harness {
         store,
-        _dir: dir,
+        dir,
         runtime,
         person,
         runner,

@@ -1,13 +1,15 @@
-//! The MCP front over stdio in process (an rmcp client on an in-memory pipe, as
-//! `crates/quiver-mcp/tests/suite/harness.rs` connects it), speaking as the local owner, whose
-//! consent and approvals are answered by elicitation. Two kinds of client: one of the
-//! 2025-11-25 era that marks its turns with `_meta["io.quiver/turn"]`, and a generic one of
-//! the 2026-07-28 era that sends no turn id (then a widening may last at most until the next
-//! call).
+//! The MCP front in process, driven by an rmcp client (`mcp_client`) speaking as the local
+//! owner, whose consent and approvals are answered by elicitation. Two kinds of client: one
+//! of the 2025-11-25 era that marks its turns with `_meta["io.quiver/turn"]`, and a generic
+//! one of the 2026-07-28 era that sends no turn id (then a widening may last at most until
+//! the next call). This module plays a conversation through any connected client
+//! ([`run_with`]) and connects one over stdio (an in-memory pipe, as
+//! `crates/quiver-mcp/tests/suite/harness.rs` connects it); `mcp_http_driver` connects one
+//! over Streamable HTTP.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use quiver_mcp::{Front, McpConfig};
 use quiver_model::grants::Turns;
@@ -15,68 +17,60 @@ use quiver_model::rules::Session;
 use quiver_model::world::{Caller, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_store::{AuditKind, AuditQuery, AuditStatus, SessionFilter, Store};
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, MetaObject, ProtocolVersion, RequestMetaObject,
-};
-use rmcp::service::{RequestContext, RoleClient, RunningService};
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, ServiceExt};
+use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::check::Invariant;
-use super::harness::{Checker, Run, arguments, harness};
+use super::harness::{Checker, Harness, Run, arguments, harness};
+use super::mcp_client::{Client, Connected, serve};
 
-/// Answers elicitations as the conversation says, and keeps every message.
-#[derive(Clone, Default)]
-struct Client {
-    era: Option<ProtocolVersion>,
-    consent_no: Arc<AtomicBool>,
-    approval_no: Arc<AtomicBool>,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
-        ClientConfig::new(capabilities, Implementation::new("model", "0"))
-            .with_protocol_version(self.era.clone().unwrap_or(ProtocolVersion::V_2025_11_25))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let message = match &request {
-            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
-            _ => String::new(),
-        };
-        let consent = message.starts_with("Allow the assistant to use the package");
-        self.asked.lock().unwrap().push(message);
-        let no = if consent {
-            self.consent_no.load(Ordering::SeqCst)
-        } else {
-            self.approval_no.load(Ordering::SeqCst)
-        };
-        let choice = match (no, consent) {
-            (true, _) => "deny",
-            (false, true) => "allow_conversation",
-            (false, false) => "allow_once",
-        };
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": choice})))
-    }
-}
-
-/// The local owner of stdio.
+/// The local owner of stdio (and the owner's bearer token over HTTP).
 pub const OWNER: Caller = Caller {
     role: Role::Master,
     in_qq_group: false,
     unattended: false,
 };
 
-/// Runs `ops` over `world` through the MCP front; `turn_ids`: whether the client marks turns.
+/// Runs `ops` over `world` through the MCP front over stdio; `turn_ids`: whether the client
+/// marks turns.
 pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
+    run_with(world, ops, turn_ids, async |h, person| {
+        connect_stdio(h, person).await
+    })
+}
+
+/// Connects `person` to a new front over stdio.
+async fn connect_stdio(h: &Harness, person: Client) -> Connected {
+    let front = Arc::new(Front::new(
+        h.runtime.clone(),
+        McpConfig::default(),
+        vec![0x42; 32],
+    ));
+    let (server_side, client_side) = tokio::io::duplex(1 << 20);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let server = tokio::spawn(async move {
+        let _ = quiver_mcp::serve_stdio(front, tokio::io::split(server_side), stop).await;
+    });
+    Connected {
+        client: serve(person, client_side).await,
+        passes_handle: false,
+        handle: None,
+        shutdown,
+        server,
+    }
+}
+
+/// Runs `ops` over `world` through the MCP front that `connect` starts and connects the
+/// person's client to; `turn_ids`: whether the client marks turns (a 2025-11-25 client, else
+/// a generic 2026-07-28 one).
+pub fn run_with(
+    world: &World,
+    ops: &[Op],
+    turn_ids: bool,
+    connect: impl AsyncFnOnce(&Harness, Client) -> Connected,
+) -> Run {
     let h = harness(world, false);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -101,7 +95,16 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
         seen_records: 0,
         excused: BTreeMap::new(),
     };
-    runtime.block_on(drive(&mut c, ops, turn_ids));
+    // The generic client speaks the 2026-07-28 era, the marking one the 2025-11-25 era.
+    let person = Client {
+        era: (!turn_ids).then_some(ProtocolVersion::V_2026_07_28),
+        ..Client::default()
+    };
+    runtime.block_on(async {
+        let mut connected = connect(&h, person.clone()).await;
+        drive(&mut c, ops, turn_ids, &mut connected, &person).await;
+        connected.close().await;
+    });
     let ran = h
         .runs
         .lock()
@@ -115,36 +118,16 @@ pub fn run_case(world: &World, ops: &[Op], turn_ids: bool) -> Run {
     }
 }
 
-async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
-    let front = Arc::new(Front::new(
-        c.h.runtime.clone(),
-        McpConfig::default(),
-        vec![0x42; 32],
-    ));
-    let (server_side, client_side) = tokio::io::duplex(1 << 20);
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let server = tokio::spawn(async move {
-        let _ = quiver_mcp::serve_stdio(front, tokio::io::split(server_side), stop).await;
-    });
-    // The generic client speaks the 2026-07-28 era, the marking one the 2025-11-25 era.
-    let person = Client {
-        era: (!turn_ids).then_some(ProtocolVersion::V_2026_07_28),
-        ..Client::default()
-    };
-    let client: RunningService<RoleClient, Client> = if turn_ids {
-        person.clone().serve(client_side).await.unwrap()
-    } else {
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        };
-        person
-            .clone()
-            .serve_with_lifecycle(client_side, lifecycle)
-            .await
-            .unwrap()
-    };
-    let instructions = client
+/// Plays `ops` through the connected client and checks every invariant after every step.
+async fn drive(
+    c: &mut Checker<'_>,
+    ops: &[Op],
+    turn_ids: bool,
+    connected: &mut Connected,
+    person: &Client,
+) {
+    let instructions = connected
+        .client
         .peer_info()
         .and_then(|i| i.instructions.clone())
         .unwrap_or_default();
@@ -179,13 +162,15 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
             // `load_tool` is not on the MCP front's fixed list.
             Op::LoadTool(..) => {}
             Op::ReadSkill(id) => {
-                let body = call(&client, "read_skill", json!({"id": id}), meta).await;
+                let body = connected.call("read_skill", json!({"id": id}), meta).await;
                 c.find_session();
                 c.model.read_skill(c.world, id);
                 c.check_listed(&body, &format!("read_skill({id})"));
             }
             Op::Search(word) => {
-                let body = call(&client, "tool_search", json!({"query": word}), meta).await;
+                let body = connected
+                    .call("tool_search", json!({"query": word}), meta)
+                    .await;
                 c.find_session();
                 let found: Vec<Target> = body["results"]
                     .as_array()
@@ -213,13 +198,9 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
                 let before = c.model.clone();
                 let runs_before = c.h.runs.lock().unwrap().len();
                 let tasks_before = c.h.runner.tasks.lock().unwrap().len();
-                let body = call(
-                    &client,
-                    "call_tool",
-                    json!({"name": name, "arguments": args}),
-                    meta,
-                )
-                .await;
+                let body = connected
+                    .call("call_tool", json!({"name": name, "arguments": args}), meta)
+                    .await;
                 c.find_session();
                 let verdict = c.model.call(c.world, target);
                 c.sync_consents();
@@ -275,35 +256,6 @@ async fn drive(c: &mut Checker<'_>, ops: &[Op], turn_ids: bool) {
         }
         c.check_runs();
     }
-    drop(client);
-    shutdown.cancel();
-    let _ = server.await;
-}
-
-/// Calls `name` with `arguments` (and the turn id in `_meta`, when given); the JSON the
-/// model reads.
-async fn call(
-    client: &RunningService<RoleClient, Client>,
-    name: &str,
-    arguments: Value,
-    turn: Option<String>,
-) -> Value {
-    let Value::Object(arguments) = arguments else {
-        return Value::Null;
-    };
-    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-    if let Some(turn) = turn {
-        let mut map = serde_json::Map::new();
-        map.insert(quiver_mcp::front::TURN_META.into(), json!(turn));
-        params.meta = Some(RequestMetaObject(MetaObject(map)));
-    }
-    let result = client.call_tool(params).await.unwrap();
-    result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .and_then(|t| serde_json::from_str(&t.text).ok())
-        .unwrap_or(Value::Null)
 }
 
 impl Checker<'_> {
@@ -342,22 +294,36 @@ impl Checker<'_> {
         }
     }
 
-    /// The conversation the front opened.
+    /// The conversation the front opened. Every request continues it (over stateless HTTP,
+    /// by the handle the client passes back): a second conversation would ask the person
+    /// again what the first one was told.
     fn find_session(&mut self) {
-        if !self.session.is_empty() {
-            return;
-        }
         let sessions = self
             .h
             .store
             .list_sessions(&SessionFilter::default())
             .unwrap();
         // Not a workflow run's session (agent `workflow`), which has no parent either.
-        let conversation = sessions
+        let conversations: Vec<&str> = sessions
             .iter()
-            .find(|s| s.parent.is_none() && s.agent == quiver_mcp::front::MCP_AGENT);
-        if let Some(s) = conversation {
-            self.session = s.id.clone();
+            .filter(|s| s.parent.is_none() && s.agent == quiver_mcp::front::MCP_AGENT)
+            .map(|s| s.id.as_str())
+            .collect();
+        if self.session.is_empty()
+            && let Some(first) = conversations.first()
+        {
+            self.session = (*first).to_owned();
+        }
+        let reported = self
+            .violations
+            .iter()
+            .any(|v| v.tag == "conversation-split");
+        if conversations.len() > 1 && !reported {
+            self.report(
+                Invariant::VerdictIsModels,
+                "conversation-split",
+                format!("the requests went to {} conversations", conversations.len()),
+            );
         }
     }
 }

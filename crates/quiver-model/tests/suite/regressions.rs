@@ -1,129 +1,23 @@
 //! The counterexamples the generated tests found, shrunk by hand from proptest's minimal cases
 //! to the smallest catalog and conversation that show them, one row each. A row whose class
 //! is in the known list must still show it (so the lead sees when a fix lands and removes the
-//! entry); once removed, the row must hold. Every row must show nothing else.
+//! entry); once removed, the row must hold. Every row must show nothing else. Every MCP row
+//! runs over stdio and again over HTTP, with the client of the same era and turn marking.
 
 use quiver_model::world::{
-    Agent, Approval, Caller, Category, ListEntry, NameForm, Op, Package, Prompt, Ref, Restrict,
-    Role, Skill, Step, Target, Tool, Workflow, World,
+    Agent, Caller, ListEntry, NameForm, Op, Package, Prompt, Ref, Role, Skill, Step, Target, Tool,
+    Workflow, World,
 };
 
 use super::check::{Front, is_known, known};
+use super::generated::run_through;
 use super::harness::Run;
-use super::{chat_driver, mcp_driver, runtime_driver};
-
-/// An exposed `perception` tool with `approval: never` and no restriction.
-fn tool() -> Tool {
-    Tool {
-        expose: true,
-        hidden: false,
-        category: Category::Perception,
-        approval: Approval::Never,
-        dangerous: false,
-        restrict: Restrict::None,
-        secret: false,
-    }
-}
-
-fn skill() -> Skill {
-    Skill {
-        restrict: Restrict::None,
-        tools: None,
-        allowed: Vec::new(),
-        disallowed: Vec::new(),
-        fork: None,
-        scoped: Vec::new(),
-    }
-}
-
-fn package() -> Package {
-    Package {
-        tools: Vec::new(),
-        root_skill: None,
-        skills: Vec::new(),
-        agents: Vec::new(),
-        prompts: Vec::new(),
-        workflows: Vec::new(),
-    }
-}
-
-fn owner() -> Caller {
-    Caller {
-        role: Role::Master,
-        in_qq_group: false,
-        unattended: false,
-    }
-}
-
-/// `p0` forks its skill into agent `a0` of `p1`, exposed or not.
-fn fork_into_p1(expose: bool) -> World {
-    let p0 = Package {
-        root_skill: Some(Skill {
-            fork: Some(Ref {
-                package: 1,
-                name: "a0".into(),
-            }),
-            ..skill()
-        }),
-        ..package()
-    };
-    let p1 = Package {
-        agents: vec![Agent {
-            expose,
-            tools: Vec::new(),
-        }],
-        ..package()
-    };
-    World {
-        packages: vec![p0, p1],
-    }
-}
-
-/// `p0` with a skill `s0` whose own tool `s0k0` says `expose: true`, and (`root`) a root skill.
-fn exposed_skill_tool(root: bool) -> World {
-    World {
-        packages: vec![Package {
-            root_skill: root.then(skill),
-            skills: vec![Skill {
-                scoped: vec![tool()],
-                ..skill()
-            }],
-            ..package()
-        }],
-    }
-}
-
-/// `p0` with one tool `t0`.
-fn one_tool(t0: Tool) -> World {
-    World {
-        packages: vec![Package {
-            tools: vec![t0],
-            ..package()
-        }],
-    }
-}
-
-/// `p0` with an `approval: always` tool `t0` that its own skill pre-approves.
-fn preapproved_always() -> World {
-    World {
-        packages: vec![Package {
-            tools: vec![Tool {
-                approval: Approval::Always,
-                ..tool()
-            }],
-            root_skill: Some(Skill {
-                allowed: vec![ListEntry::Qualified(Ref {
-                    package: 0,
-                    name: "t0".into(),
-                })],
-                ..skill()
-            }),
-            ..package()
-        }],
-    }
-}
+use super::small_worlds::{
+    exposed_skill_tool, fork_into_p1, one_tool, owner, package, preapproved_always, skill, tool,
+};
 
 /// One row: a name, the front, the case, and the class it showed (`None`: the case holds).
+#[derive(Clone)]
 struct Row {
     name: &'static str,
     front: Front,
@@ -134,12 +28,32 @@ struct Row {
 }
 
 fn run(row: &Row) -> Run {
-    match row.front {
-        Front::Runtime => runtime_driver::run_case(&row.world, row.caller, &row.ops),
-        Front::McpTurnIds => mcp_driver::run_case(&row.world, &row.ops, true),
-        Front::McpNoTurnIds => mcp_driver::run_case(&row.world, &row.ops, false),
-        Front::Chat => chat_driver::run_case(&row.world, row.caller, &row.ops),
+    run_through(row.front, &row.world, row.caller, &row.ops)
+}
+
+/// The HTTP client of the same era and turn marking as an MCP row's stdio client.
+fn over_http(front: Front) -> Option<Front> {
+    match front {
+        Front::McpTurnIds => Some(Front::McpHttpSession),
+        Front::McpNoTurnIds => Some(Front::McpHttpStateless),
+        _ => None,
     }
+}
+
+/// The rows, and every MCP row again over HTTP.
+fn rows_on_every_transport() -> Vec<Row> {
+    let rows = rows();
+    let http: Vec<Row> = rows
+        .iter()
+        .filter_map(|row| {
+            let front = over_http(row.front)?;
+            Some(Row {
+                front,
+                ..row.clone()
+            })
+        })
+        .collect();
+    rows.into_iter().chain(http).collect()
 }
 
 fn t0(form: NameForm) -> Op {
@@ -398,7 +312,7 @@ fn rows() -> Vec<Row> {
 #[test]
 fn shrunk_counterexamples_stay_known_until_fixed_and_hold_after() {
     let mut failures = Vec::new();
-    for row in rows() {
+    for row in rows_on_every_transport() {
         let run = run(&row);
         let unknown: Vec<String> = run
             .violations
@@ -411,15 +325,20 @@ fn shrunk_counterexamples_stay_known_until_fixed_and_hold_after() {
             .iter()
             .any(|v| Some(v.tag.as_str()) == row.class);
         if !unknown.is_empty() {
-            failures.push(format!("{}: {}", row.name, unknown.join("; ")));
+            failures.push(format!(
+                "{} ({:?}): {}",
+                row.name,
+                row.front,
+                unknown.join("; ")
+            ));
         }
         if let Some(class) = row.class
             && is_known(row.front, class)
             && !shown
         {
             failures.push(format!(
-                "{}: `{class}` no longer shows: its fix landed; remove it from the known list",
-                row.name
+                "{} ({:?}): `{class}` no longer shows: its fix landed; remove it from the known list",
+                row.name, row.front
             ));
         }
     }
@@ -462,8 +381,14 @@ fn over_the_2026_era_a_question_inside_a_fork_does_not_run_the_fork_again() {
             one_tool(tool()).packages.remove(0),
         ],
     };
-    let run = mcp_driver::run_case(&world, &[Op::ReadSkill("p0".into())], false);
-    let own = run.ran.iter().filter(|t| *t == "p0.t0").count();
-    assert_eq!(own, 1, "the fork's own call ran once: {:?}", run.ran);
-    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    for front in [Front::McpNoTurnIds, Front::McpHttpStateless] {
+        let run = run_through(front, &world, owner(), &[Op::ReadSkill("p0".into())]);
+        let own = run.ran.iter().filter(|t| *t == "p0.t0").count();
+        assert_eq!(
+            own, 1,
+            "{front:?}: the fork's own call ran once: {:?}",
+            run.ran
+        );
+        assert!(run.violations.is_empty(), "{front:?}: {:?}", run.violations);
+    }
 }
