@@ -65,9 +65,11 @@ async def main():
             refused = await calc(client, handle)
             check(f"no turn id: disallowed by the list on request {attempt + 1} after the skill", by_the_list(refused), body(refused))
 
-    # With turn ids (a new connection: one conversation per 2025-11-25 session): the lists
-    # last for the requests of the turn that read the skill.
-    async with Client(server(), mode=mode, elicitation_callback=allow) as client:
+    # With turn ids (a new conversation: one per 2025-11-25 session, and in the 2026-07-28 era
+    # another program's default conversation, since the first program's is still in use): the
+    # lists last for the requests of the turn that read the skill.
+    other = types.Implementation(name="skill-turns-second", version="1")
+    async with Client(server(), mode=mode, elicitation_callback=allow, client_info=other) as client:
         first = await client.call_tool("tool_search", {"query": "calculate 1+2"})
         handle = conversation(first)
         opened = await client.call_tool("read_skill", {"id": "careful", "conversation": handle}, meta={TURN: "t1"})
