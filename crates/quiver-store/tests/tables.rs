@@ -607,6 +607,118 @@ fn kept_outputs_are_per_session_and_bounded() {
     ));
 }
 
+/// A perception cache key as the runtime makes it: the digest of everything the result
+/// depends on.
+fn cache_key(tool: &str, principal: &str, origin: &str) -> String {
+    argument_digest(
+        &json!([tool, {"city": "北京"}, {"user": principal}, {"platform": origin}]),
+        &[],
+    )
+}
+
+#[test]
+fn the_perception_cache_answers_fresh_results_under_their_own_key_only() {
+    let (_dir, store) = open();
+    let key = cache_key("weather.forecast", "u1", "cli");
+    store
+        .cache_result(&key, &json!({"temp": 21}), 1_000, 61_000)
+        .unwrap();
+    let cases = [
+        ("hit", key.clone(), 1_000, Some(json!({"temp": 21}))),
+        (
+            "hit just before expiry",
+            key.clone(),
+            60_999,
+            Some(json!({"temp": 21})),
+        ),
+        ("expired at its expiry", key.clone(), 61_000, None),
+        ("expired", key.clone(), 90_000, None),
+        (
+            "another principal",
+            cache_key("weather.forecast", "u2", "cli"),
+            1_000,
+            None,
+        ),
+        (
+            "another origin",
+            cache_key("weather.forecast", "u1", "qq"),
+            1_000,
+            None,
+        ),
+        (
+            "another tool",
+            cache_key("weather.other", "u1", "cli"),
+            1_000,
+            None,
+        ),
+    ];
+    for (name, key, now, want) in cases {
+        assert_eq!(store.cached_result(&key, now).unwrap(), want, "{name}");
+    }
+    // Caching again replaces the result and its expiry.
+    store
+        .cache_result(&key, &json!({"temp": 22}), 2_000, 100_000)
+        .unwrap();
+    assert_eq!(
+        store.cached_result(&key, 90_000).unwrap(),
+        Some(json!({"temp": 22}))
+    );
+    assert!(matches!(
+        store.cache_result("", &json!(1), 1, 2),
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[test]
+fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest() {
+    let (dir, store) = open();
+    let bound = quiver_store::CACHED_RESULTS;
+    // One result that expires early, then more than the bound of long-lived ones.
+    store.cache_result("short", &json!("s"), 0, 10).unwrap();
+    for i in 0..bound + 5 {
+        let now = 100 + i64::try_from(i).unwrap();
+        store
+            .cache_result(&format!("k{i}"), &json!(i), now, 1_000_000)
+            .unwrap();
+    }
+    let rows = |db: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .query_row("SELECT count(*) FROM perception_cache", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(
+        rows(&dir.path().join("quiver.db")),
+        i64::try_from(bound).unwrap()
+    );
+    let now = 5_000;
+    let cases = [
+        ("the expired row went first", "short".to_owned(), None),
+        ("then the oldest", "k0".to_owned(), None),
+        ("the oldest kept", "k5".to_owned(), Some(json!(5))),
+        (
+            "the newest",
+            format!("k{}", bound + 4),
+            Some(json!(bound + 4)),
+        ),
+    ];
+    for (name, key, want) in cases {
+        assert_eq!(store.cached_result(&key, now).unwrap(), want, "{name}");
+    }
+    // A result stored again counts as new: it outlives those stored before it.
+    store
+        .cache_result("k5", &json!("again"), 6_000, 1_000_000)
+        .unwrap();
+    store
+        .cache_result("extra", &json!("x"), 6_001, 1_000_000)
+        .unwrap();
+    assert_eq!(store.cached_result("k6", now).unwrap(), None);
+    assert_eq!(
+        store.cached_result("k5", now).unwrap(),
+        Some(json!("again"))
+    );
+}
+
 #[test]
 fn unfinished_calls_are_started_records_without_an_end() {
     let (_dir, store) = open();

@@ -606,6 +606,42 @@ pub(crate) fn kept_output(
     })
 }
 
+// --- the perception cache ---
+
+pub(crate) fn cached_result(conn: &Connection, key: &str, now: i64) -> Result<Option<Value>> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT result FROM perception_cache WHERE key = ?1 AND expires_at > ?2")?
+        .query_row(params![key, now], |row| row.get(0))
+        .optional()?;
+    text.map(|text| decode(&text, "perception_cache", "result"))
+        .transpose()
+}
+
+/// Stores a result (replacing the key's earlier one, which gets a new, larger id), then drops
+/// the expired rows and, past [`crate::CACHED_RESULTS`], the oldest.
+pub(crate) fn cache_result(
+    conn: &Connection,
+    key: &str,
+    result: &str,
+    now: i64,
+    expires_at: i64,
+) -> Result<()> {
+    require(key, "cache key")?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO perception_cache (key, result, stored_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![key, result, now, expires_at])?;
+    conn.prepare_cached("DELETE FROM perception_cache WHERE expires_at <= ?1")?
+        .execute(params![now])?;
+    conn.prepare_cached(
+        "DELETE FROM perception_cache WHERE id <= \
+         (SELECT id FROM perception_cache ORDER BY id DESC LIMIT 1 OFFSET ?1)",
+    )?
+    .execute(params![to_i64(crate::CACHED_RESULTS)])?;
+    Ok(())
+}
+
 // --- approval queue ---
 
 const APPROVAL_COLUMNS: &str = "id, session_id, package, tool, arguments, reason, risk_category, \
