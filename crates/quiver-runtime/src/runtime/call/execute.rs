@@ -1,8 +1,8 @@
-//! Step 6: execute. A perception tool with `cache` may answer from the perception cache
-//! (keyed by tool, arguments, sender and origin). Otherwise the call is recorded as started and
-//! run: a tool or a skill script by the executor in its package's sandbox, with the call's
-//! context; an agent or a forked skill by the agent loop in a child session. What the sandbox
-//! refuses is final for the turn.
+//! Step 6: execute. A perception tool with `cache` may answer from the perception cache in
+//! the store (keyed by tool, arguments, sender and origin; never for secret arguments).
+//! Otherwise the call is recorded as started and run: a tool or a skill script by the executor
+//! in its package's sandbox, with the call's context; an agent or a forked skill by the agent
+//! loop in a child session. What the sandbox refuses is final for the turn.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use quiver_policy::{Evaluation, Lockout, Refusal, RefusalReason};
 use quiver_store::{AuditEntry, argument_digest};
 use serde_json::{Value, json};
 
-use super::audit::decision;
+use super::audit::{decision, redact, secret_fields};
 use super::{Runs, Target};
 use crate::executor::{Ask, ExecError, Execution, Started};
 use crate::runtime::agent_calls::AgentTask;
@@ -53,15 +53,17 @@ impl Turn<'_> {
     ) -> Result<Result<Ran, CallOutcome>, RuntimeError> {
         match &target.runs {
             Runs::Tool(tool) => {
-                let cache_key = (tool.category == Category::Perception && tool.cache.is_some())
-                    .then(|| self.cache_key(target, arguments));
-                if let (Some(key), Some(seconds)) = (&cache_key, tool.cache)
-                    && let Some(value) = self.runtime.cache.get(key, Duration::from_secs(seconds))
+                let cache_key = tool
+                    .cache
+                    .filter(|_| tool.category == Category::Perception)
+                    .and_then(|seconds| self.cache_key(target, &tool.input, arguments, seconds));
+                if let Some(key) = &cache_key
+                    && let Some(value) = self.runtime.cached_result(key)
                 {
                     audit.decisions.push(decision(
                         "cache",
                         "hit",
-                        &format!("identical call within {seconds} s"),
+                        &format!("identical call within {} s", key.seconds()),
                     ));
                     return Ok(Ok(Ran {
                         value,
@@ -185,16 +187,27 @@ impl Turn<'_> {
         }
     }
 
-    /// The perception cache's key for a call: the same result never answers another sender or
-    /// origin.
-    fn cache_key(&self, target: &Target<'_>, arguments: &Value) -> CacheKey {
-        let canonical = |v: &Value| quiver_store::canonical_json(v);
-        CacheKey {
-            tool: target.qualified.clone(),
-            arguments: canonical(arguments),
-            principal: canonical(&serde_json::to_value(&self.sender).unwrap_or_default()),
-            origin: canonical(&serde_json::to_value(&self.origin).unwrap_or_default()),
+    /// The perception cache's key for a call, fresh for `seconds`: the same result never
+    /// answers another sender or origin. `None` when the arguments hold a field that `input`
+    /// marks secret: such a call is never cached.
+    fn cache_key(
+        &self,
+        target: &Target<'_>,
+        input: &Value,
+        arguments: &Value,
+        seconds: u64,
+    ) -> Option<CacheKey> {
+        let secrets = secret_fields(input);
+        if !secrets.is_empty() && redact(arguments, &secrets) != *arguments {
+            return None;
         }
+        Some(CacheKey::new(
+            &target.qualified,
+            arguments,
+            &serde_json::to_value(&self.sender).unwrap_or_default(),
+            &serde_json::to_value(&self.origin).unwrap_or_default(),
+            seconds,
+        ))
     }
 
     /// Runs a tool or a script in its package's sandbox, recorded as started first.

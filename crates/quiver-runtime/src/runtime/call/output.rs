@@ -46,8 +46,8 @@ impl Turn<'_> {
             // An agent's reply is its whole answer.
             _ => usize::MAX,
         };
-        if let Some(key) = ran.cache_key {
-            self.runtime.cache.insert(key, ran.value.clone());
+        if let Some(key) = &ran.cache_key {
+            self.runtime.cache_result(key, &ran.value);
         }
         let mut out = self.trim(call_id, ran.value, max_output);
         out.cached = ran.cached;
