@@ -64,9 +64,9 @@ pub use error::{Result, StoreError};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill, NewSession,
-    OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence, SessionStatus,
-    now_ms,
+    AuditRecord, AuditStatus, AuditStep, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill,
+    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
+    SessionStatus, UnknownAuditStep, now_ms,
 };
 pub use workflow::WorkflowStore;
 

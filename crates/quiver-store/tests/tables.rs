@@ -10,7 +10,7 @@ use serde_json::json;
 
 use quiver_store::{
     ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditStatus,
-    Decision, NewSession, SessionFilter, SessionStatus, SqliteStore, Store, StoreError,
+    AuditStep, Decision, NewSession, SessionFilter, SessionStatus, SqliteStore, Store, StoreError,
     argument_digest,
 };
 
@@ -966,12 +966,12 @@ fn call(session: &str, tool: &str, time: i64, status: AuditStatus) -> AuditEntry
     entry.argument_digest = Some(argument_digest(&json!({"city": "北京"}), &[]));
     entry.decisions = vec![
         AuditDecision {
-            step: "admission".into(),
+            step: AuditStep::Scopes,
             decision: "allow".into(),
-            reason: "no restriction".into(),
+            reason: "the scope `group` is one of [`group`]".into(),
         },
         AuditDecision {
-            step: "consent".into(),
+            step: AuditStep::Consent,
             decision: "allow".into(),
             reason: "granted".into(),
         },
@@ -1155,6 +1155,87 @@ fn audit_lists_in_commit_order_when_the_clock_steps_back() {
         before = Some(last);
     }
     assert_eq!(paged, newest_first);
+}
+
+#[test]
+fn every_audit_step_round_trips_through_serde_and_the_store() {
+    let (_dir, store) = open();
+    let mut entry = AuditEntry::new(AuditKind::Call, "s1");
+    entry.decisions = AuditStep::ALL
+        .into_iter()
+        .map(|step| AuditDecision {
+            step,
+            decision: "allow".into(),
+            reason: format!("because of {step}"),
+        })
+        .collect();
+    for step in AuditStep::ALL {
+        let text = step.as_str();
+        assert_eq!(serde_json::to_value(step).unwrap(), json!(text), "{step:?}");
+        assert_eq!(
+            serde_json::from_value::<AuditStep>(json!(text)).unwrap(),
+            step,
+            "{text}"
+        );
+        assert_eq!(text.parse::<AuditStep>(), Ok(step), "{text}");
+        assert_eq!(step.to_string(), text);
+    }
+    store.append_audit(&entry).unwrap();
+    let read = store.query_audit(&AuditQuery::default()).unwrap();
+    assert_eq!(read[0].entry.decisions, entry.decisions);
+    // The spellings the docs promise.
+    assert_eq!(AuditStep::DangerousGate.as_str(), "dangerous-gate");
+    assert_eq!(AuditStep::ApprovalMode.as_str(), "approval-mode");
+}
+
+#[test]
+fn a_stored_step_this_build_has_no_name_for_never_fails_a_query() {
+    let (dir, store) = open();
+    store
+        .append_audit(&call("s1", "w.f", 1, AuditStatus::Ok))
+        .unwrap();
+    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
+    raw.execute(
+        "INSERT INTO audit (time, kind, session_id, principal, origin, decisions, status, \
+         duration_ms, cached) VALUES (2, 'call', 's1', '{}', '{}', ?1, 'ok', 0, 0)",
+        [json!([
+            {"step": "dangerousgate", "decision": "ask", "reason": "an older Quiver"},
+            {"step": "rule(\"role(master)\")", "decision": "allow", "reason": "r"},
+            {"step": "approvalmode", "decision": "ask", "reason": "m"},
+            {"step": "from-the-future", "decision": "allow", "reason": "a newer Quiver"},
+        ])
+        .to_string()],
+    )
+    .unwrap();
+    let records = store.query_audit(&AuditQuery::default()).unwrap();
+    assert_eq!(records.len(), 2, "the other record is read too");
+    let read: Vec<(AuditStep, &str)> = records[0]
+        .entry
+        .decisions
+        .iter()
+        .map(|d| (d.step, d.reason.as_str()))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (AuditStep::DangerousGate, "an older Quiver"),
+            (AuditStep::Rule, "r"),
+            (AuditStep::ApprovalMode, "m"),
+            (
+                AuditStep::Unrecognized,
+                "recorded as step `from-the-future`: a newer Quiver"
+            ),
+        ]
+    );
+    // Outside the store a spelling that names no step is an error, never a guess.
+    assert!(serde_json::from_value::<AuditStep>(json!("from-the-future")).is_err());
+    assert_eq!(
+        "from-the-future"
+            .parse::<AuditStep>()
+            .unwrap_err()
+            .to_string(),
+        "unknown audit step `from-the-future`"
+    );
 }
 
 #[test]

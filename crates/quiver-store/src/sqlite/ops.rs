@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, Consent, Decision, EndedSkill, NewSession, OnceApproval,
+    AuditRecord, AuditStatus, AuditStep, Consent, Decision, EndedSkill, NewSession, OnceApproval,
     PresenceStamp, Purged, Session, SessionFilter, SessionStatus,
 };
 
@@ -890,6 +890,34 @@ pub(crate) fn append_audit(conn: &Connection, entry: &EncodedAudit) -> Result<i6
     Ok(conn.last_insert_rowid())
 }
 
+/// An audit decision as stored, its step not yet read.
+#[derive(serde::Deserialize)]
+struct StoredDecision {
+    step: String,
+    decision: String,
+    reason: String,
+}
+
+impl StoredDecision {
+    /// The decision with its step read; a step this build has no name for is
+    /// [`AuditStep::Unrecognized`], its spelling kept at the start of the reason, so one old or
+    /// foreign record never fails a query of the log.
+    fn read(self) -> AuditDecision {
+        let (step, reason) = match self.step.parse::<AuditStep>() {
+            Ok(step) => (step, self.reason),
+            Err(_) => (
+                AuditStep::Unrecognized,
+                format!("recorded as step `{}`: {}", self.step, self.reason),
+            ),
+        };
+        AuditDecision {
+            step,
+            decision: self.decision,
+            reason,
+        }
+    }
+}
+
 const AUDIT_COLUMNS: &str = "id, time, kind, session_id, call_id, principal, origin, tool, skill, \
      argument_digest, decisions, status, duration_ms, cached, detail";
 
@@ -899,7 +927,8 @@ fn audit_row(row: &Row<'_>) -> Result<AuditRecord> {
         decode(&text, "audit", column)
     };
     let decisions: String = row.get(10)?;
-    let decisions: Vec<AuditDecision> = decode(&decisions, "audit", "decisions")?;
+    let decisions: Vec<StoredDecision> = decode(&decisions, "audit", "decisions")?;
+    let decisions = decisions.into_iter().map(StoredDecision::read).collect();
     let detail: Option<String> = row.get(14)?;
     let duration: i64 = row.get(12)?;
     Ok(AuditRecord {

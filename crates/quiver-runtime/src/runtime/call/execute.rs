@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use quiver_package::tool::{Category, Run};
 use quiver_policy::{Evaluation, Lockout, Refusal, RefusalReason};
-use quiver_store::{AuditEntry, argument_digest};
+use quiver_store::{AuditEntry, AuditStep, argument_digest};
 use serde_json::{Value, json};
 
 use super::audit::{decision, redact, secret_fields};
@@ -61,7 +61,7 @@ impl Turn<'_> {
                     && let Some(value) = self.runtime.cached_result(key)
                 {
                     audit.decisions.push(decision(
-                        "cache",
+                        AuditStep::Cache,
                         "hit",
                         &format!("identical call within {} s", key.seconds()),
                     ));
@@ -109,7 +109,7 @@ impl Turn<'_> {
                 script,
             } => {
                 audit.decisions.push(decision(
-                    "script",
+                    AuditStep::Script,
                     "run",
                     &format!("{}: scripts/{script}", skill.id),
                 ));
@@ -150,7 +150,9 @@ impl Turn<'_> {
                         format!("{package}.{name}")
                     }
                 });
-                audit.decisions.push(decision("skill", "fork", &skill.id));
+                audit
+                    .decisions
+                    .push(decision(AuditStep::Skill, "fork", &skill.id));
                 let request = if self.message.trim().is_empty() {
                     String::new()
                 } else {
@@ -174,7 +176,7 @@ impl Turn<'_> {
             }
             Runs::Workflow => {
                 audit.decisions.push(decision(
-                    "execute",
+                    AuditStep::Execute,
                     "error",
                     "workflows run with the workflow engine",
                 ));
@@ -255,7 +257,9 @@ impl Turn<'_> {
             started: step.is_some().then_some(Started(&record)),
         };
         if let Some(note) = self.runtime.executor.isolation_note() {
-            audit.decisions.push(decision("sandbox", "off", &note));
+            audit
+                .decisions
+                .push(decision(AuditStep::Sandbox, "off", &note));
         }
         if !self.runtime.executor.in_process(&execution) {
             self.record_started(audit, super::audit::Phase::Running)?;
@@ -269,7 +273,7 @@ impl Turn<'_> {
             ExecError::Denied(reason) => {
                 audit
                     .decisions
-                    .push(decision("sandbox", "refused", &reason));
+                    .push(decision(AuditStep::Sandbox, "refused", &reason));
                 // Final for the turn (DESIGN.md §3): later calls of it are refused at once.
                 let refusal = Refusal::new(
                     RefusalReason::SandboxDenied { why: reason },
@@ -284,7 +288,7 @@ impl Turn<'_> {
             ExecError::TimedOut(d) => {
                 audit
                     .decisions
-                    .push(decision("execute", "timed_out", &format!("{d:?}")));
+                    .push(decision(AuditStep::Execute, "timed_out", &format!("{d:?}")));
                 CallOutcome::new(
                     call_id,
                     CallStatus::TimedOut,
@@ -294,7 +298,7 @@ impl Turn<'_> {
             err => {
                 audit
                     .decisions
-                    .push(decision("execute", "error", &err.to_string()));
+                    .push(decision(AuditStep::Execute, "error", &err.to_string()));
                 audit.detail = Some(json!({"error": err.to_string()}));
                 CallOutcome::new(
                     call_id,
@@ -350,7 +354,7 @@ impl Turn<'_> {
         };
         let Some(runner) = self.runtime.agent_runner.get() else {
             audit.decisions.push(decision(
-                "execute",
+                AuditStep::Execute,
                 "error",
                 "no agent loop is running in this front",
             ));
@@ -361,7 +365,7 @@ impl Turn<'_> {
         match runner.run(self.runtime, task) {
             Ok(reply) => {
                 audit.decisions.push(decision(
-                    "execute",
+                    AuditStep::Execute,
                     "agent",
                     &format!("ran in child session {}", reply.session),
                 ));
@@ -369,7 +373,9 @@ impl Turn<'_> {
                 Ok(json!({"result": reply.reply, "session": reply.session}))
             }
             Err(message) => {
-                audit.decisions.push(decision("execute", "error", &message));
+                audit
+                    .decisions
+                    .push(decision(AuditStep::Execute, "error", &message));
                 Err(error(&message))
             }
         }
