@@ -83,6 +83,41 @@ fn yes_never_approves_a_dangerous_tool() {
     );
 }
 
+/// Issue 22 item 14: the perception cache lives in the state database, so a second `quiver
+/// call` process answers an identical call from it (and says so, in its outcome and its audit
+/// record), while another sender's identical call runs the tool.
+#[test]
+fn call_processes_share_the_perception_cache_and_never_across_senders() {
+    let home = tempfile::tempdir().unwrap();
+    let arguments = r#"{"city": "北京", "date": "2025-10-01"}"#;
+    // (`--as`, whether the answer comes from the cache)
+    let cases = [(None, false), (None, true), (Some("ann:user"), false)];
+    let mut results = Vec::new();
+    for (sender, cached) in cases {
+        let mut args = vec!["call", "weather.forecast", "--args", arguments, "--yes"];
+        args.extend(sender.iter().flat_map(|s| ["--as", s]));
+        let out = quiver(home.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{sender:?}: {out:?}");
+        let v = json(&out);
+        assert_eq!(v["outcome"]["status"], "ok", "{sender:?}: {v}");
+        assert_eq!(v["outcome"]["cached"], cached, "{sender:?}: {v}");
+        let session = v["session"].as_str().unwrap();
+        let audit = json(&quiver(
+            home.path(),
+            &["audit", "--json", "--session", session],
+        ));
+        assert_eq!(audit[0]["cached"], cached, "{sender:?}: {}", audit[0]);
+        let hit = audit[0]["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["step"] == "cache" && d["decision"] == "hit");
+        assert_eq!(hit, cached, "{sender:?}: {}", audit[0]);
+        results.push(v["outcome"]["content"].clone());
+    }
+    assert_eq!(results[1], results[0]);
+}
+
 #[test]
 fn invalid_arguments_and_unknown_tools() {
     let home = tempfile::tempdir().unwrap();

@@ -24,7 +24,7 @@ use quiver_runtime::{
 };
 use quiver_sandbox::worker::Worker;
 use quiver_sandbox::{Access, Job, Limits, Sandbox, SandboxConfig, SandboxError};
-use quiver_store::{AuditRecord, SqliteStore};
+use quiver_store::{AuditRecord, AuditStep, SqliteStore};
 use serde_json::{Value, json};
 
 /// Python helpers every hostile tool starts with: `attempt(f)` prints what happened as JSON,
@@ -402,7 +402,7 @@ fn attack_suite() {
         .iter()
         .any(|b| detail.contains(b));
         // The audit record says what happened, not only how it ended.
-        let decided = |step: &str, decision: &str| {
+        let decided = |step: AuditStep, decision: &str| {
             record
                 .entry
                 .decisions
@@ -411,12 +411,12 @@ fn attack_suite() {
         };
         let explained = match status {
             "error" => record.entry.detail == Some(json!({"error": detail})),
-            "refused" => decided("sandbox", "refused"),
+            "refused" => decided(AuditStep::Sandbox, "refused"),
             "timed_out" => record
                 .entry
                 .decisions
                 .iter()
-                .any(|d| d.step == "execute" && d.decision == "timed_out"),
+                .any(|d| d.step == AuditStep::Execute && d.decision == "timed_out"),
             _ => true,
         };
         if status != expect.status()

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use quiver_policy::ControlPlane;
-use quiver_store::{AuditDecision, AuditEntry, AuditKind, EndedSkill, Result, Store};
+use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStep, EndedSkill, Result, Store};
 use serde_json::{Value, json};
 
 /// The store key of the control plane.
@@ -169,7 +169,7 @@ pub fn record(store: &dyn Store, action: Action<'_>, by: &str) -> Result<()> {
     let mut entry = AuditEntry::new(AuditKind::Operator, session);
     entry.principal = json!({ "user_id": by });
     entry.decisions.push(AuditDecision {
-        step: "operator".into(),
+        step: AuditStep::Operator,
         decision: action.word().into(),
         reason: action.reason(),
     });

@@ -179,7 +179,6 @@ pub struct Runtime {
     always: Mutex<Option<AlwaysLoaded>>,
     /// The definitions of the latest catalog snapshot a turn began on.
     definitions: Mutex<Option<Arc<definitions::Definitions>>>,
-    cache: cache::PerceptionCache,
     clock: Arc<dyn Fn() -> NaiveDate + Send + Sync>,
     hooks: Vec<Arc<dyn Hook>>,
     agent_runner: std::sync::OnceLock<Arc<dyn AgentRunner>>,
@@ -214,7 +213,6 @@ impl Runtime {
             validators: Mutex::new((0, HashMap::new())),
             always: Mutex::new(None),
             definitions: Mutex::new(None),
-            cache: cache::PerceptionCache::default(),
             clock: Arc::new(|| chrono::Local::now().date_naive()),
             hooks,
             agent_runner: std::sync::OnceLock::new(),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use quiver_store::{
-    AuditDecision, AuditEntry, AuditKind, AuditStatus, DEFAULT_LOADED_TOOLS, NewSession,
+    AuditDecision, AuditEntry, AuditKind, AuditStatus, AuditStep, DEFAULT_LOADED_TOOLS, NewSession,
     SqliteStore, Store, StoreError, StoreOptions, Synchronous, argument_digest,
 };
 
@@ -84,12 +84,12 @@ fn call(store: &dyn Store, session: &str, tool: &str, n: usize) -> Result<(), St
     entry.argument_digest = Some(argument_digest(&args, &["token"]));
     entry.decisions = vec![
         AuditDecision {
-            step: "admission".into(),
+            step: AuditStep::Scopes,
             decision: "allow".into(),
-            reason: "no restriction".into(),
+            reason: "the scope `group` is one of [`group`]".into(),
         },
         AuditDecision {
-            step: "consent".into(),
+            step: AuditStep::Consent,
             decision: if granted { "allow" } else { "refuse" }.into(),
             reason: "package consent".into(),
         },

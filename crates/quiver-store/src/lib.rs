@@ -40,6 +40,10 @@
 //!   fields from a card is the runtime's job.
 //! - **Audit** records are append-only (triggers refuse `UPDATE` and `DELETE`) and hold an
 //!   [`argument_digest`], never the arguments.
+//! - **The perception cache** ([`Store::cached_result`], [`Store::cache_result`]) lives in
+//!   the file, so every process on it shares it; rows are keyed by a digest the runtime
+//!   computes from everything a result depends on, an expired row is never read, and at most
+//!   [`CACHED_RESULTS`] are kept.
 //! - **Schema** versions are `PRAGMA user_version`, migrated in one transaction at open; a file
 //!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
 //!   foreign `application_id` is not touched either.
@@ -60,9 +64,9 @@ pub use error::{Result, StoreError};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
-    AuditRecord, AuditStatus, CardQuestion, Consent, DEFAULT_LOADED_TOOLS, Decision, EndedSkill,
-    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
-    SessionStatus, now_ms,
+    AuditRecord, AuditStatus, AuditStep, CardQuestion, Consent, DEFAULT_LOADED_TOOLS, Decision,
+    EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
+    SessionPresence, SessionStatus, UnknownAuditStep, now_ms,
 };
 pub use workflow::WorkflowStore;
 
@@ -206,6 +210,20 @@ pub trait Store: Send + Sync {
     /// The kept text of call `call_id` in the session, if any.
     fn kept_output(&self, session: &str, call_id: &str) -> Result<Option<String>>;
 
+    // --- the perception cache ---
+
+    /// The result cached under `key` that is still fresh at `now` (Unix ms), if any: a result
+    /// whose expiry is at or before `now` is never returned.
+    fn cached_result(&self, key: &str, now: i64) -> Result<Option<Value>>;
+
+    /// Caches `result` under `key`, stored at `now` and fresh until `expires_at` (Unix ms),
+    /// replacing an earlier result under the same key; then drops every expired result and,
+    /// past [`CACHED_RESULTS`], the oldest stored first. `key` must name everything the result
+    /// depends on (the runtime's is a digest of the tool, the canonical arguments, the
+    /// principal and the origin): the store hands the result to whoever asks with the same key.
+    /// An empty key is [`StoreError::Invalid`].
+    fn cache_result(&self, key: &str, result: &Value, now: i64, expires_at: i64) -> Result<()>;
+
     // --- the pending approval queue ---
 
     /// Puts a card in the queue as pending. [`StoreError::AlreadyExists`] if the id is taken,
@@ -267,3 +285,7 @@ pub trait Store: Send + Sync {
 
 /// Trimmed results a session keeps for `tool_output` (the oldest is dropped first).
 pub const KEPT_OUTPUTS: usize = 32;
+
+/// Perception results the store keeps at most ([`Store::cache_result`]): expired ones are
+/// dropped first, then the oldest.
+pub const CACHED_RESULTS: usize = 1024;

@@ -2,6 +2,7 @@
 //! the runtime's business (origin, principal, state, arguments) are kept as [`Value`].
 
 use std::fmt;
+use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -370,11 +371,202 @@ open_enum! {
     }
 }
 
+/// The step of the pipeline an [`AuditDecision`] was made in: a check of the policy, named as
+/// docs/policy.md spells it, or one of the runtime's own steps (docs/runtime.md, "A call, step
+/// by step"). Stored and serialized in kebab-case (`dangerous-gate`), which
+/// [`AuditStep::as_str`] and [`FromStr`](std::str::FromStr) agree with.
+///
+/// Reading a stored step this build has no name for (a record of another Quiver) neither
+/// panics nor fails the query: the store reads it as [`AuditStep::Unrecognized`] and keeps
+/// the stored spelling at the start of the decision's reason. The spellings that Quiver
+/// versions before the typed step wrote for the policy's checks (`dangerousgate`,
+/// `controlplane`, `preapproval`, `approvalmode`, `rule("…")`) are read as their steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditStep {
+    /// Policy: whether the caller may reach the name at all.
+    Presence,
+    /// Policy: a private item's caller.
+    Private,
+    /// Policy: a tool or risk category locked after a refusal in the turn.
+    Lockout,
+    /// Policy: the item's `platforms`.
+    Platforms,
+    /// Policy: the item's `scopes`.
+    Scopes,
+    /// Policy: one permission rule (the reason quotes it).
+    Rule,
+    /// Policy: an active skill's `disallowed-tools`.
+    Disallowed,
+    /// Policy: the control plane (`emergency_stop`, `read_only`, `muted`).
+    ControlPlane,
+    /// Policy: the dangerous-tool gate.
+    DangerousGate,
+    /// Policy: package consent; the runtime: the person's answer to the consent question.
+    Consent,
+    /// Policy: an active skill's `allowed-tools`.
+    PreApproval,
+    /// Policy: the tool's approval mode.
+    ApprovalMode,
+    /// Policy: who can answer the questions.
+    Approver,
+    /// Step 1: the name did not resolve.
+    Resolve,
+    /// Step 2: what the caller may reach (a meta-tool of the agent).
+    Visibility,
+    /// Step 4: relative dates resolved in the arguments.
+    Dates,
+    /// Step 4: argument validation.
+    Validate,
+    /// Step 3: a setting the tool needs is missing.
+    Settings,
+    /// Step 5: an operator hook.
+    Hook,
+    /// Step 5: the answer to an approval card (or why nothing ran while it waited).
+    Approval,
+    /// Who started a skill: a person (`/<skill>`), not the model.
+    Invoker,
+    /// Step 6: answered from the perception cache.
+    Cache,
+    /// Step 6: a skill script ran.
+    Script,
+    /// Step 6: the sandbox refused, or is off.
+    Sandbox,
+    /// Step 6: what ran and how it ended.
+    Execute,
+    /// Step 7: the output did not match the declared schema.
+    Output,
+    /// A skill was activated or forked.
+    Skill,
+    /// A package was opened.
+    Package,
+    /// A webhook delivery's signature was checked.
+    Signature,
+    /// An operator's action (`control`, `enable`, `end-session`, ...).
+    Operator,
+    /// A step this build has no name for, read from a record another Quiver wrote; the
+    /// stored spelling starts the decision's reason.
+    Unrecognized,
+}
+
+impl AuditStep {
+    /// Every step, in the order of the enum.
+    pub const ALL: [AuditStep; 31] = [
+        AuditStep::Presence,
+        AuditStep::Private,
+        AuditStep::Lockout,
+        AuditStep::Platforms,
+        AuditStep::Scopes,
+        AuditStep::Rule,
+        AuditStep::Disallowed,
+        AuditStep::ControlPlane,
+        AuditStep::DangerousGate,
+        AuditStep::Consent,
+        AuditStep::PreApproval,
+        AuditStep::ApprovalMode,
+        AuditStep::Approver,
+        AuditStep::Resolve,
+        AuditStep::Visibility,
+        AuditStep::Dates,
+        AuditStep::Validate,
+        AuditStep::Settings,
+        AuditStep::Hook,
+        AuditStep::Approval,
+        AuditStep::Invoker,
+        AuditStep::Cache,
+        AuditStep::Script,
+        AuditStep::Sandbox,
+        AuditStep::Execute,
+        AuditStep::Output,
+        AuditStep::Skill,
+        AuditStep::Package,
+        AuditStep::Signature,
+        AuditStep::Operator,
+        AuditStep::Unrecognized,
+    ];
+
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStep::Presence => "presence",
+            AuditStep::Private => "private",
+            AuditStep::Lockout => "lockout",
+            AuditStep::Platforms => "platforms",
+            AuditStep::Scopes => "scopes",
+            AuditStep::Rule => "rule",
+            AuditStep::Disallowed => "disallowed",
+            AuditStep::ControlPlane => "control-plane",
+            AuditStep::DangerousGate => "dangerous-gate",
+            AuditStep::Consent => "consent",
+            AuditStep::PreApproval => "pre-approval",
+            AuditStep::ApprovalMode => "approval-mode",
+            AuditStep::Approver => "approver",
+            AuditStep::Resolve => "resolve",
+            AuditStep::Visibility => "visibility",
+            AuditStep::Dates => "dates",
+            AuditStep::Validate => "validate",
+            AuditStep::Settings => "settings",
+            AuditStep::Hook => "hook",
+            AuditStep::Approval => "approval",
+            AuditStep::Invoker => "invoker",
+            AuditStep::Cache => "cache",
+            AuditStep::Script => "script",
+            AuditStep::Sandbox => "sandbox",
+            AuditStep::Execute => "execute",
+            AuditStep::Output => "output",
+            AuditStep::Skill => "skill",
+            AuditStep::Package => "package",
+            AuditStep::Signature => "signature",
+            AuditStep::Operator => "operator",
+            AuditStep::Unrecognized => "unrecognized",
+        }
+    }
+}
+
+impl fmt::Display for AuditStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A step spelling that names no [`AuditStep`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown audit step `{0}`")]
+pub struct UnknownAuditStep(pub String);
+
+impl FromStr for AuditStep {
+    type Err = UnknownAuditStep;
+
+    /// The stored spelling, or one that earlier versions wrote for a policy check (their
+    /// `Debug` spelling in lowercase: `dangerousgate`, `rule("role(master)")`).
+    fn from_str(text: &str) -> Result<AuditStep, UnknownAuditStep> {
+        if let Some(step) = AuditStep::ALL.into_iter().find(|s| s.as_str() == text) {
+            return Ok(step);
+        }
+        Ok(match text {
+            "controlplane" => AuditStep::ControlPlane,
+            "dangerousgate" => AuditStep::DangerousGate,
+            "preapproval" => AuditStep::PreApproval,
+            "approvalmode" => AuditStep::ApprovalMode,
+            _ if text.starts_with("rule(") => AuditStep::Rule,
+            _ => return Err(UnknownAuditStep(text.to_owned())),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for AuditStep {
+    /// Through [`FromStr`]: a spelling that names no step is an error.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<AuditStep, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// One step of the pipeline's reasoning about a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditDecision {
-    /// The pipeline step (`visibility`, `admission`, `consent`, `approval`, ...).
-    pub step: String,
+    /// The pipeline step (`visibility`, `dangerous-gate`, `consent`, `approval`, ...).
+    pub step: AuditStep,
     /// What it decided (`allow`, `refuse`, `ask`, ...).
     pub decision: String,
     /// Why.

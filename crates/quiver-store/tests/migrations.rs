@@ -50,6 +50,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "once_approvals",
             "opened_packages",
             "operator_state",
+            "perception_cache",
             "sessions",
             "wf_attempts",
             "wf_cursors",

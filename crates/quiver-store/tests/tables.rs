@@ -10,7 +10,7 @@ use serde_json::json;
 
 use quiver_store::{
     ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditStatus,
-    Decision, NewSession, SessionFilter, SessionStatus, SqliteStore, Store, StoreError,
+    AuditStep, Decision, NewSession, SessionFilter, SessionStatus, SqliteStore, Store, StoreError,
     argument_digest,
 };
 
@@ -607,6 +607,118 @@ fn kept_outputs_are_per_session_and_bounded() {
     ));
 }
 
+/// A perception cache key as the runtime makes it: the digest of everything the result
+/// depends on.
+fn cache_key(tool: &str, principal: &str, origin: &str) -> String {
+    argument_digest(
+        &json!([tool, {"city": "北京"}, {"user": principal}, {"platform": origin}]),
+        &[],
+    )
+}
+
+#[test]
+fn the_perception_cache_answers_fresh_results_under_their_own_key_only() {
+    let (_dir, store) = open();
+    let key = cache_key("weather.forecast", "u1", "cli");
+    store
+        .cache_result(&key, &json!({"temp": 21}), 1_000, 61_000)
+        .unwrap();
+    let cases = [
+        ("hit", key.clone(), 1_000, Some(json!({"temp": 21}))),
+        (
+            "hit just before expiry",
+            key.clone(),
+            60_999,
+            Some(json!({"temp": 21})),
+        ),
+        ("expired at its expiry", key.clone(), 61_000, None),
+        ("expired", key.clone(), 90_000, None),
+        (
+            "another principal",
+            cache_key("weather.forecast", "u2", "cli"),
+            1_000,
+            None,
+        ),
+        (
+            "another origin",
+            cache_key("weather.forecast", "u1", "qq"),
+            1_000,
+            None,
+        ),
+        (
+            "another tool",
+            cache_key("weather.other", "u1", "cli"),
+            1_000,
+            None,
+        ),
+    ];
+    for (name, key, now, want) in cases {
+        assert_eq!(store.cached_result(&key, now).unwrap(), want, "{name}");
+    }
+    // Caching again replaces the result and its expiry.
+    store
+        .cache_result(&key, &json!({"temp": 22}), 2_000, 100_000)
+        .unwrap();
+    assert_eq!(
+        store.cached_result(&key, 90_000).unwrap(),
+        Some(json!({"temp": 22}))
+    );
+    assert!(matches!(
+        store.cache_result("", &json!(1), 1, 2),
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[test]
+fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest() {
+    let (dir, store) = open();
+    let bound = quiver_store::CACHED_RESULTS;
+    // One result that expires early, then more than the bound of long-lived ones.
+    store.cache_result("short", &json!("s"), 0, 10).unwrap();
+    for i in 0..bound + 5 {
+        let now = 100 + i64::try_from(i).unwrap();
+        store
+            .cache_result(&format!("k{i}"), &json!(i), now, 1_000_000)
+            .unwrap();
+    }
+    let rows = |db: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .query_row("SELECT count(*) FROM perception_cache", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(
+        rows(&dir.path().join("quiver.db")),
+        i64::try_from(bound).unwrap()
+    );
+    let now = 5_000;
+    let cases = [
+        ("the expired row went first", "short".to_owned(), None),
+        ("then the oldest", "k0".to_owned(), None),
+        ("the oldest kept", "k5".to_owned(), Some(json!(5))),
+        (
+            "the newest",
+            format!("k{}", bound + 4),
+            Some(json!(bound + 4)),
+        ),
+    ];
+    for (name, key, want) in cases {
+        assert_eq!(store.cached_result(&key, now).unwrap(), want, "{name}");
+    }
+    // A result stored again counts as new: it outlives those stored before it.
+    store
+        .cache_result("k5", &json!("again"), 6_000, 1_000_000)
+        .unwrap();
+    store
+        .cache_result("extra", &json!("x"), 6_001, 1_000_000)
+        .unwrap();
+    assert_eq!(store.cached_result("k6", now).unwrap(), None);
+    assert_eq!(
+        store.cached_result("k5", now).unwrap(),
+        Some(json!("again"))
+    );
+}
+
 #[test]
 fn unfinished_calls_are_started_records_without_an_end() {
     let (_dir, store) = open();
@@ -926,12 +1038,12 @@ fn call(session: &str, tool: &str, time: i64, status: AuditStatus) -> AuditEntry
     entry.argument_digest = Some(argument_digest(&json!({"city": "北京"}), &[]));
     entry.decisions = vec![
         AuditDecision {
-            step: "admission".into(),
+            step: AuditStep::Scopes,
             decision: "allow".into(),
-            reason: "no restriction".into(),
+            reason: "the scope `group` is one of [`group`]".into(),
         },
         AuditDecision {
-            step: "consent".into(),
+            step: AuditStep::Consent,
             decision: "allow".into(),
             reason: "granted".into(),
         },
@@ -1115,6 +1227,87 @@ fn audit_lists_in_commit_order_when_the_clock_steps_back() {
         before = Some(last);
     }
     assert_eq!(paged, newest_first);
+}
+
+#[test]
+fn every_audit_step_round_trips_through_serde_and_the_store() {
+    let (_dir, store) = open();
+    let mut entry = AuditEntry::new(AuditKind::Call, "s1");
+    entry.decisions = AuditStep::ALL
+        .into_iter()
+        .map(|step| AuditDecision {
+            step,
+            decision: "allow".into(),
+            reason: format!("because of {step}"),
+        })
+        .collect();
+    for step in AuditStep::ALL {
+        let text = step.as_str();
+        assert_eq!(serde_json::to_value(step).unwrap(), json!(text), "{step:?}");
+        assert_eq!(
+            serde_json::from_value::<AuditStep>(json!(text)).unwrap(),
+            step,
+            "{text}"
+        );
+        assert_eq!(text.parse::<AuditStep>(), Ok(step), "{text}");
+        assert_eq!(step.to_string(), text);
+    }
+    store.append_audit(&entry).unwrap();
+    let read = store.query_audit(&AuditQuery::default()).unwrap();
+    assert_eq!(read[0].entry.decisions, entry.decisions);
+    // The spellings the docs promise.
+    assert_eq!(AuditStep::DangerousGate.as_str(), "dangerous-gate");
+    assert_eq!(AuditStep::ApprovalMode.as_str(), "approval-mode");
+}
+
+#[test]
+fn a_stored_step_this_build_has_no_name_for_never_fails_a_query() {
+    let (dir, store) = open();
+    store
+        .append_audit(&call("s1", "w.f", 1, AuditStatus::Ok))
+        .unwrap();
+    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
+    raw.execute(
+        "INSERT INTO audit (time, kind, session_id, principal, origin, decisions, status, \
+         duration_ms, cached) VALUES (2, 'call', 's1', '{}', '{}', ?1, 'ok', 0, 0)",
+        [json!([
+            {"step": "dangerousgate", "decision": "ask", "reason": "an older Quiver"},
+            {"step": "rule(\"role(master)\")", "decision": "allow", "reason": "r"},
+            {"step": "approvalmode", "decision": "ask", "reason": "m"},
+            {"step": "from-the-future", "decision": "allow", "reason": "a newer Quiver"},
+        ])
+        .to_string()],
+    )
+    .unwrap();
+    let records = store.query_audit(&AuditQuery::default()).unwrap();
+    assert_eq!(records.len(), 2, "the other record is read too");
+    let read: Vec<(AuditStep, &str)> = records[0]
+        .entry
+        .decisions
+        .iter()
+        .map(|d| (d.step, d.reason.as_str()))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (AuditStep::DangerousGate, "an older Quiver"),
+            (AuditStep::Rule, "r"),
+            (AuditStep::ApprovalMode, "m"),
+            (
+                AuditStep::Unrecognized,
+                "recorded as step `from-the-future`: a newer Quiver"
+            ),
+        ]
+    );
+    // Outside the store a spelling that names no step is an error, never a guess.
+    assert!(serde_json::from_value::<AuditStep>(json!("from-the-future")).is_err());
+    assert_eq!(
+        "from-the-future"
+            .parse::<AuditStep>()
+            .unwrap_err()
+            .to_string(),
+        "unknown audit step `from-the-future`"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use quiver_mcp::McpConfig;
-use quiver_store::{AuditQuery, Decision, SessionFilter, Store};
+use quiver_store::{AuditQuery, AuditStep, Decision, SessionFilter, Store};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitResult, ElicitationAction, InputResponses,
     ProtocolVersion,
@@ -148,7 +148,11 @@ async fn request_state_cannot_be_forged_or_replayed() {
             .iter()
             .rev()
             .map(|r| {
-                let consent = r.entry.decisions.iter().rfind(|d| d.step == "consent");
+                let consent = r
+                    .entry
+                    .decisions
+                    .iter()
+                    .rfind(|d| d.step == AuditStep::Consent);
                 (
                     r.entry.status.to_string(),
                     consent.map(|d| d.decision.clone()).unwrap_or_default(),

@@ -1,67 +1,67 @@
 //! The perception cache: identical calls of a `perception` tool with `cache: N` are answered
-//! from here for N seconds. The key names everything the answer depends on (tool, canonical
-//! arguments, principal and origin), so one sender never gets another's result; the map is
-//! owned by the [`Runtime`](super::Runtime) and bounded in size, the oldest entry evicted first.
+//! from the store for N seconds, so every process on one state database shares it (`quiver
+//! call`s, several `quiver serve`s). The key is a digest of everything the answer depends on
+//! (tool, canonical arguments, principal and origin), so one sender never gets another's
+//! result; the store keeps it bounded ([`quiver_store::CACHED_RESULTS`]). A call whose
+//! arguments hold a secret field is never cached: the store would keep a digest of the secret,
+//! which the audit never does. A store that cannot answer is a miss, never a failed call.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use quiver_store::{argument_digest, now_ms};
+use serde_json::{Value, json};
 
-use serde_json::Value;
+use super::Runtime;
 
-/// Most results kept at once.
-pub(super) const MAX_CACHED: usize = 1024;
-
-/// What a cached result depends on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Where a result may be cached, and for how long.
 pub(super) struct CacheKey {
-    /// `<package>.<tool>`.
-    pub tool: String,
-    /// The arguments, as canonical JSON.
-    pub arguments: String,
-    /// Who asked, as JSON.
-    pub principal: String,
-    /// Where, as JSON.
-    pub origin: String,
+    /// The digest of the tool, the canonical arguments, the principal and the origin.
+    digest: String,
+    /// How long the result stays fresh, in seconds (the tool's `cache`).
+    seconds: u64,
 }
 
-/// A bounded map of results with their time.
-#[derive(Default)]
-pub(super) struct PerceptionCache {
-    entries: Mutex<HashMap<CacheKey, (Instant, Value)>>,
-}
-
-impl PerceptionCache {
-    /// The result stored under `key` less than `ttl` ago.
-    pub fn get(&self, key: &CacheKey, ttl: Duration) -> Option<Value> {
-        let entries = self.entries.lock().ok()?;
-        entries
-            .get(key)
-            .filter(|(at, _)| at.elapsed() < ttl)
-            .map(|(_, v)| v.clone())
-    }
-
-    /// Stores `value` under `key`; when full, drops the oldest entry first.
-    pub fn insert(&self, key: CacheKey, value: Value) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
-        if entries.len() >= MAX_CACHED
-            && !entries.contains_key(&key)
-            && let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone())
-        {
-            entries.remove(&oldest);
+impl CacheKey {
+    /// The key of a call of `tool` (`<package>.<tool>`) with `arguments`, by `principal` from
+    /// `origin` (both as JSON), fresh for `seconds`.
+    pub fn new(
+        tool: &str,
+        arguments: &Value,
+        principal: &Value,
+        origin: &Value,
+        seconds: u64,
+    ) -> CacheKey {
+        CacheKey {
+            digest: argument_digest(&json!([tool, arguments, principal, origin]), &[]),
+            seconds,
         }
-        entries.insert(key, (Instant::now(), value));
     }
 
-    /// How many results are kept.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |e| e.len())
+    /// How long the result stays fresh, in seconds.
+    pub fn seconds(&self) -> u64 {
+        self.seconds
+    }
+}
+
+impl Runtime {
+    /// The result cached under `key` that is still fresh.
+    pub(super) fn cached_result(&self, key: &CacheKey) -> Option<Value> {
+        self.store
+            .cached_result(&key.digest, now_ms())
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "the perception cache could not be read");
+                None
+            })
+    }
+
+    /// Caches `value` under `key` for the key's seconds.
+    pub(super) fn cache_result(&self, key: &CacheKey, value: &Value) {
+        let now = now_ms();
+        let ttl = i64::try_from(key.seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+        if let Err(error) =
+            self.store
+                .cache_result(&key.digest, value, now, now.saturating_add(ttl))
+        {
+            tracing::warn!(%error, "the result could not be kept in the perception cache");
+        }
     }
 }
 
@@ -69,26 +69,56 @@ impl PerceptionCache {
 mod tests {
     use super::*;
 
-    fn key(tool: &str, principal: &str) -> CacheKey {
-        CacheKey {
-            tool: tool.into(),
-            arguments: "{}".into(),
-            principal: principal.into(),
-            origin: "{}".into(),
-        }
-    }
-
     #[test]
-    fn the_cache_is_bounded_and_keyed_by_who_asks() {
-        let cache = PerceptionCache::default();
-        let ttl = Duration::from_secs(60);
-        cache.insert(key("w.f", "a"), Value::from(1));
-        assert_eq!(cache.get(&key("w.f", "a"), ttl), Some(Value::from(1)));
-        assert_eq!(cache.get(&key("w.f", "b"), ttl), None);
-        assert_eq!(cache.get(&key("w.f", "a"), Duration::ZERO), None);
-        for i in 0..MAX_CACHED + 10 {
-            cache.insert(key(&format!("t{i}"), "a"), Value::from(i));
+    fn the_key_names_everything_the_result_depends_on() {
+        let key = |tool: &str, args: Value, principal: Value, origin: Value| {
+            CacheKey::new(tool, &args, &principal, &origin, 60).digest
+        };
+        let base = key(
+            "w.f",
+            json!({"a": 1, "b": 2}),
+            json!({"u": 1}),
+            json!({"p": "cli"}),
+        );
+        let cases = [
+            (
+                "key order",
+                json!({"b": 2, "a": 1}),
+                json!({"u": 1}),
+                json!({"p": "cli"}),
+                true,
+            ),
+            (
+                "arguments",
+                json!({"a": 2, "b": 2}),
+                json!({"u": 1}),
+                json!({"p": "cli"}),
+                false,
+            ),
+            (
+                "principal",
+                json!({"a": 1, "b": 2}),
+                json!({"u": 2}),
+                json!({"p": "cli"}),
+                false,
+            ),
+            (
+                "origin",
+                json!({"a": 1, "b": 2}),
+                json!({"u": 1}),
+                json!({"p": "qq"}),
+                false,
+            ),
+        ];
+        for (name, args, principal, origin, same) in cases {
+            assert_eq!(key("w.f", args, principal, origin) == base, same, "{name}");
         }
-        assert_eq!(cache.len(), MAX_CACHED);
+        let other_tool = key(
+            "w.g",
+            json!({"a": 1, "b": 2}),
+            json!({"u": 1}),
+            json!({"p": "cli"}),
+        );
+        assert_ne!(other_tool, base, "tool");
     }
 }

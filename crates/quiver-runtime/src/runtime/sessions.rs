@@ -1,7 +1,7 @@
 //! Sessions: created, ended (their active skills ending on the record), idle ones purged, a
 //! skill list reset, and calls left running by a process that ended closed as interrupted.
 
-use quiver_store::{AuditEntry, AuditKind, NewSession};
+use quiver_store::{AuditEntry, AuditKind, AuditStep, NewSession};
 use serde_json::{Value, json};
 
 use crate::ids::new_id;
@@ -120,7 +120,11 @@ impl Runtime {
             entry.kind = AuditKind::Call;
             entry.status = quiver_store::AuditStatus::Interrupted;
             entry.decisions.push(quiver_store::AuditDecision {
-                step: if asking { "approval" } else { "execute" }.into(),
+                step: if asking {
+                    AuditStep::Approval
+                } else {
+                    AuditStep::Execute
+                },
                 decision: "interrupted".into(),
                 reason: if asking {
                     "the process asking about the call ended before anyone answered; nothing ran"

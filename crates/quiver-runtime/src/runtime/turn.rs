@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use quiver_catalog::{Catalog, Entry, EntryKind, Item};
 use quiver_policy::{Restrictions, TurnState, admit};
+use quiver_store::AuditStep;
 use serde_json::{Value, json};
 
 use super::call::audit::decision;
@@ -569,9 +570,11 @@ impl Turn<'_> {
         let mut audit = self.call_audit(&call_id, name, &arguments);
         let meta = MetaTool::from_name(name).filter(|m| self.meta_tools().contains(m));
         let mut outcome = if let Some(meta) = meta {
-            audit
-                .decisions
-                .push(decision("visibility", "allow", "a meta-tool of this agent"));
+            audit.decisions.push(decision(
+                AuditStep::Visibility,
+                "allow",
+                "a meta-tool of this agent",
+            ));
             let mut out = meta.apply(self, &call_id, &arguments, &mut audit)?;
             out.kind.get_or_insert(CallKind::Meta);
             out
@@ -586,7 +589,7 @@ impl Turn<'_> {
                 }
                 None => {
                     audit.decisions.push(decision(
-                        "resolve",
+                        AuditStep::Resolve,
                         "unknown",
                         "no such tool for this caller",
                     ));
@@ -610,7 +613,9 @@ impl Turn<'_> {
         let call_id = new_id("call");
         let started = Instant::now();
         let mut audit = self.call_audit(&call_id, name, arguments);
-        audit.decisions.push(decision("resolve", "unknown", why));
+        audit
+            .decisions
+            .push(decision(AuditStep::Resolve, "unknown", why));
         let mut outcome = self.unknown(&call_id, name);
         self.finish_audit(audit, &mut outcome, started)?;
         Ok(outcome)
@@ -629,7 +634,7 @@ impl Turn<'_> {
         audit.skill = Some(id.to_owned());
         audit
             .decisions
-            .push(decision("invoker", "user", "started by the user"));
+            .push(decision(AuditStep::Invoker, "user", "started by the user"));
         let mut outcome = self.read_skill(&call_id, id, Invoker::User, &mut audit)?;
         self.finish_audit(audit, &mut outcome, started)?;
         Ok(outcome)

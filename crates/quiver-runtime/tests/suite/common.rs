@@ -187,6 +187,7 @@ pub fn build(
         "gem.priv_tool",
         "probe.t_qq",
         "cfgd.lookup",
+        "vault.peek",
     ] {
         let calls = calls.clone();
         let name = tool.to_owned();

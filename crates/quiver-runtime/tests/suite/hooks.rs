@@ -6,7 +6,7 @@ use std::sync::Arc;
 use quiver_runtime::approver::Answer;
 use quiver_runtime::hooks::{CommandHookSpec, Hook, HookError, HookEvent, HookVerdict};
 use quiver_runtime::{CallStatus, RuntimeConfig};
-use quiver_store::AuditQuery;
+use quiver_store::{AuditQuery, AuditStep};
 use serde_json::{Value, json};
 
 use super::common::*;
@@ -88,7 +88,7 @@ fn a_throwing_hook_fails_closed() {
                 .entry
                 .decisions
                 .iter()
-                .any(|d| d.step == "hook" && d.decision == "refuse"),
+                .any(|d| d.step == AuditStep::Hook && d.decision == "refuse"),
             "{kind}: {:?}",
             audit[0].entry.decisions
         );

@@ -252,6 +252,66 @@ fn perception_cache_answers_identical_calls_and_the_audit_says_so() {
 }
 
 #[test]
+fn the_perception_cache_is_shared_by_every_runtime_on_one_database() {
+    let h = harness();
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let first = turn
+        .call("weather__forecast", json!({"city": "北京"}))
+        .unwrap();
+    assert!(!first.cached);
+    // Another process of the state folder: nothing shared in memory.
+    let next = reopen(&h);
+    let s2 = cli_session(&next);
+    next.person.answer(&[Answer::AllowForSession]);
+    let mut turn = next.runtime.begin_turn(&s2, owner(), "").unwrap();
+    let second = turn
+        .call("weather__forecast", json!({"city": "北京"}))
+        .unwrap();
+    assert!(second.cached, "{second:?}");
+    assert_eq!(second.content, first.content);
+    assert!(next.calls.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_perception_call_with_a_secret_argument_is_never_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let packages = dir.path().join("packages");
+    fixture(&packages);
+    write(
+        &packages,
+        "vault/quiver.yaml",
+        "id: vault\ndescription: Accounts\n",
+    );
+    write(
+        &packages,
+        "vault/tools/peek/tool.yaml",
+        "description: Look up an account\ncategory: perception\nexpose: true\ncache: 60\ninput:\n  type: object\n  properties:\n    account: {type: string}\n    token: {type: string, secret: true}\n  required: [account]\nrun: {command: [a]}\n",
+    );
+    let db = dir.path().join("state.db");
+    let h = build(dir, &packages, db, Default::default(), None);
+    let s = cli_session(&h);
+    h.person.answer(&[Answer::AllowForSession]);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    // (arguments, whether the second identical call comes from the cache)
+    let cases = [
+        (json!({"account": "a"}), true),
+        (json!({"account": "b", "token": "t0ps3cret"}), false),
+    ];
+    for (arguments, cached) in cases {
+        let first = turn.call("vault__peek", arguments.clone()).unwrap();
+        assert_eq!(first.status, CallStatus::Ok, "{first:?}");
+        let second = turn.call("vault__peek", arguments.clone()).unwrap();
+        assert_eq!(
+            (first.cached, second.cached),
+            (false, cached),
+            "{arguments}"
+        );
+    }
+}
+
+#[test]
 fn package_code_never_runs_unsandboxed() {
     let h = harness();
     let s = cli_session(&h);

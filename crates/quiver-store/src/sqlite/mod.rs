@@ -416,6 +416,15 @@ impl Store for SqliteStore {
         self.read(|c| ops::kept_output(c, session, call_id))
     }
 
+    fn cached_result(&self, key: &str, now: i64) -> Result<Option<Value>> {
+        self.read(|c| ops::cached_result(c, key, now))
+    }
+
+    fn cache_result(&self, key: &str, result: &Value, now: i64, expires_at: i64) -> Result<()> {
+        let (key, result) = (key.to_owned(), ops::encode(result));
+        self.write(move |c| ops::cache_result(c, &key, &result, now, expires_at))
+    }
+
     fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
         let card = card.clone();
         self.write(move |c| approvals::enqueue_approval(c, &card))

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::{Result, StoreError};
 use crate::types::{
-    AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, Consent,
+    AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, AuditStep, Consent,
     EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
     SessionStatus,
 };
@@ -606,6 +606,42 @@ pub(crate) fn kept_output(
     })
 }
 
+// --- the perception cache ---
+
+pub(crate) fn cached_result(conn: &Connection, key: &str, now: i64) -> Result<Option<Value>> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT result FROM perception_cache WHERE key = ?1 AND expires_at > ?2")?
+        .query_row(params![key, now], |row| row.get(0))
+        .optional()?;
+    text.map(|text| decode(&text, "perception_cache", "result"))
+        .transpose()
+}
+
+/// Stores a result (replacing the key's earlier one, which gets a new, larger id), then drops
+/// the expired rows and, past [`crate::CACHED_RESULTS`], the oldest.
+pub(crate) fn cache_result(
+    conn: &Connection,
+    key: &str,
+    result: &str,
+    now: i64,
+    expires_at: i64,
+) -> Result<()> {
+    require(key, "cache key")?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO perception_cache (key, result, stored_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![key, result, now, expires_at])?;
+    conn.prepare_cached("DELETE FROM perception_cache WHERE expires_at <= ?1")?
+        .execute(params![now])?;
+    conn.prepare_cached(
+        "DELETE FROM perception_cache WHERE id <= \
+         (SELECT id FROM perception_cache ORDER BY id DESC LIMIT 1 OFFSET ?1)",
+    )?
+    .execute(params![to_i64(crate::CACHED_RESULTS)])?;
+    Ok(())
+}
+
 // --- audit ---
 
 /// An audit entry with its JSON already encoded, so the encoding happens on the caller's
@@ -689,6 +725,34 @@ pub(crate) fn append_audit(conn: &Connection, entry: &EncodedAudit) -> Result<i6
     Ok(conn.last_insert_rowid())
 }
 
+/// An audit decision as stored, its step not yet read.
+#[derive(serde::Deserialize)]
+struct StoredDecision {
+    step: String,
+    decision: String,
+    reason: String,
+}
+
+impl StoredDecision {
+    /// The decision with its step read; a step this build has no name for is
+    /// [`AuditStep::Unrecognized`], its spelling kept at the start of the reason, so one old or
+    /// foreign record never fails a query of the log.
+    fn read(self) -> AuditDecision {
+        let (step, reason) = match self.step.parse::<AuditStep>() {
+            Ok(step) => (step, self.reason),
+            Err(_) => (
+                AuditStep::Unrecognized,
+                format!("recorded as step `{}`: {}", self.step, self.reason),
+            ),
+        };
+        AuditDecision {
+            step,
+            decision: self.decision,
+            reason,
+        }
+    }
+}
+
 const AUDIT_COLUMNS: &str = "id, time, kind, session_id, call_id, principal, origin, tool, skill, \
      argument_digest, decisions, status, duration_ms, cached, detail";
 
@@ -698,7 +762,8 @@ fn audit_row(row: &Row<'_>) -> Result<AuditRecord> {
         decode(&text, "audit", column)
     };
     let decisions: String = row.get(10)?;
-    let decisions: Vec<AuditDecision> = decode(&decisions, "audit", "decisions")?;
+    let decisions: Vec<StoredDecision> = decode(&decisions, "audit", "decisions")?;
+    let decisions = decisions.into_iter().map(StoredDecision::read).collect();
     let detail: Option<String> = row.get(14)?;
     let duration: i64 = row.get(12)?;
     Ok(AuditRecord {

@@ -11,7 +11,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -479,10 +479,27 @@ CREATE INDEX audit_by_session ON audit (session_id);
 CREATE INDEX audit_by_tool ON audit (tool) WHERE tool IS NOT NULL;
 "#;
 
-/// Version 12: an approval card says what it asks (consent or approval), carries the digest of
+/// Version 12: the perception cache (issue 22), in the store so every process on the file
+/// shares it (`quiver call`, several `quiver serve`s). A row is one result of a `perception`
+/// tool with `cache: N`, under the digest of everything it depends on (tool, canonical
+/// arguments, principal, origin), fresh until `expires_at`. Rows are ordered by `id` (larger =
+/// stored later); the store keeps at most `CACHED_RESULTS`, dropping expired rows first and then
+/// the oldest.
+const V12: &str = r#"
+CREATE TABLE perception_cache (
+    id         INTEGER PRIMARY KEY,     -- larger = stored later
+    key        TEXT NOT NULL UNIQUE,    -- sha256 hex of tool, arguments, principal and origin
+    result     TEXT NOT NULL,           -- JSON: the tool's result
+    stored_at  INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX perception_cache_by_expiry ON perception_cache (expires_at);
+"#;
+
+/// Version 13: an approval card says what it asks (consent or approval), carries the digest of
 /// its call's arguments, and when its answer was used: a client that cannot ask retries the
 /// call, and the retry finds the answered card and uses it exactly once.
-const V12: &str = r#"
+const V13: &str = r#"
 ALTER TABLE approvals ADD COLUMN question TEXT NOT NULL DEFAULT 'approval';
 ALTER TABLE approvals ADD COLUMN arguments_digest TEXT;
 ALTER TABLE approvals ADD COLUMN used_at INTEGER;

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use quiver_policy::{Check, Evaluation};
-use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus, argument_digest};
+use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus, AuditStep, argument_digest};
 use serde_json::{Value, json};
 
 use crate::runtime::{CallOutcome, CallStatus, RuntimeError, Turn};
@@ -116,30 +116,40 @@ fn digest(input: Option<&Value>, arguments: &Value) -> String {
 }
 
 /// One decision of the pipeline, for the audit record.
-pub(in crate::runtime) fn decision(step: &str, decision: &str, reason: &str) -> AuditDecision {
+pub(in crate::runtime) fn decision(step: AuditStep, decision: &str, reason: &str) -> AuditDecision {
     AuditDecision {
-        step: step.to_owned(),
+        step,
         decision: decision.to_owned(),
         reason: reason.to_owned(),
     }
 }
 
-/// The policy's trace as decisions of the audit record, each step named as the docs spell it
+/// The policy's trace as decisions of the audit record, each step the check's own
 /// (`dangerous-gate`, `approval-mode`, `rule`).
 pub(in crate::runtime) fn trace(evaluation: &Evaluation) -> Vec<AuditDecision> {
     evaluation
         .trace
         .iter()
-        .map(|s| decision(&check_name(&s.check), &wire_word(&s.effect), &s.why))
+        .map(|s| decision(check_step(&s.check), &wire_word(&s.effect), &s.why))
         .collect()
 }
 
-/// A check's name in its serialized (kebab-case) spelling; a rule is `rule`.
-fn check_name(check: &Check) -> String {
-    match serde_json::to_value(check) {
-        Ok(Value::String(name)) => name,
-        Ok(Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
-        _ => String::new(),
+/// The audit step of a policy check; a rule is [`AuditStep::Rule`] (its reason quotes it).
+fn check_step(check: &Check) -> AuditStep {
+    match check {
+        Check::Presence => AuditStep::Presence,
+        Check::Private => AuditStep::Private,
+        Check::Lockout => AuditStep::Lockout,
+        Check::Platforms => AuditStep::Platforms,
+        Check::Scopes => AuditStep::Scopes,
+        Check::Rule(_) => AuditStep::Rule,
+        Check::Disallowed => AuditStep::Disallowed,
+        Check::ControlPlane => AuditStep::ControlPlane,
+        Check::DangerousGate => AuditStep::DangerousGate,
+        Check::Consent => AuditStep::Consent,
+        Check::PreApproval => AuditStep::PreApproval,
+        Check::ApprovalMode => AuditStep::ApprovalMode,
+        Check::Approver => AuditStep::Approver,
     }
 }
 
@@ -205,18 +215,32 @@ mod tests {
     use super::*;
     use quiver_policy::DecisionKind;
 
+    /// Every check's step is spelled as the policy spells the check (its serialized name, a
+    /// rule's key), which is how docs/policy.md names them.
     #[test]
     fn checks_are_named_as_the_docs_spell_them() {
         let cases = [
-            (Check::DangerousGate, "dangerous-gate"),
-            (Check::ApprovalMode, "approval-mode"),
-            (Check::ControlPlane, "control-plane"),
-            (Check::PreApproval, "pre-approval"),
+            (Check::Presence, "presence"),
+            (Check::Private, "private"),
+            (Check::Lockout, "lockout"),
+            (Check::Platforms, "platforms"),
+            (Check::Scopes, "scopes"),
             (Check::Rule("role(master)".into()), "rule"),
+            (Check::Disallowed, "disallowed"),
+            (Check::ControlPlane, "control-plane"),
+            (Check::DangerousGate, "dangerous-gate"),
             (Check::Consent, "consent"),
+            (Check::PreApproval, "pre-approval"),
+            (Check::ApprovalMode, "approval-mode"),
+            (Check::Approver, "approver"),
         ];
         for (check, name) in cases {
-            assert_eq!(check_name(&check), name);
+            let policy = match serde_json::to_value(&check).unwrap() {
+                Value::Object(map) => map.keys().next().cloned().unwrap(),
+                other => other.as_str().unwrap().to_owned(),
+            };
+            assert_eq!(policy, name, "{check:?}");
+            assert_eq!(check_step(&check).as_str(), name, "{check:?}");
         }
         assert_eq!(wire_word(&DecisionKind::Refuse), "refuse");
     }

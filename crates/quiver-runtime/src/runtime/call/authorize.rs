@@ -9,7 +9,7 @@ use quiver_policy::{
     Approver as PolicyApprover, Decision, Denial, Evaluation, Lockout, Principal, Refusal,
     RefusalReason, Reuse,
 };
-use quiver_store::AuditEntry;
+use quiver_store::{AuditEntry, AuditStep};
 use serde_json::{Value, json};
 
 use super::Target;
@@ -88,7 +88,7 @@ impl Turn<'_> {
             let reason = match run_hook(hook.as_ref(), &event) {
                 Ok(HookVerdict::Continue) => {
                     audit.decisions.push(decision(
-                        "hook",
+                        AuditStep::Hook,
                         "allow",
                         &format!("`{}` let it go on", hook.name()),
                     ));
@@ -105,7 +105,7 @@ impl Turn<'_> {
             };
             audit
                 .decisions
-                .push(decision("hook", "refuse", &reason.to_string()));
+                .push(decision(AuditStep::Hook, "refuse", &reason.to_string()));
             return Some(Refusal::new(
                 reason,
                 Lockout {
@@ -193,7 +193,7 @@ impl Turn<'_> {
             && needs_person(ask, question)
         {
             audit.decisions.push(decision(
-                "approval",
+                AuditStep::Approval,
                 "unanswered",
                 "an anonymous sender never answers a card only a person may answer",
             ));
@@ -207,9 +207,11 @@ impl Turn<'_> {
                 ask.package
             )];
             let answer = self.route(who, &card);
-            audit
-                .decisions
-                .push(decision("consent", answer_word(answer), &card.reasons[0]));
+            audit.decisions.push(decision(
+                AuditStep::Consent,
+                answer_word(answer),
+                &card.reasons[0],
+            ));
             match answer {
                 Answer::Allow | Answer::AllowForSession => {
                     self.grants.grant_consent(&ask.package);
@@ -244,7 +246,7 @@ impl Turn<'_> {
             card.needs_person = needs_person(ask, question);
             let answer = self.route(question.who, &card);
             audit.decisions.push(decision(
-                "approval",
+                AuditStep::Approval,
                 answer_word(answer),
                 &card.reasons.join("; "),
             ));

@@ -1,17 +1,17 @@
-//! Step 6: execute. A perception tool with `cache` may answer from the perception cache
-//! (keyed by tool, arguments, sender and origin). Otherwise the call is recorded as started and
-//! run: a tool or a skill script by the executor in its package's sandbox, with the call's
-//! context; an agent or a forked skill by the agent loop in a child session. What the sandbox
-//! refuses is final for the turn.
+//! Step 6: execute. A perception tool with `cache` may answer from the perception cache in
+//! the store (keyed by tool, arguments, sender and origin; never for secret arguments).
+//! Otherwise the call is recorded as started and run: a tool or a skill script by the executor
+//! in its package's sandbox, with the call's context; an agent or a forked skill by the agent
+//! loop in a child session. What the sandbox refuses is final for the turn.
 
 use std::time::{Duration, Instant};
 
 use quiver_package::tool::{Category, Run};
 use quiver_policy::{Evaluation, Lockout, Refusal, RefusalReason};
-use quiver_store::{AuditEntry, argument_digest};
+use quiver_store::{AuditEntry, AuditStep, argument_digest};
 use serde_json::{Value, json};
 
-use super::audit::decision;
+use super::audit::{decision, redact, secret_fields};
 use super::{Runs, Target};
 use crate::executor::{Ask, ExecError, Execution, Started};
 use crate::runtime::agent_calls::AgentTask;
@@ -53,15 +53,17 @@ impl Turn<'_> {
     ) -> Result<Result<Ran, CallOutcome>, RuntimeError> {
         match &target.runs {
             Runs::Tool(tool) => {
-                let cache_key = (tool.category == Category::Perception && tool.cache.is_some())
-                    .then(|| self.cache_key(target, arguments));
-                if let (Some(key), Some(seconds)) = (&cache_key, tool.cache)
-                    && let Some(value) = self.runtime.cache.get(key, Duration::from_secs(seconds))
+                let cache_key = tool
+                    .cache
+                    .filter(|_| tool.category == Category::Perception)
+                    .and_then(|seconds| self.cache_key(target, &tool.input, arguments, seconds));
+                if let Some(key) = &cache_key
+                    && let Some(value) = self.runtime.cached_result(key)
                 {
                     audit.decisions.push(decision(
-                        "cache",
+                        AuditStep::Cache,
                         "hit",
-                        &format!("identical call within {seconds} s"),
+                        &format!("identical call within {} s", key.seconds()),
                     ));
                     return Ok(Ok(Ran {
                         value,
@@ -107,7 +109,7 @@ impl Turn<'_> {
                 script,
             } => {
                 audit.decisions.push(decision(
-                    "script",
+                    AuditStep::Script,
                     "run",
                     &format!("{}: scripts/{script}", skill.id),
                 ));
@@ -148,7 +150,9 @@ impl Turn<'_> {
                         format!("{package}.{name}")
                     }
                 });
-                audit.decisions.push(decision("skill", "fork", &skill.id));
+                audit
+                    .decisions
+                    .push(decision(AuditStep::Skill, "fork", &skill.id));
                 let request = if self.message.trim().is_empty() {
                     String::new()
                 } else {
@@ -172,7 +176,7 @@ impl Turn<'_> {
             }
             Runs::Workflow => {
                 audit.decisions.push(decision(
-                    "execute",
+                    AuditStep::Execute,
                     "error",
                     "workflows run with the workflow engine",
                 ));
@@ -185,16 +189,27 @@ impl Turn<'_> {
         }
     }
 
-    /// The perception cache's key for a call: the same result never answers another sender or
-    /// origin.
-    fn cache_key(&self, target: &Target<'_>, arguments: &Value) -> CacheKey {
-        let canonical = |v: &Value| quiver_store::canonical_json(v);
-        CacheKey {
-            tool: target.qualified.clone(),
-            arguments: canonical(arguments),
-            principal: canonical(&serde_json::to_value(&self.sender).unwrap_or_default()),
-            origin: canonical(&serde_json::to_value(&self.origin).unwrap_or_default()),
+    /// The perception cache's key for a call, fresh for `seconds`: the same result never
+    /// answers another sender or origin. `None` when the arguments hold a field that `input`
+    /// marks secret: such a call is never cached.
+    fn cache_key(
+        &self,
+        target: &Target<'_>,
+        input: &Value,
+        arguments: &Value,
+        seconds: u64,
+    ) -> Option<CacheKey> {
+        let secrets = secret_fields(input);
+        if !secrets.is_empty() && redact(arguments, &secrets) != *arguments {
+            return None;
         }
+        Some(CacheKey::new(
+            &target.qualified,
+            arguments,
+            &serde_json::to_value(&self.sender).unwrap_or_default(),
+            &serde_json::to_value(&self.origin).unwrap_or_default(),
+            seconds,
+        ))
     }
 
     /// Runs a tool or a script in its package's sandbox, recorded as started first.
@@ -242,7 +257,9 @@ impl Turn<'_> {
             started: step.is_some().then_some(Started(&record)),
         };
         if let Some(note) = self.runtime.executor.isolation_note() {
-            audit.decisions.push(decision("sandbox", "off", &note));
+            audit
+                .decisions
+                .push(decision(AuditStep::Sandbox, "off", &note));
         }
         if !self.runtime.executor.in_process(&execution) {
             self.record_started(audit, super::audit::Phase::Running)?;
@@ -256,7 +273,7 @@ impl Turn<'_> {
             ExecError::Denied(reason) => {
                 audit
                     .decisions
-                    .push(decision("sandbox", "refused", &reason));
+                    .push(decision(AuditStep::Sandbox, "refused", &reason));
                 // Final for the turn (DESIGN.md §3): later calls of it are refused at once.
                 let refusal = Refusal::new(
                     RefusalReason::SandboxDenied { why: reason },
@@ -271,7 +288,7 @@ impl Turn<'_> {
             ExecError::TimedOut(d) => {
                 audit
                     .decisions
-                    .push(decision("execute", "timed_out", &format!("{d:?}")));
+                    .push(decision(AuditStep::Execute, "timed_out", &format!("{d:?}")));
                 CallOutcome::new(
                     call_id,
                     CallStatus::TimedOut,
@@ -281,7 +298,7 @@ impl Turn<'_> {
             err => {
                 audit
                     .decisions
-                    .push(decision("execute", "error", &err.to_string()));
+                    .push(decision(AuditStep::Execute, "error", &err.to_string()));
                 audit.detail = Some(json!({"error": err.to_string()}));
                 CallOutcome::new(
                     call_id,
@@ -337,7 +354,7 @@ impl Turn<'_> {
         };
         let Some(runner) = self.runtime.agent_runner.get() else {
             audit.decisions.push(decision(
-                "execute",
+                AuditStep::Execute,
                 "error",
                 "no agent loop is running in this front",
             ));
@@ -348,7 +365,7 @@ impl Turn<'_> {
         match runner.run(self.runtime, task) {
             Ok(reply) => {
                 audit.decisions.push(decision(
-                    "execute",
+                    AuditStep::Execute,
                     "agent",
                     &format!("ran in child session {}", reply.session),
                 ));
@@ -356,7 +373,9 @@ impl Turn<'_> {
                 Ok(json!({"result": reply.reply, "session": reply.session}))
             }
             Err(message) => {
-                audit.decisions.push(decision("execute", "error", &message));
+                audit
+                    .decisions
+                    .push(decision(AuditStep::Execute, "error", &message));
                 Err(error(&message))
             }
         }

@@ -4,7 +4,7 @@
 //! stays in the session for `tool_output`. Relative dates resolved in step 4 are shown.
 
 use quiver_package::tool::DEFAULT_MAX_OUTPUT;
-use quiver_store::AuditEntry;
+use quiver_store::{AuditEntry, AuditStep};
 use serde_json::{Value, json};
 
 use super::audit::decision;
@@ -33,7 +33,7 @@ impl Turn<'_> {
                 {
                     audit
                         .decisions
-                        .push(decision("output", "invalid", &message));
+                        .push(decision(AuditStep::Output, "invalid", &message));
                     return CallOutcome::new(
                         call_id,
                         CallStatus::Error,
@@ -46,8 +46,8 @@ impl Turn<'_> {
             // An agent's reply is its whole answer.
             _ => usize::MAX,
         };
-        if let Some(key) = ran.cache_key {
-            self.runtime.cache.insert(key, ran.value.clone());
+        if let Some(key) = &ran.cache_key {
+            self.runtime.cache_result(key, &ran.value);
         }
         let mut out = self.trim(call_id, ran.value, max_output);
         out.cached = ran.cached;

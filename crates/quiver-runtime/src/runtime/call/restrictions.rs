@@ -4,7 +4,7 @@
 //! never a value) instead of running.
 
 use quiver_policy::{Decision, Evaluation, Stage};
-use quiver_store::AuditEntry;
+use quiver_store::{AuditEntry, AuditStep};
 use serde_json::json;
 
 use super::audit::decision;
@@ -41,7 +41,7 @@ impl Turn<'_> {
         };
         let setting = self.missing_setting(target.package)?;
         audit.decisions.push(decision(
-            "settings",
+            AuditStep::Settings,
             "refuse",
             &format!("setting `{setting}` is unset"),
         ));

@@ -5,7 +5,7 @@
 //! (unattended: the call is refused, final for the turn).
 
 use quiver_policy::{Lockout, Refusal, RefusalReason};
-use quiver_store::AuditEntry;
+use quiver_store::{AuditEntry, AuditStep};
 use serde_json::{Value, json};
 
 use super::audit::decision;
@@ -33,7 +33,7 @@ impl Turn<'_> {
             date_changes = crate::dates::resolve_dates(arguments, schema, today, &self.message);
             if !date_changes.is_empty() {
                 audit.decisions.push(decision(
-                    "dates",
+                    AuditStep::Dates,
                     "resolve",
                     &serde_json::to_string(&date_changes).unwrap_or_default(),
                 ));
@@ -48,7 +48,7 @@ impl Turn<'_> {
             Err(message) => {
                 audit
                     .decisions
-                    .push(decision("validate", "error", &message));
+                    .push(decision(AuditStep::Validate, "error", &message));
                 return Ok(Err(outcome(
                     CallStatus::Error,
                     json!({"error": format!("`{name}` has an input schema that cannot be used: {message}")}),
@@ -62,7 +62,7 @@ impl Turn<'_> {
         *tries += 1;
         audit
             .decisions
-            .push(decision("validate", "invalid", &message));
+            .push(decision(AuditStep::Validate, "invalid", &message));
         let max = self.runtime.config.max_retries;
         if *tries <= max {
             return Ok(Err(outcome(

@@ -7,7 +7,7 @@
 
 use quiver_package::tool::{Approval, Category};
 use quiver_policy::{SkillTurnRules, ToolFacts, Visibility};
-use quiver_store::{AuditEntry, AuditKind};
+use quiver_store::{AuditEntry, AuditKind, AuditStep};
 use serde_json::{Value, json};
 
 use crate::runtime::call::audit::decision;
@@ -79,7 +79,7 @@ impl Turn<'_> {
                         .open_package(&self.session, &package_id)?;
                     audit
                         .decisions
-                        .push(decision("package", "open", &package_id));
+                        .push(decision(AuditStep::Package, "open", &package_id));
                     ok(json!({"file": format!("{skill_id}/{rel}"), "text": text}))
                 }
                 Err(d) => CallOutcome::new(
@@ -139,7 +139,7 @@ impl Turn<'_> {
                     )?;
                     audit
                         .decisions
-                        .push(decision("skill", "activate", &skill.id));
+                        .push(decision(AuditStep::Skill, "activate", &skill.id));
                 }
                 let files: Vec<String> = skill
                     .files
@@ -167,7 +167,7 @@ impl Turn<'_> {
                 self.runtime.store.open_package(&self.session, package_id)?;
                 audit
                     .decisions
-                    .push(decision("package", "open", package_id));
+                    .push(decision(AuditStep::Package, "open", package_id));
                 let exposed = self.exposed_items(package_id)?;
                 Ok(ok(
                     json!({"package": package_id, "status": "opened", "description": package.description, "tools": exposed}),
@@ -263,7 +263,7 @@ impl Turn<'_> {
             .filter(|t| t.kind == CallKind::Agent);
         let Some(mut target) = resolved else {
             audit.decisions.push(decision(
-                "resolve",
+                AuditStep::Resolve,
                 "unknown",
                 &format!(
                     "`{agent}`, the agent of skill `{}`, is not one this caller may call",

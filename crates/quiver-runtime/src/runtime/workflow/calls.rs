@@ -15,7 +15,7 @@ use quiver_catalog::Catalog;
 use quiver_package::Package;
 use quiver_package::tool::Category;
 use quiver_store::workflow::{Run, RunStatus};
-use quiver_store::{AuditEntry, StoreError, WorkflowStore};
+use quiver_store::{AuditEntry, AuditStep, StoreError, WorkflowStore};
 use quiver_workflow::{Definition, Engine, Start, WorkflowError};
 use serde_json::{Map, Value, json};
 
@@ -283,7 +283,7 @@ impl Turn<'_> {
             Err(e) => return error(CallStatus::Error, e.to_string()),
         };
         audit.decisions.push(decision(
-            "execute",
+            AuditStep::Execute,
             "workflow",
             &format!("run {} is {}", run.id, run.status.as_str()),
         ));

@@ -19,7 +19,7 @@ use std::time::Duration;
 use quiver_package::rules::Role;
 use quiver_policy::{Ask, AskReason, Principal};
 use quiver_store::workflow::{ASKING, NewRun};
-use quiver_store::{AuditEntry, NewSession, StoreError, WorkflowStore};
+use quiver_store::{AuditEntry, AuditStep, NewSession, StoreError, WorkflowStore};
 use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
 use serde_json::{Value, json};
 
@@ -321,7 +321,7 @@ impl Turn<'_> {
         let approved_by = self.step.as_ref().and_then(|s| s.approved_by.clone());
         if let Some(by) = approved_by {
             audit.decisions.push(decision(
-                "approval",
+                AuditStep::Approval,
                 "allow",
                 &format!("{by} approved this call of the workflow run"),
             ));
@@ -361,7 +361,7 @@ impl Turn<'_> {
             "permissions": ask.tool_permissions,
         });
         audit.decisions.push(decision(
-            "approval",
+            AuditStep::Approval,
             "park",
             "nobody can be asked now: the workflow run waits for a person",
         ));

@@ -16,7 +16,7 @@ use quiver_package::rules::Role;
 use quiver_package::workflow::Trigger;
 use quiver_policy::Principal;
 use quiver_store::workflow::Run;
-use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus};
+use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStatus, AuditStep};
 use quiver_workflow::WorkflowError;
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -244,7 +244,7 @@ impl Runtime {
         entry.tool = Some(workflow.to_owned());
         entry.status = AuditStatus::Refused;
         entry.decisions.push(AuditDecision {
-            step: "signature".into(),
+            step: AuditStep::Signature,
             decision: "refuse".into(),
             reason: why.to_owned(),
         });
