@@ -165,6 +165,10 @@ fn run_retry_in(url: &str, scenario: &str, mode: &str, token: Option<&str>, home
         output.status.success() && stdout.contains("all ok"),
         "{scenario} {mode}:\n{stdout}\n{stderr}"
     );
+    // Figures the script measured (`cargo test -- --nocapture` shows them).
+    for line in stdout.lines().filter(|l| l.starts_with("time to")) {
+        println!("{scenario} {mode}: {line}");
+    }
 }
 
 /// MCP 2026-07-28: the SDK's own `input_required` retry, with no handle passed, continues the

@@ -88,7 +88,20 @@ async def ask_later(client):
     paris = {"name": "travel-advice__packing_advice", "arguments": {"destination": "Paris"}}
     again = await client.call_tool("call_tool", paris)
     check("the next call to the package asks nothing", not again.is_error and "items" in body(again), body(again))
-    print(f"answered in {waited * 1000:.0f} ms", flush=True)
+    # The figure: time to the actionable answer, each call a new program's first (a consent
+    # card queued and explained).
+    times = []
+    for i in range(20):
+        fresh = types.Implementation(name=f"ask-later-{i}", version="1")
+        async with Client(server(), mode=mode, client_info=fresh) as other:
+            started = time.monotonic()
+            said = await other.call_tool("call_tool", tokyo)
+            times.append(time.monotonic() - started)
+            check("a new program is asked", "waiting_for" in body(said), body(said))
+    times.sort()
+    p50, p95 = times[len(times) // 2], times[int(len(times) * 0.95) - 1]
+    check("answered at once, p95 under 2 s", p95 < 2, times)
+    print(f"time to the actionable answer over {len(times)} calls: p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms", flush=True)
 
 
 async def main():
