@@ -124,7 +124,7 @@ pub(super) const PURGE_BATCH: usize = 1_000;
 impl Front {
     /// The default conversation of a client that keeps no handle (a 2026-07-28 client over
     /// HTTP, such as an SDK's default client), by `key`: the bearer token, the address the
-    /// client connects from and its name and version (docs/mcp.md "Conversations"). Requests
+    /// client connects from and its name and version (docs/mcp.md "The conversation handle"). Requests
     /// under one key share a conversation until it is idle for [`CLIENT_CONVERSATION_IDLE`];
     /// keys never span tokens.
     pub fn client_slot(&self, key: &str) -> Arc<ConnectionSlot> {
