@@ -20,6 +20,19 @@ fn first_session(store: &std::sync::Arc<dyn Store>) -> String {
     sessions[0].id.clone()
 }
 
+/// The client's answer "allow once" to an `input_required` question.
+fn allow_once() -> InputResponses {
+    [(
+        "quiver_decision".to_owned(),
+        serde_json::to_value(
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"decision": "allow_once"})),
+        )
+        .unwrap(),
+    )]
+    .into()
+}
+
 fn packing(city: &str) -> serde_json::Value {
     json!({"name": "travel-advice__packing_advice", "arguments": {"destination": city}})
 }
@@ -180,15 +193,7 @@ async fn request_state_cannot_be_forged_or_replayed() {
             .unwrap(),
         None
     );
-    let yes: InputResponses = [(
-        "quiver_decision".to_owned(),
-        serde_json::to_value(
-            ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"decision": "allow_once"})),
-        )
-        .unwrap(),
-    )]
-    .into();
+    let yes = allow_once();
     let retry = |state: String, arguments: serde_json::Map<String, serde_json::Value>| {
         CallToolRequestParams::new("call_tool")
             .with_arguments(arguments)
@@ -249,15 +254,7 @@ async fn a_retry_in_another_process_runs_the_call_with_its_answers() {
     let CallToolResponse::InputRequired(pending) = asked else {
         panic!("expected input_required: {asked:?}")
     };
-    let yes: InputResponses = [(
-        "quiver_decision".to_owned(),
-        serde_json::to_value(
-            ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"decision": "allow_once"})),
-        )
-        .unwrap(),
-    )]
-    .into();
+    let yes = allow_once();
     let elsewhere = connect(
         front(dir.path()),
         Scripted::era(ProtocolVersion::V_2026_07_28),
