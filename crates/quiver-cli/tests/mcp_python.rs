@@ -7,7 +7,7 @@
 //! consent with cancel, decline and accept through its elicitation callback, is refused a
 //! dangerous tool, and reads skill resources; it asserts each step.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

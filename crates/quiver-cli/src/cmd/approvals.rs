@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use quiver_runtime::RuntimeError;
 use quiver_runtime::admin::Admin;
 use quiver_runtime::approver::permission_lines_text;
-use quiver_store::{Approval, ApprovalStatus, Decision, StoreError};
+use quiver_store::{Approval, ApprovalStatus, CardQuestion, Decision, StoreError};
 
 use super::approvals_runs;
 use super::runtime::{SenderArgs, StateArgs};
@@ -146,8 +146,12 @@ fn describe(approval: &Approval) -> String {
         .as_deref()
         .map(|r| format!("  risk: {}\n", shown(r)))
         .unwrap_or_default();
+    let asks = match card.question {
+        CardQuestion::Consent => "consent: may the assistant use this package in the conversation?",
+        CardQuestion::Approval => "approval: may this call run?",
+    };
     format!(
-        "{}  {}\n  session: {}\n  package: {}\n  arguments: {}\n  why: {}\n{}\n{risk}",
+        "{}  {}\n  asks {asks}\n  session: {}\n  package: {}\n  arguments: {}\n  why: {}\n{}\n{risk}",
         shown(&card.id),
         shown(&card.tool),
         shown(&card.session),
