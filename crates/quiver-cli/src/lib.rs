@@ -35,6 +35,9 @@ enum Command {
     Search(cmd::catalog::SearchArgs),
     /// Check that each tool's examples find it and its negative examples do not.
     Test(cmd::test::TestArgs),
+    /// Set up: a provider, the project's package root with a first package, a sandbox check,
+    /// and what to paste into MCP clients.
+    Init(cmd::init::InitArgs),
     /// Create a skill, tool or package that passes `quiver lint`.
     New(cmd::new::NewArgs),
     /// Run one call through the whole pipeline (consent, approvals, audit).
@@ -115,6 +118,7 @@ pub fn main() -> ExitCode {
         Command::Show(args) => cmd::catalog::show(&cli.roots, args),
         Command::Search(args) => cmd::catalog::search(&cli.roots, args),
         Command::Test(args) => cmd::test::run(args),
+        Command::Init(args) => cmd::init::run(&cli.roots, args),
         Command::New(args) => cmd::new::run(args),
         Command::Call(args) => cmd::runtime::call(&cli.roots, args),
         Command::Session(command) => cmd::runtime::session(command),

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod chat;
 pub mod cost;
 pub mod events;
+pub mod init;
 pub mod lint;
 pub mod mcp_bench;
 pub mod models;

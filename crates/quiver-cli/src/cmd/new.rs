@@ -47,26 +47,30 @@ pub fn run(args: NewArgs) -> miette::Result<ExitCode> {
             write_tool(&dir, name)?;
             dir
         }
-        Kind::Package => {
-            let dir = args.dir.join(name);
-            ensure_new(&dir)?;
-            write(
-                &dir.join("quiver.yaml"),
-                &format!(
-                    "id: {name}\nname: {name}\nversion: 0.1.0\ndescription: One line saying what {name} offers.\nlicense: Apache-2.0\npermissions: {{}}\n"
-                ),
-            )?;
-            write(&dir.join("SKILL.md"), &skill_md(name))?;
-            write(
-                &dir.join("docs/README.md"),
-                &format!("# {name}\n\nWhat this package does, for people.\n"),
-            )?;
-            write_tool(&dir.join("tools/hello"), "hello")?;
-            dir
-        }
+        Kind::Package => create_package(&args.dir, name)?,
     };
     crate::out(&created.display().to_string());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Makes the package `name` under `parent` (a manifest, a skill and one tool), which `quiver
+/// lint` passes; an error if the folder exists.
+pub(super) fn create_package(parent: &Path, name: &str) -> miette::Result<PathBuf> {
+    let dir = parent.join(name);
+    ensure_new(&dir)?;
+    write(
+        &dir.join("quiver.yaml"),
+        &format!(
+            "id: {name}\nname: {name}\nversion: 0.1.0\ndescription: One line saying what {name} offers.\nlicense: Apache-2.0\npermissions: {{}}\n"
+        ),
+    )?;
+    write(&dir.join("SKILL.md"), &skill_md(name))?;
+    write(
+        &dir.join("docs/README.md"),
+        &format!("# {name}\n\nWhat this package does, for people.\n"),
+    )?;
+    write_tool(&dir.join("tools/hello"), "hello")?;
+    Ok(dir)
 }
 
 fn skill_md(name: &str) -> String {
@@ -99,7 +103,8 @@ fn ensure_new(dir: &Path) -> miette::Result<()> {
     Ok(())
 }
 
-fn write(path: &Path, text: &str) -> miette::Result<()> {
+/// Writes `text` to `path`, making its folder.
+pub(super) fn write(path: &Path, text: &str) -> miette::Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)
             .map_err(|e| miette::miette!("cannot create `{}`: {e}", parent.display()))?;
