@@ -12,10 +12,12 @@ use crate::config::Config;
 use quiver_package::env::{absolute_path, home};
 
 /// The config file in use, if there is one (`$QUIVER_CONFIG`, else
-/// `~/.config/quiver/config.yaml`). A variable that is empty or holds a relative path counts
-/// as unset (the XDG rule, see [`quiver_package::env`]).
+/// `$XDG_CONFIG_HOME/quiver/config.yaml`, else `~/.config/quiver/config.yaml`, as the agent
+/// configuration is found). A variable that is empty or holds a relative path counts as unset
+/// (the XDG rule, see [`quiver_package::env`]).
 pub fn config_path() -> Option<PathBuf> {
     absolute_path("QUIVER_CONFIG")
+        .or_else(|| absolute_path("XDG_CONFIG_HOME").map(|x| x.join("quiver/config.yaml")))
         .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))
         .filter(|p| p.is_file())
 }
