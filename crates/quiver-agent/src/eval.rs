@@ -25,6 +25,8 @@ use crate::agents::Providers;
 use crate::error::AgentError;
 use crate::session::{ChatSession, Quiet, TurnReport};
 
+pub mod gate;
+
 /// What a case expects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

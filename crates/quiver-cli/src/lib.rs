@@ -67,7 +67,7 @@ enum Command {
     /// Chat with a model that uses the catalog (or run one turn with `-m`).
     Chat(cmd::chat::ChatArgs),
     /// Measure whether a model picks the right tools, against the eager baseline.
-    Eval(cmd::chat::EvalArgs),
+    Eval(cmd::eval::EvalArgs),
     /// What the catalog costs per turn in tokens (`--cost`).
     Inspect(cmd::cost::InspectArgs),
     /// Serve the catalog to MCP clients over stdio or Streamable HTTP.
@@ -128,7 +128,7 @@ pub fn main() -> ExitCode {
         Command::Enable(args) => cmd::operator::switch(args, true),
         Command::Disable(args) => cmd::operator::switch(args, false),
         Command::Chat(args) => cmd::chat::chat(&cli.roots, args),
-        Command::Eval(args) => cmd::chat::eval(&cli.roots, args),
+        Command::Eval(args) => cmd::eval::run(&cli.roots, args),
         Command::Inspect(args) => cmd::cost::inspect(&cli.roots, args),
         Command::Serve(args) => cmd::serve::run(&cli.roots, args),
         Command::Skill(command) => cmd::skill::run(command),

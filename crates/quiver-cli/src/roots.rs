@@ -107,3 +107,29 @@ pub fn catalog(
     self::notices(&notices);
     Ok(catalog)
 }
+
+/// What a catalog loaded, for a start line: `N packages from ROOTS` (`--root`, else "the
+/// configured roots"), and each root the scan stopped in (`root-too-many-folders`), so a cut
+/// catalog is said where people look, not only by `quiver lint`.
+pub fn loaded(catalog: &Catalog, roots: &[PathBuf]) -> String {
+    let count = catalog.packages().len();
+    let mut text = format!("{count} package{}", if count == 1 { "" } else { "s" });
+    if !roots.is_empty() {
+        let shown: Vec<String> = roots.iter().map(|p| p.display().to_string()).collect();
+        text.push_str(&format!(" from {}", shown.join(", ")));
+    }
+    let cut: Vec<String> = catalog
+        .diagnostics()
+        .iter()
+        .filter(|d| d.code == "root-too-many-folders")
+        .map(|d| format!("`{}`", d.file.display()))
+        .collect();
+    if !cut.is_empty() {
+        text.push_str(&format!(
+            ", NOT ALL LOADED: the scan stopped after {} folders in {}",
+            quiver_catalog::scan::MAX_FOLDERS,
+            cut.join(", ")
+        ));
+    }
+    crate::shown(&text).into_owned()
+}

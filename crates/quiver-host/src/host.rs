@@ -81,6 +81,8 @@ impl CatalogSource {
         for d in catalog.diagnostics() {
             if !servers.is_empty() && d.file == servers.file {
                 notices.push(d.to_string());
+            } else if crate::notices::said_at_load(d) {
+                notices.push(crate::notices::notice(d));
             } else if d.is_error() {
                 errors += 1;
             }

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod catalog;
 pub mod chat;
 pub mod cost;
+pub mod eval;
 pub mod events;
 pub mod lint;
 pub mod mcp_bench;

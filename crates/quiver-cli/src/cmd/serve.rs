@@ -101,6 +101,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     )
     .map_err(crate::roots::fail)?;
     crate::roots::notices(host.notices());
+    let loaded = crate::roots::loaded(&host.runtime().catalog(), &roots.roots);
     // Workflow `agent` steps and exposed agents run on the configured models.
     if let Err(e) = host.run_agents_with_configured_models() {
         tracing::warn!("agents cannot run: {e}");
@@ -125,6 +126,10 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
             }
         });
         if stdio {
+            crate::err(&format!(
+                "quiver: MCP over stdio (packages: {loaded}; state: {})",
+                db.display()
+            ));
             quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
                 .await
                 .map_err(|e| miette::miette!("{e}"))
@@ -144,9 +149,8 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 ));
             }
             crate::err(&format!(
-                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {}; state: {}); Ctrl-C stops",
+                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {}); Ctrl-C stops",
                 quiver_mcp::http::MCP_PATH,
-                roots.roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
                 db.display()
             ));
             if let Some(token) = owner_token.filter(|t| t.created) {
