@@ -1,11 +1,12 @@
 //! The `quiver` command line: argument parsing and the commands behind it.
 //!
-//! Data goes to stdout, everything else (diagnostics, progress, summaries) to stderr. Exit
-//! codes: 0 success, 1 the command's check failed (lint errors, test misses), 2 usage or
-//! runtime error.
+//! Data goes to stdout, everything else (diagnostics, progress, summaries, logs) to stderr.
+//! Exit codes: 0 success, 1 the command's check failed (lint errors, test misses, an eval
+//! under its thresholds), 2 usage or runtime error.
 
 mod cmd;
 mod diagnostics;
+mod logs;
 mod roots;
 
 use std::io::Write;
@@ -19,6 +20,8 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     roots: roots::RootArgs,
+    #[command(flatten)]
+    verbosity: logs::Verbosity,
     #[command(subcommand)]
     command: Command,
 }
@@ -92,23 +95,10 @@ pub fn sandbox_exec(args: &[std::ffi::OsString]) -> ExitCode {
     cmd::sandbox_exec::run(args)
 }
 
-/// Sends the libraries' logs to stderr, filtered by `QUIVER_LOG` (`tracing`'s `EnvFilter`
-/// syntax, such as `info` or `quiver_host=debug`); `warn` when it is unset or invalid.
-fn install_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("QUIVER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .try_init();
-}
-
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    install_logs();
+    logs::install(cli.verbosity);
     let result = match cli.command {
         Command::Lint(args) => cmd::lint::run(args),
         Command::List(args) => cmd::catalog::list(&cli.roots, args),

@@ -75,14 +75,19 @@ fn same_build(launcher: &std::path::Path) -> bool {
 /// booster) are printed here, once.
 pub fn search_models(config: &Config) -> SearchModels {
     let models = SearchModels::load(config.search);
-    for note in &models.notes {
-        crate::err(note);
+    if !crate::logs::hide_notes() {
+        for note in &models.notes {
+            crate::err(note);
+        }
     }
     models
 }
 
-/// Prints what a person should read about a catalog just built.
+/// Prints what a person should read about a catalog just built (unless `-qq`).
 pub fn notices(lines: &[String]) {
+    if crate::logs::hide_warnings() {
+        return;
+    }
     for line in lines {
         crate::err(&crate::shown_lines(line));
     }

@@ -75,7 +75,15 @@ impl CatalogSource {
         } else {
             (Vec::new(), Vec::new())
         };
+        let started = std::time::Instant::now();
         let catalog = Catalog::load_with(&self.roots, extra, extra_diagnostics, &self.options);
+        tracing::debug!(
+            packages = catalog.packages().len(),
+            roots = self.roots.len(),
+            diagnostics = catalog.diagnostics().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "catalog loaded"
+        );
         let mut notices = Vec::new();
         let mut errors = 0;
         for d in catalog.diagnostics() {

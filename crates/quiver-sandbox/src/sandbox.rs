@@ -336,6 +336,9 @@ impl Sandbox {
 
     /// Starts `job` with piped stdio.
     pub fn spawn(&self, job: &Job) -> Result<Spawned, SandboxError> {
+        // One span per sandbox start (inside the call's span when a call starts it).
+        let span = tracing::info_span!("sandbox_start", package = %job.package);
+        let _entered = span.enter();
         if job.package.is_empty()
             || job.package.contains(['/', '\\'])
             || job.package.starts_with('.')
@@ -441,6 +444,12 @@ impl Sandbox {
         if let (Some(frame), Some(stdin)) = (policy_frame, child.stdin.as_mut()) {
             let _ = stdin.write_all(&frame);
         }
+        tracing::debug!(
+            pid = child.id(),
+            sandboxed,
+            program = %program.display(),
+            "tool process started"
+        );
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_done = child
             .stderr

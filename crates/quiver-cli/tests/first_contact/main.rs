@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 mod support;
 
 mod env;
+mod logs;
 mod silent;
 
 /// The variables a test must not inherit from whoever runs the suite.
