@@ -84,6 +84,8 @@ enum Command {
     /// Install, list and remove the embedding model that makes search hybrid.
     #[command(subcommand)]
     Models(cmd::models::ModelsCommand),
+    /// Print the shell completion script (`quiver completions bash > ~/.local/share/bash-completion/completions/quiver`).
+    Completions(cmd::completions::CompletionsArgs),
 }
 
 /// The hidden subcommand that runs the sandbox launcher (`quiver sandbox-exec`).
@@ -124,6 +126,9 @@ pub fn main() -> ExitCode {
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
         Command::Models(command) => cmd::models::run(command),
+        Command::Completions(args) => {
+            cmd::completions::run(<Cli as clap::CommandFactory>::command(), args)
+        }
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@ mod approvals_runs;
 pub mod bench;
 pub mod catalog;
 pub mod chat;
+pub mod completions;
 pub mod cost;
 pub mod eval;
 pub mod events;

@@ -15,6 +15,7 @@ mod support;
 
 mod env;
 mod logs;
+mod shell;
 mod silent;
 
 /// The variables a test must not inherit from whoever runs the suite.
