@@ -7,6 +7,7 @@
 mod cmd;
 mod diagnostics;
 mod logs;
+mod progress;
 mod roots;
 
 use std::io::Write;

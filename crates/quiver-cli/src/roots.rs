@@ -102,6 +102,7 @@ pub fn catalog(
     search: Option<&SearchModels>,
 ) -> miette::Result<Catalog> {
     let source = CatalogSource::new(config, &roots.roots, search).map_err(fail)?;
+    let loading = crate::progress::Progress::loading();
     let Loaded { catalog, notices } = if config.mcp_servers.is_empty() {
         source.build(None)
     } else {
@@ -109,6 +110,7 @@ pub fn catalog(
         let executor = quiver_host::executor(config, launcher()?, &state, None).map_err(fail)?;
         source.build(Some(&executor))
     };
+    drop(loading);
     self::notices(&notices);
     Ok(catalog)
 }

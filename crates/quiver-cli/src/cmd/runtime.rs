@@ -255,6 +255,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     let person = (interactive || console.is_none()).then(|| Arc::new(person) as Arc<dyn Approver>);
     // `tool_search` searches as `quiver search` does, without its notes.
     let search = quiver_host::SearchModels::load(config.search);
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -271,6 +272,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     // A workflow's `agent` steps and exposed agents run on the configured models, as in
     // `quiver run` and `quiver serve`.

@@ -88,6 +88,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         console: Some(state.console_approver(mcp.approval_wait)),
         reviewer: None,
     };
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -100,6 +101,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     let loaded = crate::roots::loaded(&host.runtime().catalog(), &roots.roots);
     // Workflow `agent` steps and exposed agents run on the configured models.

@@ -15,6 +15,7 @@ mod support;
 
 mod env;
 mod logs;
+mod progress;
 mod shell;
 mod silent;
 

@@ -159,13 +159,13 @@ const CASES: &str = "cases:
 ";
 
 /// One right call, one right silence, one false call: accuracy 2/3, one false call.
-const MODEL: &str = "rules:
+pub(crate) const MODEL: &str = "rules:
   - {when: 北京天气, call: weather__forecast, args: {city: 北京}, search: 天气预报, reply: 晴}
   - {when: 你好, reply: 你好！}
   - {when: 谢谢, call: weather__forecast, args: {city: 谢谢}, search: 天气预报, reply: 嗯}
 ";
 
-fn eval_env(q: &Quiver, url: &str) -> Vec<String> {
+pub(crate) fn eval_env(q: &Quiver, url: &str) -> Vec<String> {
     q.write(
         "packages/weather/quiver.yaml",
         "id: weather\ndescription: 天气预报 Weather forecasts\n",
