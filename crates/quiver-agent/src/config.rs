@@ -15,7 +15,9 @@
 //!
 //! Environment: `QUIVER_PROVIDER` picks a provider by name; `QUIVER_PROVIDER_KIND`,
 //! `QUIVER_BASE_URL`, `QUIVER_API_KEY_ENV` and `QUIVER_MODEL` override its fields, or describe
-//! a provider named `env` when the file has none.
+//! a provider named `env` when the file has none; without `QUIVER_BASE_URL`, that provider
+//! starts from the official SDKs' `OPENAI_*` or `ANTHROPIC_*` variables. An empty variable
+//! counts as unset.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+mod sdk;
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -201,7 +205,7 @@ pub enum ConfigError {
     },
     /// No provider is configured.
     #[error(
-        "no model provider is configured; write {path} or set QUIVER_BASE_URL and QUIVER_MODEL (see docs/agent.md)"
+        "no model provider is configured; write {path}, or set OPENAI_API_KEY, ANTHROPIC_API_KEY, or QUIVER_BASE_URL and QUIVER_MODEL (see docs/agent.md)"
     )]
     NoProvider {
         /// Where the file was looked for.
@@ -268,7 +272,10 @@ impl AgentConfig {
     }
 
     /// Applies `QUIVER_PROVIDER`, `QUIVER_PROVIDER_KIND`, `QUIVER_BASE_URL`,
-    /// `QUIVER_API_KEY_ENV` and `QUIVER_MODEL` as read by `env`.
+    /// `QUIVER_API_KEY_ENV` and `QUIVER_MODEL` as read by `env`. Without a provider in the
+    /// file and without `QUIVER_BASE_URL`, the official SDKs' variables (`OPENAI_BASE_URL`,
+    /// `OPENAI_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`) describe the provider,
+    /// Quiver's own variables over them. An empty variable counts as unset.
     pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         if let Some(name) = get("QUIVER_PROVIDER") {
@@ -289,7 +296,12 @@ impl AgentConfig {
         let base = get("QUIVER_BASE_URL");
         let key = get("QUIVER_API_KEY_ENV");
         let model = get("QUIVER_MODEL");
-        if kind.is_none() && base.is_none() && key.is_none() && model.is_none() {
+        let sdk = if self.providers.is_empty() && base.is_none() {
+            sdk::provider(kind, &get)
+        } else {
+            None
+        };
+        if kind.is_none() && base.is_none() && key.is_none() && model.is_none() && sdk.is_none() {
             return Ok(());
         }
         let name = self
@@ -297,10 +309,9 @@ impl AgentConfig {
             .clone()
             .or_else(|| self.providers.keys().next().cloned())
             .unwrap_or_else(|| "env".to_owned());
-        let entry = self
-            .providers
-            .entry(name.clone())
-            .or_insert_with(|| ProviderConfig::new(ProviderKind::Openai, "", ""));
+        let entry = self.providers.entry(name.clone()).or_insert_with(|| {
+            sdk.unwrap_or_else(|| ProviderConfig::new(ProviderKind::Openai, "", ""))
+        });
         if let Some(kind) = kind {
             entry.kind = kind;
         }

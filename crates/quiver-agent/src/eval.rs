@@ -25,6 +25,8 @@ use crate::agents::Providers;
 use crate::error::AgentError;
 use crate::session::{ChatSession, Quiet, TurnReport};
 
+pub mod gate;
+
 /// What a case expects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -331,13 +333,15 @@ fn value_matches(want: &Value, got: &Value) -> bool {
     }
 }
 
-/// Runs every case in `mode`, each in a fresh session of `runtime`.
+/// Runs every case in `mode`, each in a fresh session of `runtime`; `done` hears of each case
+/// as it ends (a progress bar).
 pub fn run(
     runtime: &Runtime,
     providers: &Providers,
     cases: &[Case],
     mode: Mode,
     sender: &Principal,
+    done: &dyn Fn(&CaseResult),
 ) -> Result<Run, AgentError> {
     let catalog = runtime.catalog();
     let (provider, mut options) = providers.for_agent(None, None)?;
@@ -418,6 +422,7 @@ pub fn run(
                 error: Some(e.to_string()),
             },
         };
+        done(&result);
         results.push(result);
     }
     Ok(Run {

@@ -3,7 +3,9 @@
 //! Depth at most [`MAX_DEPTH`], at most [`MAX_FOLDERS`] folders per root; `.git`,
 //! `node_modules` and dot-folders are skipped except the known skill folders (`.agents`,
 //! `.claude`, `.codex`, and dot-tiers such as `.system` or `.curated` inside a `skills` folder).
-//! A symlinked folder is followed once, and a folder reached twice is loaded once.
+//! A symlinked folder is followed once, and a folder reached twice is loaded once. A folder
+//! laid out as another system's package (a zhin.js plugin, a `manifest.yaml`) is reported
+//! with what to rename or add ([`quiver_package::foreign`]) and not searched further.
 
 use std::collections::HashSet;
 use std::fs;
@@ -153,6 +155,11 @@ impl Walk {
         }
         if is_package_dir(dir) {
             self.found.push((dir.to_path_buf(), canonical));
+            return;
+        }
+        // Another system's package is reported once, with what to add, and not searched.
+        if let Some(d) = quiver_package::foreign::package_diagnostic(dir) {
+            self.diags.push(d);
             return;
         }
         if depth >= MAX_DEPTH {

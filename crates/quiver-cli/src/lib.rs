@@ -1,11 +1,13 @@
 //! The `quiver` command line: argument parsing and the commands behind it.
 //!
-//! Data goes to stdout, everything else (diagnostics, progress, summaries) to stderr. Exit
-//! codes: 0 success, 1 the command's check failed (lint errors, test misses), 2 usage or
-//! runtime error.
+//! Data goes to stdout, everything else (diagnostics, progress, summaries, logs) to stderr.
+//! Exit codes: 0 success, 1 the command's check failed (lint errors, test misses, an eval
+//! under its thresholds), 2 usage or runtime error.
 
 mod cmd;
 mod diagnostics;
+mod logs;
+mod progress;
 mod roots;
 
 use std::io::Write;
@@ -19,6 +21,8 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     roots: roots::RootArgs,
+    #[command(flatten)]
+    verbosity: logs::Verbosity,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,7 +74,7 @@ enum Command {
     /// Chat with a model that uses the catalog (or run one turn with `-m`).
     Chat(cmd::chat::ChatArgs),
     /// Measure whether a model picks the right tools, against the eager baseline.
-    Eval(cmd::chat::EvalArgs),
+    Eval(cmd::eval::EvalArgs),
     /// What the catalog costs per turn in tokens (`--cost`).
     Inspect(cmd::cost::InspectArgs),
     /// Serve the catalog to MCP clients over stdio or Streamable HTTP.
@@ -84,6 +88,8 @@ enum Command {
     /// Install, list and remove the embedding model that makes search hybrid.
     #[command(subcommand)]
     Models(cmd::models::ModelsCommand),
+    /// Print the shell completion script (`quiver completions bash > ~/.local/share/bash-completion/completions/quiver`).
+    Completions(cmd::completions::CompletionsArgs),
 }
 
 /// The hidden subcommand that runs the sandbox launcher (`quiver sandbox-exec`).
@@ -95,23 +101,10 @@ pub fn sandbox_exec(args: &[std::ffi::OsString]) -> ExitCode {
     cmd::sandbox_exec::run(args)
 }
 
-/// Sends the libraries' logs to stderr, filtered by `QUIVER_LOG` (`tracing`'s `EnvFilter`
-/// syntax, such as `info` or `quiver_host=debug`); `warn` when it is unset or invalid.
-fn install_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("QUIVER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .try_init();
-}
-
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    install_logs();
+    logs::install(cli.verbosity);
     let result = match cli.command {
         Command::Lint(args) => cmd::lint::run(args),
         Command::List(args) => cmd::catalog::list(&cli.roots, args),
@@ -132,12 +125,15 @@ pub fn main() -> ExitCode {
         Command::Enable(args) => cmd::operator::switch(args, true),
         Command::Disable(args) => cmd::operator::switch(args, false),
         Command::Chat(args) => cmd::chat::chat(&cli.roots, args),
-        Command::Eval(args) => cmd::chat::eval(&cli.roots, args),
+        Command::Eval(args) => cmd::eval::run(&cli.roots, args),
         Command::Inspect(args) => cmd::cost::inspect(&cli.roots, args),
         Command::Serve(args) => cmd::serve::run(&cli.roots, args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
         Command::Models(command) => cmd::models::run(command),
+        Command::Completions(args) => {
+            cmd::completions::run(<Cli as clap::CommandFactory>::command(), args)
+        }
     };
     match result {
         Ok(code) => code,

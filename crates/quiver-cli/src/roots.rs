@@ -75,14 +75,19 @@ fn same_build(launcher: &std::path::Path) -> bool {
 /// booster) are printed here, once.
 pub fn search_models(config: &Config) -> SearchModels {
     let models = SearchModels::load(config.search);
-    for note in &models.notes {
-        crate::err(note);
+    if !crate::logs::hide_notes() {
+        for note in &models.notes {
+            crate::err(note);
+        }
     }
     models
 }
 
-/// Prints what a person should read about a catalog just built.
+/// Prints what a person should read about a catalog just built (unless `-qq`).
 pub fn notices(lines: &[String]) {
+    if crate::logs::hide_warnings() {
+        return;
+    }
     for line in lines {
         crate::err(&crate::shown_lines(line));
     }
@@ -97,6 +102,7 @@ pub fn catalog(
     search: Option<&SearchModels>,
 ) -> miette::Result<Catalog> {
     let source = CatalogSource::new(config, &roots.roots, search).map_err(fail)?;
+    let loading = crate::progress::Progress::loading();
     let Loaded { catalog, notices } = if config.mcp_servers.is_empty() {
         source.build(None)
     } else {
@@ -104,6 +110,33 @@ pub fn catalog(
         let executor = quiver_host::executor(config, launcher()?, &state, None).map_err(fail)?;
         source.build(Some(&executor))
     };
+    drop(loading);
     self::notices(&notices);
     Ok(catalog)
+}
+
+/// What a catalog loaded, for a start line: `N packages from ROOTS` (`--root`, else "the
+/// configured roots"), and each root the scan stopped in (`root-too-many-folders`), so a cut
+/// catalog is said where people look, not only by `quiver lint`.
+pub fn loaded(catalog: &Catalog, roots: &[PathBuf]) -> String {
+    let count = catalog.packages().len();
+    let mut text = format!("{count} package{}", if count == 1 { "" } else { "s" });
+    if !roots.is_empty() {
+        let shown: Vec<String> = roots.iter().map(|p| p.display().to_string()).collect();
+        text.push_str(&format!(" from {}", shown.join(", ")));
+    }
+    let cut: Vec<String> = catalog
+        .diagnostics()
+        .iter()
+        .filter(|d| d.code == "root-too-many-folders")
+        .map(|d| format!("`{}`", d.file.display()))
+        .collect();
+    if !cut.is_empty() {
+        text.push_str(&format!(
+            ", NOT ALL LOADED: the scan stopped after {} folders in {}",
+            quiver_catalog::scan::MAX_FOLDERS,
+            cut.join(", ")
+        ));
+    }
+    crate::shown(&text).into_owned()
 }

@@ -235,8 +235,9 @@ fn list_and_show() {
     let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(shown["item"]["qualified"], "weather.forecast");
     assert_eq!(shown["definition"]["category"], "perception");
+    // A name that is not there is a negative answer (exit 1), as for `runs show`.
     let out = quiver(&["--root", "examples/packages", "show", "no.such"], &repo());
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]

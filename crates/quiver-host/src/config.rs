@@ -1,7 +1,7 @@
-//! The config file (`$QUIVER_CONFIG`, else `~/.config/quiver/config.yaml`), read once into one
-//! typed [`Config`]: every section is parsed and checked when the file is read, each error
-//! naming the file and the line of its section, and every part of the host takes its values
-//! from that one value.
+//! The config file (`$QUIVER_CONFIG`, else `$XDG_CONFIG_HOME/quiver/config.yaml`, else
+//! `~/.config/quiver/config.yaml`), read once into one typed [`Config`]: every section is
+//! parsed and checked when the file is read, each error naming the file and the line of its
+//! section, and every part of the host takes its values from that one value.
 
 use std::path::{Path, PathBuf};
 
@@ -99,8 +99,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// The config file in use (`$QUIVER_CONFIG`, else `~/.config/quiver/config.yaml`), read;
-    /// the defaults when there is none.
+    /// The config file in use ([`crate::paths::config_path`]), read; the defaults when there
+    /// is none.
     pub fn load() -> Result<Config, HostError> {
         match crate::paths::config_path() {
             Some(path) => Config::read(&path),

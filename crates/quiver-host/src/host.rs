@@ -75,12 +75,22 @@ impl CatalogSource {
         } else {
             (Vec::new(), Vec::new())
         };
+        let started = std::time::Instant::now();
         let catalog = Catalog::load_with(&self.roots, extra, extra_diagnostics, &self.options);
+        tracing::debug!(
+            packages = catalog.packages().len(),
+            roots = self.roots.len(),
+            diagnostics = catalog.diagnostics().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "catalog loaded"
+        );
         let mut notices = Vec::new();
         let mut errors = 0;
         for d in catalog.diagnostics() {
             if !servers.is_empty() && d.file == servers.file {
                 notices.push(d.to_string());
+            } else if crate::notices::said_at_load(d) {
+                notices.push(crate::notices::notice(d));
             } else if d.is_error() {
                 errors += 1;
             }

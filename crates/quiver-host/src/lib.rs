@@ -24,6 +24,7 @@
 pub mod config;
 mod front;
 mod host;
+mod notices;
 pub mod paths;
 mod reload;
 pub mod scheduler;
@@ -36,6 +37,7 @@ pub use front::{McpFront, Serving, mcp_front};
 pub use host::{
     CatalogSource, Host, HostOptions, Loaded, State, agent_meta_tools, executor, sandbox_config,
 };
+pub use notices::load_notices;
 pub use scheduler::Scheduler;
 pub use search::SearchModels;
 
@@ -52,6 +54,12 @@ pub enum HostError {
         "no state folder: none of QUIVER_HOME, XDG_DATA_HOME and HOME holds an absolute path\n\nhint: set QUIVER_HOME to the absolute path of the folder Quiver keeps its state in"
     )]
     NoStateDir,
+    /// A `--root` names a path that does not exist.
+    #[error(
+        "the root `{}` does not exist\n\nhint: `--root` names a package folder or a folder of packages; check the path",
+        .0.display()
+    )]
+    MissingRoot(PathBuf),
     /// The sandbox cannot be set up.
     #[error("cannot set up the sandbox: {0}")]
     Sandbox(String),

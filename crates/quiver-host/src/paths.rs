@@ -12,10 +12,12 @@ use crate::config::Config;
 use quiver_package::env::{absolute_path, home};
 
 /// The config file in use, if there is one (`$QUIVER_CONFIG`, else
-/// `~/.config/quiver/config.yaml`). A variable that is empty or holds a relative path counts
-/// as unset (the XDG rule, see [`quiver_package::env`]).
+/// `$XDG_CONFIG_HOME/quiver/config.yaml`, else `~/.config/quiver/config.yaml`, as the agent
+/// configuration is found). A variable that is empty or holds a relative path counts as unset
+/// (the XDG rule, see [`quiver_package::env`]).
 pub fn config_path() -> Option<PathBuf> {
     absolute_path("QUIVER_CONFIG")
+        .or_else(|| absolute_path("XDG_CONFIG_HOME").map(|x| x.join("quiver/config.yaml")))
         .or_else(|| home().map(|h| h.join(".config/quiver/config.yaml")))
         .filter(|p| p.is_file())
 }
@@ -53,14 +55,18 @@ fn parse_scope(text: &str) -> Result<Scope, HostError> {
     }
 }
 
-/// The roots and catalog options of an invocation: `explicit` (`--root`) alone when given;
-/// else `QUIVER_PATH`, the config file's `roots:` and `precedence:`, the project's and the
-/// home directory's skill folders, and the installed packages. Only folders that exist.
+/// The roots and catalog options of an invocation: `explicit` (`--root`) alone when given, an
+/// error when one of them does not exist; else `QUIVER_PATH`, the config file's `roots:` and
+/// `precedence:`, the project's and the home directory's skill folders, and the installed
+/// packages, only the folders that exist (a named root that does not is warned about).
 pub fn resolve_roots(
     explicit: &[PathBuf],
     config: &Config,
 ) -> Result<(Vec<Root>, CatalogOptions), HostError> {
     let mut options = CatalogOptions::default();
+    if let Some(missing) = explicit.iter().find(|p| !p.exists()) {
+        return Err(HostError::MissingRoot(missing.clone()));
+    }
     if !explicit.is_empty() {
         let roots = explicit
             .iter()
@@ -71,6 +77,8 @@ pub fn resolve_roots(
             .collect();
         return Ok((roots, options));
     }
+    // Roots a person named (`QUIVER_PATH`, the config file) are said when missing; the
+    // standard skill folders below are looked for quietly.
     let mut roots = Vec::new();
     if let Some(paths) = std::env::var_os("QUIVER_PATH") {
         roots.extend(
@@ -93,6 +101,14 @@ pub fn resolve_roots(
             path: quiver_package::source::expand_home(&root.path),
             scope,
         });
+    }
+    for root in &roots {
+        if !root.path.exists() {
+            tracing::warn!(
+                "the root `{}` (from QUIVER_PATH or the config file) does not exist and is skipped",
+                root.path.display()
+            );
+        }
     }
     if let Some(order) = &config.precedence {
         options.precedence = order

@@ -30,6 +30,7 @@ pub mod runs;
 pub mod seal;
 pub mod sessions;
 pub mod skills;
+mod traced;
 pub mod wire;
 
 pub use config::{ConfigError, McpConfig};
@@ -66,7 +67,7 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let server = wire::QuiverServer::new(front, wire::Transport::Stdio);
+    let server = traced::Traced(wire::QuiverServer::new(front, wire::Transport::Stdio));
     let running = server
         .serve_with_ct(transport, shutdown)
         .await

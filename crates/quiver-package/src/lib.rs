@@ -10,6 +10,7 @@ pub mod common;
 pub mod diagnostic;
 pub mod env;
 pub mod events;
+pub mod foreign;
 pub mod frontmatter;
 pub mod limits;
 pub mod manifest;

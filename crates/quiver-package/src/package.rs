@@ -554,11 +554,15 @@ fn load_tools(
     for sub in subdirs(dir) {
         let file = sub.join("tool.yaml");
         if !is_entry(&file) {
-            diags.push(Diagnostic::warning(
+            let d = Diagnostic::warning(
                 "tool-missing-file",
                 &sub,
                 "this tool folder has no `tool.yaml` and is skipped",
-            ));
+            );
+            diags.push(match crate::foreign::tool_help(&sub) {
+                Some(help) => d.with_help(help),
+                None => d,
+            });
             continue;
         }
         let dir_name = sub

@@ -336,6 +336,9 @@ impl Sandbox {
 
     /// Starts `job` with piped stdio.
     pub fn spawn(&self, job: &Job) -> Result<Spawned, SandboxError> {
+        // One span per sandbox start (inside the call's span when a call starts it).
+        let span = tracing::info_span!("sandbox_start", package = %job.package);
+        let _entered = span.enter();
         if job.package.is_empty()
             || job.package.contains(['/', '\\'])
             || job.package.starts_with('.')
@@ -441,6 +444,12 @@ impl Sandbox {
         if let (Some(frame), Some(stdin)) = (policy_frame, child.stdin.as_mut()) {
             let _ = stdin.write_all(&frame);
         }
+        tracing::debug!(
+            pid = child.id(),
+            sandboxed,
+            program = %program.display(),
+            "tool process started"
+        );
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_done = child
             .stderr
@@ -606,11 +615,24 @@ fn log_stderr(
     rx
 }
 
-/// The tool's whole environment.
+/// The tool's whole environment. A declared variable that is unset or empty in the runtime's
+/// environment is left out: an empty value counts as unset (as the XDG rule and the official
+/// SDKs read one), so a client that passes `OPENAI_BASE_URL=` never hands the tool a value
+/// its libraries would take for a setting.
 fn environment(job: &Job, data: &Path, tmp: &Path) -> BTreeMap<String, String> {
+    environment_from(job, data, tmp, &|name| std::env::var(name).ok())
+}
+
+/// [`environment`] with the runtime's environment read through `lookup`.
+fn environment_from(
+    job: &Job,
+    data: &Path,
+    tmp: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> BTreeMap<String, String> {
     let mut env = job.access.env_values.clone();
     for name in &job.access.env {
-        if let Ok(value) = std::env::var(name) {
+        if let Some(value) = lookup(name).filter(|v| !v.is_empty()) {
             env.insert(name.clone(), value);
         }
     }
@@ -774,5 +796,28 @@ mod tests {
             !env.contains_key("CARGO"),
             "nothing undeclared is inherited"
         );
+    }
+
+    #[test]
+    fn a_declared_variable_empty_in_the_runtime_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path(), &["python3"]);
+        j.access.env = vec!["SET".into(), "EMPTY".into(), "UNSET".into(), "SPACE".into()];
+        let lookup = |name: &str| match name {
+            "SET" => Some("v".to_owned()),
+            "EMPTY" => Some(String::new()),
+            "SPACE" => Some(" ".to_owned()),
+            _ => None,
+        };
+        let env = environment_from(&j, Path::new("/d"), Path::new("/t"), &lookup);
+        let cases = [
+            ("SET", Some("v")),
+            ("EMPTY", None),
+            ("UNSET", None),
+            ("SPACE", Some(" ")),
+        ];
+        for (name, want) in cases {
+            assert_eq!(env.get(name).map(String::as_str), want, "{name}");
+        }
     }
 }

@@ -12,6 +12,8 @@ use quiver_catalog::search::Method;
 use quiver_embed::{Embedder, Usem3};
 use quiver_store::Synchronous;
 
+use crate::progress::Progress;
+
 /// Subcommands of `quiver bench`.
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -137,12 +139,14 @@ fn synchronous(setting: &str) -> Synchronous {
 
 fn workflow(args: WorkflowArgs) -> miette::Result<ExitCode> {
     let dir = tempfile::tempdir().into_diagnostic()?;
+    let progress = Progress::spinner(format!("bench workflow: {} runs", args.runs));
     let report = quiver_runtime::bench::workflow::run_workflows(
         dir.path(),
         args.runs,
         synchronous(&args.sync),
     )
     .map_err(|e| miette!("{e}"))?;
+    drop(progress);
     print_report(&report, args.json, report.errors, || {
         format!(
             "runs          {}\nsynchronous   {}\nruns/s        {:.0} (one thread, {} steps each)\nrun p50       {:.1} µs\nrun p99       {:.1} µs\nper step p50  {:.1} µs (the engine and the pipeline; the no-op tool costs nothing)\nerrors        {}",
@@ -180,6 +184,10 @@ fn print_report(
 
 fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
     let dir = tempfile::tempdir().into_diagnostic()?;
+    let progress = Progress::spinner(format!(
+        "bench pipeline: {} session(s) × {} calls",
+        args.sessions, args.calls
+    ));
     let report = quiver_runtime::bench::run_pipeline(
         dir.path(),
         args.sessions,
@@ -187,6 +195,7 @@ fn pipeline(args: PipelineArgs) -> miette::Result<ExitCode> {
         synchronous(&args.sync),
     )
     .map_err(|e| miette!("{e}"))?;
+    drop(progress);
     print_report(&report, args.json, report.errors, || {
         format!(
             "sessions      {}\ncalls each    {}\nsynchronous   {}\ncalls/s       {:.0}\np50           {:.1} µs\np99           {:.1} µs\noffer p50     {:.1} µs ({:.1}% of a call)\nerrors        {}\nfdatasync p50 {:.1} µs (this disk, same run: the floor of a `full` commit)",
@@ -216,7 +225,12 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
             dir.display()
         ));
     }
+    let progress = Progress::spinner(format!(
+        "bench load: generating and loading {} packages",
+        args.packages
+    ));
     let report = load_bench::run(&dir, args.packages);
+    drop(progress);
     if remove {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -335,10 +349,14 @@ fn retrieval(args: RetrievalArgs) -> miette::Result<ExitCode> {
         boosted_weight: args.boosted_weight,
     };
     let mut rows = Vec::new();
+    let progress = Progress::bar(corpora.len() as u64, "bench retrieval");
     for (name, tools, queries) in &corpora {
+        progress.set_message(format!("bench retrieval: {name}"));
         let reports = run_methods(tools, queries, &methods, &models).map_err(|e| miette!("{e}"))?;
         rows.extend(reports.into_iter().map(|r| (name.clone(), r)));
+        progress.inc();
     }
+    drop(progress);
     let text = match (args.json, rows.as_slice()) {
         (true, [(_, one)]) => serde_json::to_string(one).into_diagnostic()?,
         (true, _) => {

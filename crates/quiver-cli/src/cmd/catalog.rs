@@ -68,6 +68,11 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
             "description": p.description, "root": p.root, "items": items, "skills": skills,
         }));
     }
+    if rows.is_empty() {
+        crate::err(
+            "no package was loaded\n\nhint: `--root PATH` names a folder of packages; `quiver lint PATH` says why a folder is not one",
+        );
+    }
     if args.json {
         crate::out(&serde_json::to_string_pretty(&rows).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);
@@ -136,10 +141,11 @@ pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
     {
         json!({"skill": skill})
     } else {
-        return Err(miette::miette!(
-            help = "`quiver list --all` shows every name",
-            "nothing is named `{name}`"
+        crate::err(&format!(
+            "error: nothing is named `{}`\n\nhint: `quiver list --all` shows every name",
+            crate::shown(name)
         ));
+        return Ok(ExitCode::FAILURE);
     };
     crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,5 @@
-//! `quiver chat` (a terminal chat, or one turn with `-m`) and `quiver eval` (tool-choice
-//! figures against the eager baseline): the agent loop of `quiver-agent` over the runtime.
+//! `quiver chat` (a terminal chat, or one turn with `-m`): the agent loop of `quiver-agent`
+//! over the runtime. `quiver eval` (in `eval.rs`) shares its [`ModelArgs`].
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use quiver_agent::agents::{self, Providers};
-use quiver_agent::eval::{self, DryRun, Mode};
 use quiver_agent::session::{CallRecord, SystemPrompt, ToolScope};
 use quiver_agent::skill_command::{self, SkillCommandError, SkillStart};
 use quiver_agent::{AgentConfig, ChatSession, Observer, Quiet, SubAgents, TurnReport};
@@ -18,7 +17,7 @@ use quiver_runtime::approver::{
 use quiver_runtime::{ApproverSet, CallStatus, Profile, Runtime, SessionRequest};
 use serde_json::{Value, json};
 
-use super::runtime::{StateArgs, origin, principal};
+use super::runtime::{StateArgs, origin};
 use crate::roots::RootArgs;
 
 /// Which model answers.
@@ -37,7 +36,8 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn providers(&self) -> miette::Result<Arc<Providers>> {
+    /// The providers of the agent configuration, with `--provider` and `--model` applied.
+    pub(crate) fn providers(&self) -> miette::Result<Arc<Providers>> {
         let mut config = AgentConfig::load(self.agent_config.as_deref()).map_err(|e| {
             miette::miette!(help = "see docs/agent.md for the configuration", "{e}")
         })?;
@@ -93,49 +93,7 @@ pub struct ChatArgs {
     pub state: StateArgs,
 }
 
-/// Arguments of `quiver eval`.
-#[derive(Debug, clap::Args)]
-pub struct EvalArgs {
-    /// The cases: YAML (a list, or `cases:`) or JSON Lines (`.jsonl`).
-    pub cases: PathBuf,
-    /// Also run the baseline: `eager` offers every tool schema and no meta-tools.
-    #[arg(long, value_parser = ["eager"])]
-    pub baseline: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub model: ModelArgs,
-    #[command(flatten)]
-    pub state: StateArgs,
-}
-
-/// The host of `quiver eval`: the catalog with hybrid search, tools dry-run.
-fn eval_host(roots: &RootArgs, state: &StateArgs) -> miette::Result<Host> {
-    let config = crate::roots::config()?;
-    let search = quiver_host::SearchModels::load(config.search);
-    let host = Host::open_with_executor(
-        config,
-        HostOptions {
-            roots: roots.roots.clone(),
-            state: state.state()?,
-            search: Some(search),
-            approvers: ApproverSet {
-                person: Some(Arc::new(eval::EvalApprover)),
-                console: None,
-                reviewer: None,
-            },
-            launcher: crate::roots::launcher()?,
-            reload: false,
-        },
-        Arc::new(DryRun),
-    )
-    .map_err(crate::roots::fail)?;
-    crate::roots::notices(host.notices());
-    Ok(host)
-}
-
-fn fail(e: impl std::fmt::Display) -> miette::Report {
+pub(crate) fn fail(e: impl std::fmt::Display) -> miette::Report {
     miette::miette!("{e}")
 }
 
@@ -313,6 +271,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
     };
     let config = crate::roots::config()?;
     let search = quiver_host::SearchModels::load(config.search);
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -329,6 +288,7 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     let runtime = host.runtime();
     let mut runner = SubAgents::new(providers.clone());
@@ -539,54 +499,4 @@ fn start_skill(chat: &mut ChatSession<'_>, command: &str, show: &mut Show) -> mi
         Err(e) => return Err(fail(e)),
     }
     Ok(())
-}
-
-/// Runs `quiver eval`.
-pub fn eval(roots: &RootArgs, args: EvalArgs) -> miette::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.cases)
-        .map_err(|e| miette::miette!("cannot read {}: {e}", args.cases.display()))?;
-    let cases = eval::parse_cases(&text, &args.cases).map_err(fail)?;
-    let providers = args.model.providers()?;
-    let host = eval_host(roots, &args.state)?;
-    let runtime = host.runtime();
-    runtime.set_agent_runner(Arc::new(SubAgents::new(providers.clone())));
-    let sender = principal(None, &[], None)?;
-    let mut runs =
-        vec![eval::run(runtime, &providers, &cases, Mode::Progressive, &sender).map_err(fail)?];
-    if args.baseline.is_some() {
-        runs.push(eval::run(runtime, &providers, &cases, Mode::Eager, &sender).map_err(fail)?);
-    }
-    if args.json {
-        let value: serde_json::Map<String, Value> = runs
-            .iter()
-            .map(|r| {
-                (
-                    match r.mode {
-                        Mode::Progressive => "progressive".to_owned(),
-                        Mode::Eager => "eager".to_owned(),
-                    },
-                    serde_json::to_value(r).unwrap_or_default(),
-                )
-            })
-            .collect();
-        crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
-    } else {
-        for r in &runs {
-            for c in r.cases.iter().filter(|c| !c.correct) {
-                crate::err(&format!(
-                    "{:?} miss: {} (expected {:?}, called {:?}){}",
-                    r.mode,
-                    c.id,
-                    c.expected,
-                    c.called,
-                    c.error
-                        .as_ref()
-                        .map(|e| format!(": {e}"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        crate::out(eval::table(&runs).trim_end());
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -265,6 +265,10 @@ pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
             .map_or_else(|| repo_root().join(".venv-test"), PathBuf::from)
             .join("bin/python")
     });
+    let progress = crate::progress::Progress::spinner(format!(
+        "bench mcp: {} requests to each server",
+        args.requests
+    ));
     let dir = tempfile::tempdir().into_diagnostic()?;
     write_package(dir.path()).into_diagnostic()?;
     let mut executor = BuiltinExecutor::new();
@@ -335,6 +339,7 @@ pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
     shutdown.cancel();
     let _ = tokio.block_on(server);
 
+    drop(progress);
     let ratio = json!({
         "throughput": quiver.calls_per_second / fastmcp.calls_per_second.max(f64::MIN_POSITIVE),
         "p50_latency": quiver.p50_us / fastmcp.p50_us.max(f64::MIN_POSITIVE),

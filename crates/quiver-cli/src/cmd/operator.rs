@@ -28,6 +28,9 @@ pub enum ControlState {
 pub struct ControlArgs {
     /// The state to set; without it, the current one is shown.
     pub state: Option<ControlState>,
+    /// Print `{"control", "disabled"}` as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub state_db: StateArgs,
 }
@@ -37,6 +40,9 @@ pub struct ControlArgs {
 pub struct SwitchArgs {
     /// The package id.
     pub package: String,
+    /// Print `{"package", "enabled"}` as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -64,6 +70,10 @@ pub fn control(args: ControlArgs) -> miette::Result<ExitCode> {
     }
     let current = admin.switches().map_err(|e| miette::miette!("{e}"))?;
     let name = operator::control_name(current.control);
+    if args.json {
+        crate::out(&serde_json::json!({"control": name, "disabled": current.disabled}).to_string());
+        return Ok(ExitCode::SUCCESS);
+    }
     let disabled = if current.disabled.is_empty() {
         "none".to_owned()
     } else {
@@ -79,6 +89,10 @@ pub fn switch(args: SwitchArgs, enabled: bool) -> miette::Result<ExitCode> {
         .admin()?
         .set_enabled(&args.package, enabled, &operator_name())
         .map_err(|e| miette::miette!("{e}"))?;
+    if args.json {
+        crate::out(&serde_json::json!({"package": args.package, "enabled": enabled}).to_string());
+        return Ok(ExitCode::SUCCESS);
+    }
     crate::out(&format!(
         "{}: {}",
         args.package,

@@ -197,6 +197,10 @@ fn round(
 
 /// Runs `quiver bench resume`.
 pub fn run(args: ResumeBenchArgs) -> miette::Result<ExitCode> {
+    let progress = crate::progress::Progress::spinner(format!(
+        "bench resume: {} parked runs, {} round(s)",
+        args.parked, args.rounds
+    ));
     let dir = tempfile::tempdir().into_diagnostic()?;
     let (packages, config) = fixture(dir.path())?;
     let home = dir.path().join("home");
@@ -229,6 +233,7 @@ pub fn run(args: ResumeBenchArgs) -> miette::Result<ExitCode> {
         completed.push(c);
         crashed.push(k);
     }
+    drop(progress);
     let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
     let report = ResumeReport {
         parked: args.parked,

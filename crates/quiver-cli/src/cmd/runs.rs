@@ -84,6 +84,7 @@ pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> mi
             false,
         )) as Arc<dyn Approver>
     });
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -100,6 +101,7 @@ pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> mi
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     // Driving a run may reach an `agent` step.
     host.run_agents_with_configured_models()

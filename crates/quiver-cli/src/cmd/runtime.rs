@@ -72,6 +72,9 @@ pub struct CallArgs {
     /// approval: those always need a person at the terminal.
     #[arg(long)]
     pub yes: bool,
+    /// Accepted for scripts: the output (the session id and the outcome) is JSON either way.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -94,6 +97,9 @@ pub enum SessionCommand {
     Show {
         /// The session id.
         id: String,
+        /// Accepted for scripts: the output is JSON either way.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -101,6 +107,9 @@ pub enum SessionCommand {
     End {
         /// The session id.
         id: String,
+        /// Print `{"session", "ended"}` as JSON on stdout.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -255,6 +264,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
     let person = (interactive || console.is_none()).then(|| Arc::new(person) as Arc<dyn Approver>);
     // `tool_search` searches as `quiver search` does, without its notes.
     let search = quiver_host::SearchModels::load(config.search);
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -271,6 +281,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
     // A workflow's `agent` steps and exposed agents run on the configured models, as in
     // `quiver run` and `quiver serve`.
@@ -345,19 +356,23 @@ pub fn session(command: SessionCommand) -> miette::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        SessionCommand::Show { id, state } => {
+        SessionCommand::Show { id, state, .. } => {
             let admin = state.admin()?;
             let Some(view) = admin.session(&id).map_err(|e| miette::miette!("{e}"))? else {
-                return Err(miette::miette!("no session `{id}`"));
+                crate::err(&format!("error: no session `{}`", crate::shown(&id)));
+                return Ok(ExitCode::FAILURE);
             };
             crate::out(&serde_json::to_string_pretty(&view).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        SessionCommand::End { id, state } => {
+        SessionCommand::End { id, json, state } => {
             let ended = state
                 .admin()?
                 .end_session(&id, &super::operator::operator_name())
                 .map_err(|e| miette::miette!("{e}"))?;
+            if json {
+                crate::out(&json!({"session": id, "ended": ended}).to_string());
+            }
             crate::err(if ended {
                 "ended"
             } else {

@@ -56,6 +56,10 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
         return Err(miette!("`--calls` must be at least 1"));
     }
     quiver_sandbox::support().map_err(|why| miette!("the sandbox cannot run here: {why}"))?;
+    let progress = crate::progress::Progress::spinner(format!(
+        "bench sandbox: {} calls each way, then a worker",
+        args.calls
+    ));
     let state = tempfile::tempdir().into_diagnostic()?;
     let package = tempfile::tempdir().into_diagnostic()?;
     let tool_dir = package.path().join("tools/echo");
@@ -144,6 +148,7 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
     }
     worker.stop();
 
+    drop(progress);
     let (p, s, w) = (figures(plain), figures(sandboxed), figures(round_trips));
     let ratio = s.p50 / p.p50;
     if args.json {

@@ -88,6 +88,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         console: Some(state.console_approver(mcp.approval_wait)),
         reviewer: None,
     };
+    let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
@@ -100,7 +101,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         },
     )
     .map_err(crate::roots::fail)?;
+    drop(loading);
     crate::roots::notices(host.notices());
+    let loaded = crate::roots::loaded(&host.runtime().catalog(), &roots.roots);
     // Workflow `agent` steps and exposed agents run on the configured models.
     if let Err(e) = host.run_agents_with_configured_models() {
         tracing::warn!("agents cannot run: {e}");
@@ -125,6 +128,10 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
             }
         });
         if stdio {
+            crate::err(&format!(
+                "quiver: MCP over stdio (packages: {loaded}; state: {})",
+                db.display()
+            ));
             quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
                 .await
                 .map_err(|e| miette::miette!("{e}"))
@@ -144,9 +151,8 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 ));
             }
             crate::err(&format!(
-                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {}; state: {}); Ctrl-C stops",
+                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {}); Ctrl-C stops",
                 quiver_mcp::http::MCP_PATH,
-                roots.roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
                 db.display()
             ));
             if let Some(token) = owner_token.filter(|t| t.created) {

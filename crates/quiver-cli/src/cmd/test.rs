@@ -20,8 +20,16 @@ pub struct TestArgs {
     pub json: bool,
 }
 
-/// Runs `quiver test`: exit 1 on any miss.
+/// Runs `quiver test`: exit 1 on any miss, 0 (said on stderr) when nothing declares
+/// examples, 2 when a path does not exist.
 pub fn run(args: TestArgs) -> miette::Result<ExitCode> {
+    if let Some(missing) = args.paths.iter().find(|p| !p.exists()) {
+        return Err(miette::miette!(
+            help = "check the path",
+            "`{}` does not exist",
+            missing.display()
+        ));
+    }
     let roots: Vec<Root> = args
         .paths
         .iter()
@@ -35,7 +43,23 @@ pub fn run(args: TestArgs) -> miette::Result<ExitCode> {
         ..CatalogOptions::default()
     };
     let catalog = Catalog::load(&roots, &options);
+    crate::roots::notices(&quiver_host::load_notices(&catalog));
     let checks = check_examples(&catalog, &options);
+    if checks.is_empty() {
+        if args.json {
+            crate::out("[]");
+        }
+        crate::err(&format!(
+            "nothing to test: no tool or skill among {} package{} declares `examples` or `negative_examples`\n\nhint: add `examples:` (requests that must find the tool) to a `tool.yaml` or a `SKILL.md`",
+            catalog.packages().len(),
+            if catalog.packages().len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
     let failed = checks.iter().filter(|c| !c.passed).count();
     if args.json {
         crate::out(&serde_json::to_string_pretty(&checks).unwrap_or_default());
@@ -61,7 +85,7 @@ pub fn run(args: TestArgs) -> miette::Result<ExitCode> {
         checks.len(),
         checks.len() - failed
     ));
-    Ok(if failed > 0 || checks.is_empty() {
+    Ok(if failed > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

@@ -566,6 +566,11 @@ impl Turn<'_> {
     /// `arguments` through the pipeline, and writes its audit record.
     pub fn call(&mut self, name: &str, arguments: Value) -> Result<CallOutcome, RuntimeError> {
         let call_id = new_id("call");
+        // One span per call, with its id: `RUST_LOG=quiver=debug` follows it through the
+        // pipeline, the sandbox and the audit.
+        let span = tracing::info_span!("call", id = %call_id, tool = name, session = %self.session);
+        let _entered = span.enter();
+        tracing::debug!("call received");
         let started = Instant::now();
         let mut audit = self.call_audit(&call_id, name, &arguments);
         let meta = MetaTool::from_name(name).filter(|m| self.meta_tools().contains(m));
@@ -598,6 +603,7 @@ impl Turn<'_> {
             }
         };
         self.finish_audit(audit, &mut outcome, started)?;
+        tracing::debug!(status = ?outcome.status, kind = ?outcome.kind, elapsed_ms = started.elapsed().as_millis() as u64, "call ended");
         Ok(outcome)
     }
 

@@ -255,8 +255,27 @@ impl StepRunner for WorkflowSteps<'_> {
     }
 
     fn run_recorded(&self, call: &StepCall) -> (StepOutcome, Option<AuditEntry>) {
-        self.try_run(call)
-            .unwrap_or_else(|e| (StepOutcome::Failed(e.to_string()), None))
+        // One span per step's attempt; the step's call is a `call` span inside it.
+        let span = tracing::info_span!(
+            "workflow_step",
+            run = %call.run_id,
+            workflow = %call.workflow,
+            step = %call.step_id,
+            attempt = call.attempt
+        );
+        let _entered = span.enter();
+        tracing::debug!("step started");
+        let (outcome, audit) = self
+            .try_run(call)
+            .unwrap_or_else(|e| (StepOutcome::Failed(e.to_string()), None));
+        let ended = match &outcome {
+            StepOutcome::Output(_) => "output",
+            StepOutcome::Failed(_) => "failed",
+            StepOutcome::Refused(_) => "refused",
+            StepOutcome::NeedsPerson(_) => "needs a person",
+        };
+        tracing::debug!(outcome = ended, "step ended");
+        (outcome, audit)
     }
 }
 
