@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod rules;
 pub mod schema;
 pub mod skill;
+pub mod skill_files;
 /// Strict Agent Skills validation, twin of the reference skills-ref.
 pub mod skills_ref;
 pub mod source;

@@ -266,3 +266,83 @@ fn issue_12_finding_one_exposed_item_brings_its_whole_package_and_slots_count_pa
     let presence = h.store.presence(&s).unwrap();
     assert_eq!(presence.loaded, ["group-admin", "weather"]);
 }
+
+/// Issue 23 item 3: every file of a skill's folder is readable, as people write skill
+/// folders (Anthropic's `mcp-builder/reference/*.md`, a root-level `forms.md` or
+/// `reference.md`), while hidden files, the package format's own files, links that leave the
+/// package and `..` stay out of reach.
+#[test]
+fn issue_23_every_file_of_a_skill_folder_is_readable() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let packages = dir.path().join("packages");
+    let skill = |name: &str| format!("---\nname: {name}\ndescription: d {name}\n---\nbody\n");
+    write(&packages, "mcp-builder/SKILL.md", &skill("mcp-builder"));
+    write(&packages, "mcp-builder/reference/foo.md", "foo\n");
+    write(&packages, "mcp-builder/forms.md", "forms\n");
+    write(&packages, "mcp-builder/reference.md", "reference\n");
+    write(&packages, "mcp-builder/.env", "SECRET=1\n");
+    write(&packages, "mcp-builder/scripts/.cache/x", "cache\n");
+    write(&packages, "mcp-builder/__pycache__/x.pyc", "pyc\n");
+    write(dir.path(), "outside.md", "CANARY outside\n");
+    symlink("../../outside.md", packages.join("mcp-builder/out.md")).unwrap();
+    symlink("reference/foo.md", packages.join("mcp-builder/same.md")).unwrap();
+    write(&packages, "pkg/quiver.yaml", "id: pkg\ndescription: p\n");
+    write(&packages, "pkg/SKILL.md", &skill("pkg"));
+    write(&packages, "pkg/guide.md", "guide\n");
+    write(&packages, "pkg/skills/sub/SKILL.md", &skill("sub"));
+    write(&packages, "pkg/skills/sub/reference.md", "sub reference\n");
+    write(
+        &packages,
+        "pkg/prompts/p.md",
+        "---\ntitle: p\nlayer: task\n---\np\n",
+    );
+    let db = dir.path().join("state.db");
+    let h = build(dir, &packages, db, Default::default(), None);
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let opened = turn
+        .call("read_skill", json!({"id": "mcp-builder"}))
+        .unwrap();
+    assert_eq!(
+        opened.content["files"],
+        json!([
+            "mcp-builder/forms.md",
+            "mcp-builder/reference.md",
+            "mcp-builder/reference/foo.md",
+            "mcp-builder/same.md",
+        ])
+    );
+    let own = turn.call("read_skill", json!({"id": "pkg"})).unwrap();
+    assert_eq!(own.content["files"], json!(["pkg/guide.md"]));
+    let cases = [
+        ("mcp-builder/reference/foo.md", Some("foo\n")),
+        ("mcp-builder/forms.md", Some("forms\n")),
+        ("mcp-builder/reference.md", Some("reference\n")),
+        ("mcp-builder/same.md", Some("foo\n")),
+        ("pkg/guide.md", Some("guide\n")),
+        ("pkg/skill/guide.md", Some("guide\n")),
+        ("pkg/sub/reference.md", Some("sub reference\n")),
+        ("mcp-builder/.env", None),
+        ("mcp-builder/scripts/.cache/x", None),
+        ("mcp-builder/__pycache__/x.pyc", None),
+        ("mcp-builder/out.md", None),
+        ("mcp-builder/SKILL.md", None),
+        ("mcp-builder/reference/../forms.md", None),
+        ("pkg/quiver.yaml", None),
+        ("pkg/prompts/p.md", None),
+        ("pkg/skills/sub/SKILL.md", None),
+        ("pkg/sub/../../../outside.md", None),
+    ];
+    for (id, want) in cases {
+        let out = turn.call("read_skill", json!({ "id": id })).unwrap();
+        match want {
+            Some(text) => assert_eq!(out.content["text"], text, "{id}: {out:?}"),
+            None => assert_eq!(
+                error_text(&out.content),
+                format!("no such skill: {id}"),
+                "{id}"
+            ),
+        }
+    }
+}
