@@ -13,11 +13,11 @@ use crate::manifest::{self, Manifest};
 use crate::names::{ItemName, PackageId, RESERVED_SKILL_NAMES};
 use crate::prompt::{self, PromptSection};
 use crate::skill::{self, Skill};
-use crate::skill_files;
 use crate::source::PackageDir;
 use crate::tool::{self, Tool, ToolScope};
 use crate::unlocks;
 use crate::workflow::{self, Workflow, WorkflowScope};
+use crate::{skill_files, skill_lint};
 
 /// A loaded package.
 #[derive(Debug, Clone, Serialize)]
@@ -208,6 +208,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             id.to_string(),
             skill_file.clone(),
             skill_dir.clone(),
+            &mut diags,
         )
     });
 
@@ -249,7 +250,14 @@ pub fn load_package(dir: &Path) -> Loaded {
             continue;
         }
         let local = ItemName::derive(&parsed.name);
-        let skill = finish_skill(&files, parsed, format!("{id}/{local}"), file, sub.clone());
+        let skill = finish_skill(
+            &files,
+            parsed,
+            format!("{id}/{local}"),
+            file,
+            sub.clone(),
+            &mut diags,
+        );
         load_tools(
             &files,
             &sub.join("tools"),
@@ -460,14 +468,24 @@ fn read_skill(
     }
 }
 
+/// The skill `parsed` as loaded: its files listed, its instructions linted
+/// ([`crate::skill_lint`]).
 fn finish_skill(
     package: &PackageDir,
     parsed: skill::ParsedSkill,
     id: String,
     file: PathBuf,
     dir: PathBuf,
+    diags: &mut Vec<Diagnostic>,
 ) -> Skill {
     let files = skill_files::list(package, &dir);
+    diags.extend(skill_lint::check(
+        package,
+        &file,
+        &dir,
+        &parsed.body,
+        parsed.body_line,
+    ));
     Skill {
         id,
         name: parsed.name,
@@ -607,6 +625,7 @@ fn load_agent(
                     format!("{package}/{name}/{local}"),
                     skill_file,
                     sub.clone(),
+                    diags,
                 );
                 let before = tools.len();
                 // Its tools are offered to its agent once the agent has read it.
