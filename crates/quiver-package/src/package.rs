@@ -410,6 +410,45 @@ pub fn load_package(dir: &Path) -> Loaded {
     }
 }
 
+/// The skills an MCP server offered, mirrored in `dir` (`<dir>/<skill>/SKILL.md`, see
+/// `quiver_mcp_client::skills`) under the folder `root` of the server's package `package`:
+/// skills `<package>/<skill>` with [`Skill::from_server`] set to `server`, their files listed
+/// and their instructions linted as any skill's. Nothing else in those folders is loaded: no
+/// tool, agent or workflow comes from a server's skill.
+pub fn load_mirrored_skills(
+    root: &Path,
+    dir: &Path,
+    package: &PackageId,
+    server: &str,
+) -> (Vec<Skill>, Vec<Diagnostic>) {
+    let files = PackageDir::new(root);
+    let mut diags = Vec::new();
+    let mut skills = Vec::new();
+    for sub in subdirs(dir) {
+        let file = sub.join("SKILL.md");
+        if !file.is_file() {
+            continue;
+        }
+        let name = sub.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(parsed) = read_skill(&files, &file, name.as_deref(), &mut diags) else {
+            continue;
+        };
+        let local = ItemName::derive(&parsed.name);
+        let id = format!("{package}/{local}");
+        let mut skill = finish_skill(&files, parsed, id, file, sub, &mut diags);
+        skill.from_server = Some(server.to_owned());
+        skills.push(skill);
+    }
+    dedupe(
+        &mut skills,
+        |s| s.id.clone(),
+        |s| s.file.clone(),
+        "skill-duplicate",
+        &mut diags,
+    );
+    (skills, diags)
+}
+
 /// Sets every skill's [`Skill::unlocks`] from its `tools:` (see [`crate::unlocks`]).
 fn resolve_unlocks(
     id: &PackageId,
@@ -497,6 +536,7 @@ fn finish_skill(
         body: parsed.body,
         unlocks: Vec::new(),
         package_root: package.path().to_path_buf(),
+        from_server: None,
         meta: parsed.meta,
         files,
     }

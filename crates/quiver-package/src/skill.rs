@@ -69,6 +69,9 @@ pub struct Skill {
     pub package_root: PathBuf,
     /// Every other field.
     pub meta: SkillMeta,
+    /// The MCP server this skill was fetched from (`mcp_servers:` in the config file), when
+    /// it is a mirror of one of its skills: read like any skill, its scripts never run.
+    pub from_server: Option<String>,
     /// Every file of the skill's folder ([`crate::skill_files`]: `forms.md`, `reference/x.md`,
     /// `scripts/run.py`, ...), relative to [`Skill::dir`], sorted.
     pub files: Vec<String>,
