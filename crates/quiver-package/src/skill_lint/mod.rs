@@ -131,10 +131,11 @@ fn links(line: &str) -> Vec<(Kind, String, usize)> {
             };
             let content = &line[content_start..content_start + close];
             for (offset, token) in tokens(content) {
-                if SKILL_FOLDERS.iter().any(|f| token.starts_with(f)) && !token.contains(':') {
-                    if let Some(target) = local_target(token) {
-                        out.push((Kind::CodePath, target, content_start + offset));
-                    }
+                if SKILL_FOLDERS.iter().any(|f| token.starts_with(f))
+                    && !token.contains(':')
+                    && let Some(target) = local_target(token)
+                {
+                    out.push((Kind::CodePath, target, content_start + offset));
                 }
             }
             i = content_start + close + run;
@@ -228,8 +229,7 @@ fn word_at(line: &str, at: usize, word: &str) -> bool {
 
 /// The shell a command starts with (`bash`, `sudo -E bash`, `/bin/sh`, `env bash`), if any.
 fn starts_shell(command: &str) -> bool {
-    let mut words = command.split_whitespace();
-    while let Some(word) = words.next() {
+    for word in command.split_whitespace() {
         let name = word.rsplit('/').next().unwrap_or(word);
         match name {
             "sudo" | "env" | "command" | "exec" => continue,
