@@ -6,7 +6,10 @@
 //! again as `skill://` resources, which a plain Python MCP client reads back byte for byte
 //! (`tests/mcp/skills_client.py`), text and binary files alike.
 //!
-//! The test needs the sandbox; where the machine cannot sandbox it prints why and skips.
+//! A second Quiver, served over Streamable HTTP, is consumed the same way through
+//! `skills/list`, each file checked against its digest and size.
+//!
+//! The first test needs the sandbox; where the machine cannot sandbox it prints why and skips.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -17,7 +20,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{json, python_with, test_venv};
+use support::{Server, json, python_with, repo_root, test_venv};
 
 fn mcp_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
@@ -188,4 +191,84 @@ fn issue_23_skills_of_another_skills_extension_server_become_a_package() {
         );
         assert_eq!(stdout.matches("ok bytes of").count(), 5, "{mode}: {stdout}");
     }
+}
+
+/// Quiver consumes another Quiver's skills: the served catalog's skills (`weather`, and
+/// `daily-report/weekly` with its Unicode-free name) become the remote server's package's
+/// skills, mirrored with exactly the served bytes.
+#[test]
+fn issue_23_skills_of_another_quiver_come_through_skills_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let examples = repo_root().join("examples/packages");
+    let served = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .arg("--root")
+        .arg(&examples)
+        .args([
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--allow-anonymous",
+        ])
+        .arg("--db")
+        .arg(tmp.path().join("served.db"))
+        .env("QUIVER_HOME", tmp.path().join("served-home"))
+        .env("QUIVER_CONFIG", "/nonexistent")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _served = Server(served);
+    let up = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "quiver serve --http did not listen on {port}");
+    let config = tmp.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!("mcp_servers:\n  peer:\n    url: http://127.0.0.1:{port}/mcp\n"),
+    )
+    .unwrap();
+    let home = tmp.path().join("home");
+    let root = tmp.path().join("packages");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = quiver(&root, &config, &home, &["list", "--json"]);
+    let list = json(&out);
+    let peer = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "peer")
+        .unwrap_or_else(|| panic!("no package `peer`: {list}"));
+    let mut ids: Vec<&str> = peer["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["peer/weather", "peer/weekly"], "{peer}");
+    let mirror = home.join("mcp/peer/skills");
+    for (mirrored, original) in [
+        ("weather/SKILL.md", "weather/SKILL.md"),
+        (
+            "weather/references/cities.md",
+            "weather/references/cities.md",
+        ),
+        ("weekly/SKILL.md", "daily-report/skills/weekly/SKILL.md"),
+    ] {
+        assert_eq!(
+            std::fs::read(mirror.join(mirrored)).unwrap(),
+            std::fs::read(examples.join(original)).unwrap(),
+            "{mirrored}"
+        );
+    }
+    // The served skill's tools are the served server's tools, never files of its skills.
+    assert!(!mirror.join("weekly/tools").exists());
 }
