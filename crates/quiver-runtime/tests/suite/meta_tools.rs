@@ -346,3 +346,58 @@ fn issue_23_every_file_of_a_skill_folder_is_readable() {
         }
     }
 }
+
+/// Issue 23 item 3: a skill an MCP server offered is read like any skill, but its scripts
+/// are never run: they came from the server, and would run with the server package's
+/// permissions.
+#[test]
+fn issue_23_scripts_of_a_servers_skill_are_read_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("mcp/hub");
+    write(
+        &root,
+        "quiver.yaml",
+        "id: hub\ndescription: Skills of a server\n",
+    );
+    write(
+        &root,
+        "skills/greet/SKILL.md",
+        "---\nname: greet\ndescription: Greets.\n---\nRun scripts/hello.sh.\n",
+    );
+    write(&root, "skills/greet/scripts/hello.sh", "echo hi\n");
+    let id = "hub".parse().unwrap();
+    let (skills, _) =
+        quiver_package::package::load_mirrored_skills(&root, &root.join("skills"), &id, "hub");
+    let mut package = quiver_package::load_package(&root).package.unwrap();
+    package.skills = skills;
+    let catalog = quiver_catalog::Catalog::build(
+        vec![(package, quiver_catalog::Scope::Project)],
+        Vec::new(),
+        &quiver_catalog::CatalogOptions::default(),
+    );
+    let db = dir.path().join("state.db");
+    let h = build_over(dir, catalog, db, Default::default(), None);
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let opened = turn.call("read_skill", json!({"id": "hub/greet"})).unwrap();
+    assert_eq!(
+        opened.content["files"],
+        json!(["hub/greet/scripts/hello.sh"])
+    );
+    let script = turn
+        .call("read_skill", json!({"id": "hub/greet/scripts/hello.sh"}))
+        .unwrap();
+    assert_eq!(script.content["text"], "echo hi\n");
+    let run = turn
+        .call(
+            "run_skill_script",
+            json!({"skill": "hub/greet", "script": "hello.sh"}),
+        )
+        .unwrap();
+    assert_eq!(
+        error_text(&run.content),
+        "skill `hub/greet` comes from the MCP server `hub`: its scripts can be read with read_skill, not run"
+    );
+    assert!(h.calls.lock().unwrap().is_empty());
+    assert!(h.person.cards().is_empty(), "nobody is asked");
+}
