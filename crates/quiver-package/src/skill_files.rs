@@ -2,8 +2,9 @@
 //! (Anthropic's `mcp-builder/reference/*.md`, a root-level `forms.md` or `reference.md` next
 //! to `SKILL.md`), not only `references/`, `assets/` and `scripts/`.
 //!
-//! What is left out, by [`part_of_skill`]: hidden entries (`.git`, `.env`, `.venv`) at any
-//! level, the `SKILL.md` itself, build litter (`__pycache__`, `node_modules`), the `tools/`
+//! What is left out, by [`part_of_skill`]: hidden entries (`.git`, `.env`, `.venv`) and
+//! Quiver's own state files ([`is_state_file`]: `state.db`, `mcp-secret`) at any level, the
+//! `SKILL.md` itself, build litter (`__pycache__`, `node_modules`), the `tools/`
 //! folder (tool definitions, loaded as tools), and, for a skill whose folder is the package
 //! folder, what the package format defines besides the skill (`quiver.yaml`, `skill/`,
 //! `skills/`, `agents/`, `workflows/`, `prompts/`, `pages/`, `docs/`, `AGENTS.md`,
@@ -42,10 +43,22 @@ const PACKAGE_ENTRIES: [&str; 10] = [
     "requirements.txt",
 ];
 
+/// Suffixes of a state database and its companions (`state.db`, `state.db-wal`, ...).
+const STATE_SUFFIXES: [&str; 5] = [".db", ".db-wal", ".db-shm", ".db-journal", ".db.engines"];
+
+/// Whether `name` is one of Quiver's own state files, never a skill file wherever it lies (a
+/// state folder or `--db` inside a skill folder): a state database (`*.db`) with its `-wal`,
+/// `-shm`, `-journal` and `.engines` companions, the MCP front's secret and its owner token
+/// (the files `quiver_host::state_files` names, which a test there checks against this).
+pub fn is_state_file(name: &str) -> bool {
+    matches!(name, "mcp-secret" | "mcp-token") || STATE_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
 /// Whether the entry `name`, directly inside a skill's folder, belongs to the skill.
 /// `package_root`: the skill's folder is the package folder (a package's own `SKILL.md`).
 pub fn part_of_skill(name: &str, package_root: bool) -> bool {
     !(name.starts_with('.')
+        || is_state_file(name)
         || name == "SKILL.md"
         || name == "tools"
         || LITTER.contains(&name)
@@ -54,7 +67,7 @@ pub fn part_of_skill(name: &str, package_root: bool) -> bool {
 
 /// Whether `name`, an entry below the top level of a skill folder, is listed.
 fn listed_below(name: &str) -> bool {
-    !name.starts_with('.') && !LITTER.contains(&name)
+    !name.starts_with('.') && !LITTER.contains(&name) && !is_state_file(name)
 }
 
 /// Every file of the skill whose folder is `dir`, relative to it and sorted (see the module
@@ -146,6 +159,11 @@ mod tests {
             (".env", false, false),
             (".venv", false, false),
             ("__pycache__", false, false),
+            ("state.db", false, false),
+            ("state.db-wal", false, false),
+            ("mcp-secret", false, false),
+            ("mcp-token", false, false),
+            ("schema.sql", true, true),
             ("node_modules", false, false),
             ("tools", false, false),
             ("quiver.yaml", false, true),

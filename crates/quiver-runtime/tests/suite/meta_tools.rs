@@ -284,6 +284,8 @@ fn issue_23_every_file_of_a_skill_folder_is_readable() {
     write(&packages, "mcp-builder/.env", "SECRET=1\n");
     write(&packages, "mcp-builder/scripts/.cache/x", "cache\n");
     write(&packages, "mcp-builder/__pycache__/x.pyc", "pyc\n");
+    write(&packages, "mcp-builder/state.db", "SQLite format 3\n");
+    write(&packages, "mcp-builder/mcp-secret", "secret\n");
     write(dir.path(), "outside.md", "CANARY outside\n");
     symlink("../../outside.md", packages.join("mcp-builder/out.md")).unwrap();
     symlink("reference/foo.md", packages.join("mcp-builder/same.md")).unwrap();
@@ -326,6 +328,8 @@ fn issue_23_every_file_of_a_skill_folder_is_readable() {
         ("mcp-builder/.env", None),
         ("mcp-builder/scripts/.cache/x", None),
         ("mcp-builder/__pycache__/x.pyc", None),
+        ("mcp-builder/state.db", None),
+        ("mcp-builder/mcp-secret", None),
         ("mcp-builder/out.md", None),
         ("mcp-builder/SKILL.md", None),
         ("mcp-builder/reference/../forms.md", None),
