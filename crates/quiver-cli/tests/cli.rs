@@ -314,6 +314,80 @@ fn roots_come_from_quiver_path_when_no_root_is_given() {
     assert_eq!(packages.as_array().unwrap().len(), 1);
 }
 
+/// Issue 23 item 3: the project's skill folders are found from any subfolder of the project,
+/// nearest first, up to the folder holding `.git` (inclusive) and no further; a skill with
+/// the same name nearer the working folder wins.
+#[test]
+fn issue_23_project_skill_folders_are_found_from_a_subfolder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skill = |name: &str, desc: &str| format!("---\nname: {name}\ndescription: {desc}\n---\n");
+    let repo = tmp.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::create_dir_all(tmp.path().join("home")).unwrap();
+    write(
+        &repo,
+        ".claude/skills/greet/SKILL.md",
+        &skill("greet", "at the root"),
+    );
+    write(
+        &repo,
+        ".agents/skills/shared/SKILL.md",
+        &skill("shared", "at the root"),
+    );
+    write(
+        &repo,
+        "app/.codex/skills/shared/SKILL.md",
+        &skill("shared", "in app"),
+    );
+    write(
+        &repo,
+        "app/.quiver/packages/tool-pkg/SKILL.md",
+        &skill("tool-pkg", "in app"),
+    );
+    write(
+        tmp.path(),
+        ".claude/skills/above/SKILL.md",
+        &skill("above", "above the repository"),
+    );
+    let cwd = repo.join("app/src/deep");
+    fs::create_dir_all(&cwd).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .args(["list", "--json"])
+        .current_dir(&cwd)
+        .env("HOME", tmp.path().join("home"))
+        .env("QUIVER_HOME", tmp.path().join("state"))
+        .env_remove("QUIVER_PATH")
+        .env_remove("QUIVER_CONFIG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let packages: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut seen: Vec<(String, String, bool)> = packages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap().to_owned(),
+                p["description"].as_str().unwrap().to_owned(),
+                p["shadowed"] == true,
+            )
+        })
+        .collect();
+    seen.sort();
+    let want = [
+        ("greet", "at the root", false),
+        ("shared", "at the root", true),
+        ("shared", "in app", false),
+        ("tool-pkg", "in app", false),
+    ];
+    let want: Vec<(String, String, bool)> = want
+        .iter()
+        .map(|(i, d, s)| ((*i).to_owned(), (*d).to_owned(), *s))
+        .collect();
+    assert_eq!(seen, want, "{}", text(&out.stderr));
+}
+
 #[test]
 fn roots_and_precedence_come_from_the_config_file() {
     let tmp = tempfile::tempdir().unwrap();

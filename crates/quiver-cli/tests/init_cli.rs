@@ -118,8 +118,8 @@ fn init_sets_up_a_project_once_and_keeps_it() {
     }
     assert_eq!(std::fs::read_to_string(&agent).unwrap(), written);
     assert_eq!(std::fs::read_to_string(&manifest).unwrap(), before);
-    // The project's packages are found where the project is.
-    let listed = quiver(home.path(), &project, &["list"], &[]);
+    // The project's packages are found from any subfolder.
+    let listed = quiver(home.path(), &project.join("src/deep"), &["list"], &[]);
     assert!(
         String::from_utf8_lossy(&listed.stdout).contains("hello"),
         "{}",

@@ -459,6 +459,19 @@ fn mcp_secret(state_db: &Path) -> Result<Vec<u8>, HostError> {
 mod tests {
     use super::*;
 
+    /// No state file is ever a skill file, wherever the state lies (a `--db` or a state
+    /// folder inside a skill's folder): skill listings leave out every name this names.
+    #[test]
+    fn state_files_are_never_skill_files() {
+        for file in state_files(Path::new("/anywhere/state.db")) {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                quiver_package::skill_files::is_state_file(&name),
+                "{name} would be served as a skill file"
+            );
+        }
+    }
+
     fn write(root: &Path, rel: &str, text: &str) {
         let path = root.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -44,6 +44,38 @@ pub fn state_db(db: Option<&Path>) -> Result<PathBuf, HostError> {
     }
 }
 
+/// The project's skill and package folders, read in each folder [`project_dirs`] yields.
+pub const PROJECT_FOLDERS: [&str; 4] = [
+    ".agents/skills",
+    ".claude/skills",
+    ".codex/skills",
+    ".quiver/packages",
+];
+
+/// The folders whose [`PROJECT_FOLDERS`] are project roots, nearest first: `cwd`, then each
+/// parent, as git finds a repository's root: the walk ends at the first folder that
+/// `is_repo_root` (one holding `.git`), inclusive, or at the filesystem root. Walking up never
+/// reaches the home folder `home` (its skill folders are the user's, read as user scope) nor
+/// goes above it.
+pub fn project_dirs(
+    cwd: &Path,
+    home: Option<&Path>,
+    is_repo_root: &dyn Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
+    let mut dirs = vec![cwd.to_path_buf()];
+    let mut current = cwd;
+    while !is_repo_root(current) && Some(current) != home {
+        match current.parent() {
+            Some(parent) if Some(parent) != home => {
+                dirs.push(parent.to_path_buf());
+                current = parent;
+            }
+            _ => break,
+        }
+    }
+    dirs
+}
+
 fn parse_scope(text: &str) -> Result<Scope, HostError> {
     match text {
         "project" => Ok(Scope::Project),
@@ -57,7 +89,8 @@ fn parse_scope(text: &str) -> Result<Scope, HostError> {
 
 /// The roots and catalog options of an invocation: `explicit` (`--root`) alone when given, an
 /// error when one of them does not exist; else `QUIVER_PATH`, the config file's `roots:` and
-/// `precedence:`, the project's and the home directory's skill folders, and the installed
+/// `precedence:`, the project's skill folders (in the current folder and each parent up to the
+/// repository's root, nearest first: [`project_dirs`]), the home directory's, and the installed
 /// packages, only the folders that exist (a named root that does not is warned about).
 pub fn resolve_roots(
     explicit: &[PathBuf],
@@ -126,18 +159,17 @@ pub fn resolve_roots(
         })
         .collect::<Result<_, _>>()?;
     let cwd = std::env::current_dir().unwrap_or_default();
-    for dir in [
-        ".agents/skills",
-        ".claude/skills",
-        ".codex/skills",
-        ".quiver/packages",
-    ] {
-        roots.push(Root {
-            path: cwd.join(dir),
-            scope: Scope::Project,
-        });
+    let home = home();
+    let is_repo_root = |dir: &Path| dir.join(".git").exists();
+    for project in project_dirs(&cwd, home.as_deref(), &is_repo_root) {
+        for dir in PROJECT_FOLDERS {
+            roots.push(Root {
+                path: project.join(dir),
+                scope: Scope::Project,
+            });
+        }
     }
-    if let Some(home) = home() {
+    if let Some(home) = home {
         for dir in [".agents/skills", ".claude/skills", ".codex/skills"] {
             roots.push(Root {
                 path: home.join(dir),
@@ -153,4 +185,51 @@ pub fn resolve_roots(
     }
     roots.retain(|r| r.path.exists());
     Ok((roots, options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_folders_are_found_as_git_finds_its_root() {
+        let repos = ["/work/repo", "/home/me/code/app", "/srv/wt"];
+        let is_repo_root = |dir: &Path| repos.iter().any(|r| dir == Path::new(r));
+        let home = Some(Path::new("/home/me"));
+        let cases: [(&str, Option<&Path>, &[&str]); 8] = [
+            ("/work/repo", home, &["/work/repo"]),
+            (
+                "/work/repo/a/b",
+                home,
+                &["/work/repo/a/b", "/work/repo/a", "/work/repo"],
+            ),
+            (
+                "/work/other/x",
+                home,
+                &["/work/other/x", "/work/other", "/work", "/"],
+            ),
+            (
+                "/home/me/code/app/src",
+                home,
+                &["/home/me/code/app/src", "/home/me/code/app"],
+            ),
+            (
+                "/home/me/notes/2026",
+                home,
+                &["/home/me/notes/2026", "/home/me/notes"],
+            ),
+            ("/home/me", home, &["/home/me"]),
+            (
+                "/srv/wt/crates/x",
+                None,
+                &["/srv/wt/crates/x", "/srv/wt/crates", "/srv/wt"],
+            ),
+            ("/", home, &["/"]),
+        ];
+        for (cwd, home, want) in cases {
+            let got = project_dirs(Path::new(cwd), home, &is_repo_root);
+            let want: Vec<PathBuf> = want.iter().map(PathBuf::from).collect();
+            assert_eq!(got, want, "{cwd}");
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! Discovery: each configured server's `initialize` answer and `tools/list`, listed in
 //! parallel through the caller's [`Connect`] (so the caller can keep the connection for the
-//! calls that follow) and cached in `<state>/mcp/<server>/tools.json`. A server that cannot be
+//! calls that follow) and cached in `<state>/mcp/<server>/tools.json`; the skills it offers
+//! through the MCP Skills extension are mirrored in `<state>/mcp/<server>/skills/`
+//! ([`crate::skills`]), kept as they were when fetching them fails. A server that cannot be
 //! reached is answered from that cache (with a warning), or, never seen before, left out with
 //! an error diagnostic that names the config file. Turning a listing into a package is the
 //! catalog's (`quiver_catalog::mcp_listing`), a pure function.
@@ -14,6 +16,7 @@ use serde_json::{Value, json};
 use crate::McpClientError;
 use crate::config::{CACHE_FILE, McpServer, McpServers};
 use crate::session::McpClient;
+use crate::skills::{MIRROR_DIR, RemoteSkill, write_mirror};
 
 /// What discovery saw: the server's `initialize` result and its tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,8 +28,12 @@ pub struct Listing {
     pub tools: Vec<Value>,
 }
 
-/// Connects to `server` and lists its tools.
-fn discover(server: &McpServer, connect: &Connect<'_>) -> Result<Listing, String> {
+/// Connects to `server` and lists its tools, and the skills it offers (`None` when fetching
+/// them failed: the mirror of the last time stays).
+fn discover(
+    server: &McpServer,
+    connect: &Connect<'_>,
+) -> Result<(Listing, Option<Vec<RemoteSkill>>), String> {
     let client = connect(server).map_err(|e| e.to_string())?;
     let tools = client.list_tools(server.timeout).map_err(|e| {
         // A server that cannot list its tools is not kept for calls.
@@ -36,10 +43,19 @@ fn discover(server: &McpServer, connect: &Connect<'_>) -> Result<Listing, String
             other => other.to_string(),
         }
     })?;
-    Ok(Listing {
-        server: client.server_info().clone(),
-        tools,
-    })
+    let skills = client
+        .skills(server.timeout)
+        .inspect_err(|e| {
+            tracing::warn!(server = server.id.as_str(), "cannot fetch its skills: {e}");
+        })
+        .ok();
+    Ok((
+        Listing {
+            server: client.server_info().clone(),
+            tools,
+        },
+        skills,
+    ))
 }
 
 fn now() -> u64 {
@@ -141,9 +157,14 @@ fn discover_one<'a>(
     let id = server.id.as_str();
     let mut diagnostics = Vec::new();
     let listing = match discover(server, connect) {
-        Ok(listing) => {
+        Ok((listing, skills)) => {
             if let Err(e) = write_cache(server, &root, &listing) {
                 tracing::warn!(server = id, "cannot cache the tool list: {e}");
+            }
+            if let Some(skills) = skills
+                && let Err(e) = write_mirror(&root.join(MIRROR_DIR), &skills)
+            {
+                tracing::warn!(server = id, "cannot keep its skills: {e}");
             }
             Some(listing)
         }

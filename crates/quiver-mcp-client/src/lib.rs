@@ -4,7 +4,8 @@
 //! The main types are [`McpClient`] (one session: a server process over stdio inside
 //! Quiver's sandbox, or a remote server over Streamable HTTP), [`config::McpServers`] (the
 //! config file's `mcp_servers:` section, checked) with [`config::McpServer::connect`], and
-//! [`discovery::discover_all`] (every configured server's tool list, now or from its cache).
+//! [`discovery::discover_all`] (every configured server's tool list, now or from its cache,
+//! and the skills it offers through the MCP Skills extension, mirrored as [`skills`] says).
 //! Errors are one [`McpClientError`]; a remote server's 401 and 403 are their own variants,
 //! read from rmcp's typed transport errors.
 //!
@@ -21,7 +22,9 @@
 
 pub mod config;
 pub mod discovery;
+mod fetch_skills;
 mod session;
+pub mod skills;
 
 use std::time::Duration;
 

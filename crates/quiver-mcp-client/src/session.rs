@@ -2,7 +2,8 @@
 //! operator lists in the config file) runs over stdio inside the package's sandbox; a remote
 //! server the operator lists is reached over Streamable HTTP. Either way Quiver is an MCP
 //! client (rmcp), and each call carries the call context in `_meta` under
-//! [`CONTEXT_META_KEY`]. The only module of this crate that names rmcp types.
+//! [`CONTEXT_META_KEY`]. With `fetch_skills.rs`, the only module of this crate that names
+//! rmcp types.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,6 +24,7 @@ use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use serde_json::Value;
 
 use crate::McpClientError;
+use crate::skills::RemoteSkill;
 
 /// The `_meta` key that carries Quiver's call context to the server.
 pub const CONTEXT_META_KEY: &str = "quiver.dev/context";
@@ -39,6 +41,9 @@ enum Request {
     },
     List {
         reply: mpsc::Sender<Result<Vec<Value>, McpClientError>>,
+    },
+    Skills {
+        reply: mpsc::Sender<Result<Vec<RemoteSkill>, McpClientError>>,
     },
 }
 
@@ -227,6 +232,19 @@ impl McpClient {
         }
     }
 
+    /// The skills the server offers through the MCP Skills extension, each with its files'
+    /// bytes (see [`crate::skills`]); none when it offers none. Everything must arrive within
+    /// `timeout`.
+    pub fn skills(&self, timeout: Duration) -> Result<Vec<RemoteSkill>, McpClientError> {
+        let (reply, answer) = mpsc::channel();
+        self.requests
+            .send(Request::Skills { reply })
+            .map_err(|_| McpClientError::Failed("the MCP server is not running".into()))?;
+        answer
+            .recv_timeout(timeout)
+            .unwrap_or(Err(McpClientError::TimedOut(timeout)))
+    }
+
     /// Calls `tool` with `arguments` (a JSON object), the call context in `_meta`.
     pub fn call(
         &self,
@@ -353,6 +371,9 @@ fn session(
                                     }
                                 };
                                 let _ = reply.send(result);
+                            }
+                            Request::Skills { reply } => {
+                                let _ = reply.send(crate::fetch_skills::fetch(&peer).await);
                             }
                             Request::List { reply } => {
                                 let result = match peer.list_all_tools().await {

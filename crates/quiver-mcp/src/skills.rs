@@ -1,5 +1,6 @@
 //! The skills a catalog serves through the Skills extension (SEP-2640): every file of every
-//! skill the model may see, as a `skill://` URI with its bytes, sha256 digest and size.
+//! skill the model may see (every file of its folder, as [`quiver_package::skill_files`] lists
+//! them), as a `skill://` URI with its bytes, sha256 digest and size.
 //!
 //! A skill's URI is `skill://<skill id>/SKILL.md` (`skill://weather/SKILL.md`,
 //! `skill://daily-report/weekly/SKILL.md`); when the frontmatter `name` is not the last segment
@@ -294,7 +295,8 @@ impl SkillIndex {
     }
 
     /// A skill's entry: each file's metadata, none of its bytes. A file larger than
-    /// [`MAX_SKILL_ASSET_BYTES`] is left out (it could not be served whole).
+    /// [`MAX_SKILL_ASSET_BYTES`] is left out (it could not be served whole), and so is one
+    /// that cannot be opened as a regular file inside the package.
     fn entry(
         package: &str,
         skill: &PackageSkill,
@@ -332,13 +334,20 @@ impl SkillIndex {
                 continue;
             }
             let encoded: Vec<String> = rel.split('/').map(percent_encode_segment).collect();
-            let listed = file(
+            let listed = match file(
                 format!("{root}/{}", encoded.join("/")),
                 rel.rsplit('/').next().unwrap_or(rel).to_owned(),
                 skill.dir.join(rel),
                 mime_type_of(rel),
-            )
-            .map_err(|why| format!("{rel}: {why}"))?;
+            ) {
+                Ok(listed) => listed,
+                Err(why) => {
+                    // One file that cannot be served (unreadable, or a link that now leads
+                    // out of the package) leaves the skill's other files served.
+                    tracing::warn!(skill = %skill.id, file = %rel, "not served over MCP: {why}");
+                    continue;
+                }
+            };
             if listed.size > MAX_SKILL_ASSET_BYTES {
                 tracing::warn!(skill = %skill.id, file = %rel, size = listed.size,
                     "not served over MCP: larger than {MAX_SKILL_ASSET_BYTES} bytes");

@@ -20,6 +20,8 @@ pub mod prompt;
 pub mod rules;
 pub mod schema;
 pub mod skill;
+pub mod skill_files;
+pub mod skill_lint;
 /// Strict Agent Skills validation, twin of the reference skills-ref.
 pub mod skills_ref;
 pub mod source;

@@ -17,11 +17,7 @@ use crate::source::PackageDir;
 use crate::tool::{self, Tool, ToolScope};
 use crate::unlocks;
 use crate::workflow::{self, Workflow, WorkflowScope};
-
-/// Most files listed under a skill's `references/`, `assets/` and `scripts/`.
-const MAX_SKILL_FILES: usize = 1000;
-/// Deepest folder level listed under a skill.
-const MAX_SKILL_FILE_DEPTH: usize = 6;
+use crate::{skill_files, skill_lint};
 
 /// A loaded package.
 #[derive(Debug, Clone, Serialize)]
@@ -107,11 +103,6 @@ impl Listing {
         Listing { entries }
     }
 
-    /// A listing that knows nothing: every question goes to the file system.
-    fn unknown() -> Listing {
-        Listing { entries: None }
-    }
-
     /// Whether `name` may exist in the folder: `false` only when the listing has no entry of
     /// that name (compared ignoring ASCII case, as case-insensitive file systems would).
     fn may_have(&self, name: &str) -> bool {
@@ -178,8 +169,7 @@ pub fn load_package(dir: &Path) -> Loaded {
 
     // The package's own skill.
     let nested_skill = || listing.may_have("skill") && dir.join("skill/SKILL.md").is_file();
-    let unknown = Listing::unknown();
-    let (skill_file, skill_dir, skill_listing, has_skill) = if listing.is_file(dir, "SKILL.md") {
+    let (skill_file, skill_dir, has_skill) = if listing.is_file(dir, "SKILL.md") {
         if nested_skill() {
             diags.push(Diagnostic::warning(
                 "package-two-skills",
@@ -187,12 +177,11 @@ pub fn load_package(dir: &Path) -> Loaded {
                 "both `SKILL.md` and `skill/SKILL.md` exist; `skill/SKILL.md` is ignored",
             ));
         }
-        (dir.join("SKILL.md"), dir.to_path_buf(), &listing, true)
+        (dir.join("SKILL.md"), dir.to_path_buf(), true)
     } else {
         (
             dir.join("skill/SKILL.md"),
             dir.join("skill"),
-            &unknown,
             nested_skill(),
         )
     };
@@ -219,7 +208,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             id.to_string(),
             skill_file.clone(),
             skill_dir.clone(),
-            skill_listing,
+            &mut diags,
         )
     });
 
@@ -267,7 +256,7 @@ pub fn load_package(dir: &Path) -> Loaded {
             format!("{id}/{local}"),
             file,
             sub.clone(),
-            &Listing::unknown(),
+            &mut diags,
         );
         load_tools(
             &files,
@@ -421,6 +410,45 @@ pub fn load_package(dir: &Path) -> Loaded {
     }
 }
 
+/// The skills an MCP server offered, mirrored in `dir` (`<dir>/<skill>/SKILL.md`, see
+/// `quiver_mcp_client::skills`) under the folder `root` of the server's package `package`:
+/// skills `<package>/<skill>` with [`Skill::from_server`] set to `server`, their files listed
+/// and their instructions linted as any skill's. Nothing else in those folders is loaded: no
+/// tool, agent or workflow comes from a server's skill.
+pub fn load_mirrored_skills(
+    root: &Path,
+    dir: &Path,
+    package: &PackageId,
+    server: &str,
+) -> (Vec<Skill>, Vec<Diagnostic>) {
+    let files = PackageDir::new(root);
+    let mut diags = Vec::new();
+    let mut skills = Vec::new();
+    for sub in subdirs(dir) {
+        let file = sub.join("SKILL.md");
+        if !file.is_file() {
+            continue;
+        }
+        let name = sub.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(parsed) = read_skill(&files, &file, name.as_deref(), &mut diags) else {
+            continue;
+        };
+        let local = ItemName::derive(&parsed.name);
+        let id = format!("{package}/{local}");
+        let mut skill = finish_skill(&files, parsed, id, file, sub, &mut diags);
+        skill.from_server = Some(server.to_owned());
+        skills.push(skill);
+    }
+    dedupe(
+        &mut skills,
+        |s| s.id.clone(),
+        |s| s.file.clone(),
+        "skill-duplicate",
+        &mut diags,
+    );
+    (skills, diags)
+}
+
 /// Sets every skill's [`Skill::unlocks`] from its `tools:` (see [`crate::unlocks`]).
 fn resolve_unlocks(
     id: &PackageId,
@@ -479,16 +507,24 @@ fn read_skill(
     }
 }
 
-/// `listing` is that of the skill's folder `dir`, when known.
+/// The skill `parsed` as loaded: its files listed, its instructions linted
+/// ([`crate::skill_lint`]).
 fn finish_skill(
     package: &PackageDir,
     parsed: skill::ParsedSkill,
     id: String,
     file: PathBuf,
     dir: PathBuf,
-    listing: &Listing,
+    diags: &mut Vec<Diagnostic>,
 ) -> Skill {
-    let files = list_skill_files(package, &dir, listing);
+    let files = skill_files::list(package, &dir);
+    diags.extend(skill_lint::check(
+        package,
+        &file,
+        &dir,
+        &parsed.body,
+        parsed.body_line,
+    ));
     Skill {
         id,
         name: parsed.name,
@@ -500,47 +536,9 @@ fn finish_skill(
         body: parsed.body,
         unlocks: Vec::new(),
         package_root: package.path().to_path_buf(),
+        from_server: None,
         meta: parsed.meta,
         files,
-    }
-}
-
-/// Files under `references/`, `assets/` and `scripts/` of a skill folder, relative to it.
-/// Links inside them are not followed, and a folder that is itself a link is listed only when
-/// it stays inside the package, so nothing outside the package is ever listed.
-fn list_skill_files(package: &PackageDir, dir: &Path, listing: &Listing) -> Vec<String> {
-    let mut out = Vec::new();
-    for sub in ["references", "assets", "scripts"] {
-        let path = dir.join(sub);
-        if listing.may_have(sub) && package.holds(&path) == Some(true) {
-            walk_files(&path, sub, 0, &mut out);
-        }
-    }
-    out.sort();
-    out
-}
-
-fn walk_files(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
-    if depth > MAX_SKILL_FILE_DEPTH || out.len() >= MAX_SKILL_FILES {
-        return;
-    }
-    let Ok(read) = fs::read_dir(dir) else { return };
-    let mut entries: Vec<_> = read.flatten().collect();
-    entries.sort_by_key(fs::DirEntry::file_name);
-    for entry in entries {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
-            continue;
-        }
-        let rel = format!("{rel}/{name}");
-        if kind.is_dir() {
-            walk_files(&entry.path(), &rel, depth + 1, out);
-        } else if kind.is_file() && out.len() < MAX_SKILL_FILES {
-            out.push(rel);
-        }
     }
 }
 
@@ -671,7 +669,7 @@ fn load_agent(
                     format!("{package}/{name}/{local}"),
                     skill_file,
                     sub.clone(),
-                    &Listing::unknown(),
+                    diags,
                 );
                 let before = tools.len();
                 // Its tools are offered to its agent once the agent has read it.
@@ -691,7 +689,7 @@ fn load_agent(
     let list = |sub: &str| {
         let mut out = Vec::new();
         if is_dir {
-            walk_files(&entry.join(sub), sub, 0, &mut out);
+            skill_files::walk(&entry.join(sub), sub, 0, &mut out);
         }
         out
     };

@@ -50,7 +50,8 @@ pub struct Skill {
     pub description: String,
     /// The `SKILL.md` file.
     pub file: PathBuf,
-    /// The folder holding `references/`, `assets/` and `scripts/`.
+    /// The skill's folder: the folder of its `SKILL.md` (the package folder for a package's
+    /// own root `SKILL.md`).
     pub dir: PathBuf,
     /// The frontmatter YAML exactly as written.
     pub frontmatter: String,
@@ -68,7 +69,11 @@ pub struct Skill {
     pub package_root: PathBuf,
     /// Every other field.
     pub meta: SkillMeta,
-    /// Files under `references/`, `assets/` and `scripts/`, relative to [`Skill::dir`], sorted.
+    /// The MCP server this skill was fetched from (`mcp_servers:` in the config file), when
+    /// it is a mirror of one of its skills: read like any skill, its scripts never run.
+    pub from_server: Option<String>,
+    /// Every file of the skill's folder ([`crate::skill_files`]: `forms.md`, `reference/x.md`,
+    /// `scripts/run.py`, ...), relative to [`Skill::dir`], sorted.
     pub files: Vec<String>,
 }
 

@@ -1,5 +1,6 @@
 //! External MCP servers the operator lists in the config file (`mcp_servers:`), as packages
-//! (id = the server's name) whose tools are the server's `tools/list`, so every policy of the
+//! (id = the server's name) whose tools are the server's `tools/list` and whose skills are the
+//! ones it offers through the MCP Skills extension (mirrored by discovery), so every policy of the
 //! pipeline applies to them unchanged. The runtime only joins the two halves: discovery and
 //! its cache are the client's ([`quiver_mcp_client::discovery`]), the listing → package
 //! conversion is the catalog's ([`quiver_catalog::mcp_listing`]). See docs/mcp.md ("External
@@ -38,11 +39,27 @@ pub fn load(
                     tools: &listing.tools,
                 },
             );
+            let (package, more) = with_skills(package, more, &found.root);
             packages.push(package);
             diagnostics.extend(more);
         }
     }
     (packages, diagnostics)
+}
+
+/// `package` (a server's) with the skills the server offered through the MCP Skills extension,
+/// as discovery mirrored them under its folder `root`.
+fn with_skills(
+    mut package: Package,
+    mut diagnostics: Vec<Diagnostic>,
+    root: &Path,
+) -> (Package, Vec<Diagnostic>) {
+    let dir = root.join(quiver_mcp_client::skills::MIRROR_DIR);
+    let (skills, more) =
+        quiver_package::package::load_mirrored_skills(root, &dir, &package.id, package.id.as_str());
+    package.skills = skills;
+    diagnostics.extend(more);
+    (package, diagnostics)
 }
 
 /// What the catalog's conversion takes from a configured server.

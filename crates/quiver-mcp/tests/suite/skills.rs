@@ -188,3 +188,73 @@ async fn listing_large_skill_files_reads_none_of_them() {
     ));
     assert_eq!(front.skill_index().bytes_read(), 5);
 }
+
+/// Issue 23 item 3: every file of a skill's folder is served (Anthropic's
+/// `mcp-builder/reference/*.md`, a root-level `forms.md`), and still never a hidden file, a
+/// link that leaves the package, or another skill's files through its package's skill.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_file_of_a_skill_folder_is_a_resource() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("packages");
+    let skill = root.join("mcp-builder");
+    std::fs::create_dir_all(skill.join("reference")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: mcp-builder\ndescription: Build MCP servers.\n---\nSee [forms](forms.md).\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("forms.md"), "forms").unwrap();
+    std::fs::write(skill.join("reference/foo.md"), "foo").unwrap();
+    std::fs::write(skill.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(dir.path().join("outside.md"), "CANARY").unwrap();
+    symlink(dir.path().join("outside.md"), skill.join("out.md")).unwrap();
+    let front = super::harness::front_over(&[root], dir.path(), quiver_mcp::McpConfig::default());
+    let client = connect(front, Scripted::default()).await;
+    let listed = client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed
+        .iter()
+        .filter(|r| r.uri.starts_with("skill://mcp-builder/"))
+        .map(|r| r.uri.as_str())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://mcp-builder/SKILL.md",
+            "skill://mcp-builder/forms.md",
+            "skill://mcp-builder/reference/foo.md",
+        ]
+    );
+    for (uri, want) in [
+        ("skill://mcp-builder/forms.md", "forms"),
+        ("skill://mcp-builder/reference/foo.md", "foo"),
+    ] {
+        let read = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&read.contents[0], ResourceContents::TextResourceContents { text, .. } if text == want),
+            "{uri}: {read:?}"
+        );
+    }
+    for uri in ["skill://mcp-builder/.env", "skill://mcp-builder/out.md"] {
+        let error = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !error.contains("CANARY") && !error.contains("SECRET"),
+            "{error}"
+        );
+    }
+    let children = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://mcp-builder",
+        ))
+        .await
+        .unwrap();
+    let names: Vec<&str> = children.resources.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["SKILL.md", "forms.md", "reference"]);
+}

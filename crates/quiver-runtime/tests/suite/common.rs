@@ -166,7 +166,17 @@ pub fn build(
     config: RuntimeConfig,
     reviewer: Option<Arc<Scripted>>,
 ) -> Harness {
-    let catalog = Catalog::load_dirs(&[packages]);
+    build_over(dir, Catalog::load_dirs(&[packages]), db, config, reviewer)
+}
+
+/// [`build`] over a catalog the test made.
+pub fn build_over(
+    dir: tempfile::TempDir,
+    catalog: Catalog,
+    db: std::path::PathBuf,
+    config: RuntimeConfig,
+    reviewer: Option<Arc<Scripted>>,
+) -> Harness {
     assert!(
         catalog.diagnostics().iter().all(|d| !d.is_error()),
         "{:#?}",

@@ -266,3 +266,142 @@ fn issue_12_finding_one_exposed_item_brings_its_whole_package_and_slots_count_pa
     let presence = h.store.presence(&s).unwrap();
     assert_eq!(presence.loaded, ["group-admin", "weather"]);
 }
+
+/// Issue 23 item 3: every file of a skill's folder is readable, as people write skill
+/// folders (Anthropic's `mcp-builder/reference/*.md`, a root-level `forms.md` or
+/// `reference.md`), while hidden files, the package format's own files, links that leave the
+/// package and `..` stay out of reach.
+#[test]
+fn issue_23_every_file_of_a_skill_folder_is_readable() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let packages = dir.path().join("packages");
+    let skill = |name: &str| format!("---\nname: {name}\ndescription: d {name}\n---\nbody\n");
+    write(&packages, "mcp-builder/SKILL.md", &skill("mcp-builder"));
+    write(&packages, "mcp-builder/reference/foo.md", "foo\n");
+    write(&packages, "mcp-builder/forms.md", "forms\n");
+    write(&packages, "mcp-builder/reference.md", "reference\n");
+    write(&packages, "mcp-builder/.env", "SECRET=1\n");
+    write(&packages, "mcp-builder/scripts/.cache/x", "cache\n");
+    write(&packages, "mcp-builder/__pycache__/x.pyc", "pyc\n");
+    write(&packages, "mcp-builder/state.db", "SQLite format 3\n");
+    write(&packages, "mcp-builder/mcp-secret", "secret\n");
+    write(dir.path(), "outside.md", "CANARY outside\n");
+    symlink("../../outside.md", packages.join("mcp-builder/out.md")).unwrap();
+    symlink("reference/foo.md", packages.join("mcp-builder/same.md")).unwrap();
+    write(&packages, "pkg/quiver.yaml", "id: pkg\ndescription: p\n");
+    write(&packages, "pkg/SKILL.md", &skill("pkg"));
+    write(&packages, "pkg/guide.md", "guide\n");
+    write(&packages, "pkg/skills/sub/SKILL.md", &skill("sub"));
+    write(&packages, "pkg/skills/sub/reference.md", "sub reference\n");
+    write(
+        &packages,
+        "pkg/prompts/p.md",
+        "---\ntitle: p\nlayer: task\n---\np\n",
+    );
+    let db = dir.path().join("state.db");
+    let h = build(dir, &packages, db, Default::default(), None);
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let opened = turn
+        .call("read_skill", json!({"id": "mcp-builder"}))
+        .unwrap();
+    assert_eq!(
+        opened.content["files"],
+        json!([
+            "mcp-builder/forms.md",
+            "mcp-builder/reference.md",
+            "mcp-builder/reference/foo.md",
+            "mcp-builder/same.md",
+        ])
+    );
+    let own = turn.call("read_skill", json!({"id": "pkg"})).unwrap();
+    assert_eq!(own.content["files"], json!(["pkg/guide.md"]));
+    let cases = [
+        ("mcp-builder/reference/foo.md", Some("foo\n")),
+        ("mcp-builder/forms.md", Some("forms\n")),
+        ("mcp-builder/reference.md", Some("reference\n")),
+        ("mcp-builder/same.md", Some("foo\n")),
+        ("pkg/guide.md", Some("guide\n")),
+        ("pkg/skill/guide.md", Some("guide\n")),
+        ("pkg/sub/reference.md", Some("sub reference\n")),
+        ("mcp-builder/.env", None),
+        ("mcp-builder/scripts/.cache/x", None),
+        ("mcp-builder/__pycache__/x.pyc", None),
+        ("mcp-builder/state.db", None),
+        ("mcp-builder/mcp-secret", None),
+        ("mcp-builder/out.md", None),
+        ("mcp-builder/SKILL.md", None),
+        ("mcp-builder/reference/../forms.md", None),
+        ("pkg/quiver.yaml", None),
+        ("pkg/prompts/p.md", None),
+        ("pkg/skills/sub/SKILL.md", None),
+        ("pkg/sub/../../../outside.md", None),
+    ];
+    for (id, want) in cases {
+        let out = turn.call("read_skill", json!({ "id": id })).unwrap();
+        match want {
+            Some(text) => assert_eq!(out.content["text"], text, "{id}: {out:?}"),
+            None => assert_eq!(
+                error_text(&out.content),
+                format!("no such skill: {id}"),
+                "{id}"
+            ),
+        }
+    }
+}
+
+/// Issue 23 item 3: a skill an MCP server offered is read like any skill, but its scripts
+/// are never run: they came from the server, and would run with the server package's
+/// permissions.
+#[test]
+fn issue_23_scripts_of_a_servers_skill_are_read_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("mcp/hub");
+    write(
+        &root,
+        "quiver.yaml",
+        "id: hub\ndescription: Skills of a server\n",
+    );
+    write(
+        &root,
+        "skills/greet/SKILL.md",
+        "---\nname: greet\ndescription: Greets.\n---\nRun scripts/hello.sh.\n",
+    );
+    write(&root, "skills/greet/scripts/hello.sh", "echo hi\n");
+    let id = "hub".parse().unwrap();
+    let (skills, _) =
+        quiver_package::package::load_mirrored_skills(&root, &root.join("skills"), &id, "hub");
+    let mut package = quiver_package::load_package(&root).package.unwrap();
+    package.skills = skills;
+    let catalog = quiver_catalog::Catalog::build(
+        vec![(package, quiver_catalog::Scope::Project)],
+        Vec::new(),
+        &quiver_catalog::CatalogOptions::default(),
+    );
+    let db = dir.path().join("state.db");
+    let h = build_over(dir, catalog, db, Default::default(), None);
+    let s = cli_session(&h);
+    let mut turn = h.runtime.begin_turn(&s, owner(), "").unwrap();
+    let opened = turn.call("read_skill", json!({"id": "hub/greet"})).unwrap();
+    assert_eq!(
+        opened.content["files"],
+        json!(["hub/greet/scripts/hello.sh"])
+    );
+    let script = turn
+        .call("read_skill", json!({"id": "hub/greet/scripts/hello.sh"}))
+        .unwrap();
+    assert_eq!(script.content["text"], "echo hi\n");
+    let run = turn
+        .call(
+            "run_skill_script",
+            json!({"skill": "hub/greet", "script": "hello.sh"}),
+        )
+        .unwrap();
+    assert_eq!(
+        error_text(&run.content),
+        "skill `hub/greet` comes from the MCP server `hub`: its scripts can be read with read_skill, not run"
+    );
+    assert!(h.calls.lock().unwrap().is_empty());
+    assert!(h.person.cards().is_empty(), "nobody is asked");
+}

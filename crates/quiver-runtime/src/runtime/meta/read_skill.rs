@@ -1,7 +1,8 @@
 //! `read_skill(id)`: opens a skill (its instructions become active for the conversation and
 //! its tools are offered), opens a package without a skill (its exposed items are offered), or
-//! reads a file listed under a skill (`<skill>/references/x.md`, seed 000's
-//! `<package>/skill/references/x.md`). What the caller may not see is "no such skill". A skill
+//! reads a file of a skill's folder (`<skill>/references/x.md`, `<skill>/forms.md`, seed
+//! 000's `<package>/skill/references/x.md`; which files a skill has is
+//! [`quiver_package::skill_files`]'s). What the caller may not see is "no such skill". A skill
 //! with `context: fork` runs in a child session instead, as a `decision` call of its package
 //! through the whole pipeline.
 
@@ -23,25 +24,26 @@ pub(in crate::runtime) enum Invoker {
     User,
 }
 
-/// The folders under a skill whose listed files `read_skill` reads.
-const SKILL_FOLDERS: [&str; 3] = ["references", "assets", "scripts"];
-
-/// `id` as a file under a skill: the skill id and the file relative to the skill's folder.
-/// Accepts `<skill id>/references/x.md` (also `assets/`, `scripts/`) and seed 000's form
-/// `<package>/skill/references/x.md`, whose `skill/` names the package's root skill.
-fn skill_file(id: &str) -> Option<(&str, &str)> {
-    let seed = SKILL_FOLDERS.iter().find_map(|folder| {
-        let pos = id.find(&format!("/skill/{folder}/"))?;
-        Some((&id[..pos], &id[pos + "/skill/".len()..]))
-    });
-    seed.or_else(|| {
-        SKILL_FOLDERS
-            .iter()
-            .filter_map(|folder| id.find(&format!("/{folder}/")))
-            .min()
-            .map(|pos| (&id[..pos], &id[pos + 1..]))
-    })
-    .filter(|(skill, rel)| !skill.is_empty() && !rel.ends_with('/'))
+/// The ways `id` may name a file of a skill, most specific skill first: each split of `id`
+/// at a `/` into a skill id and a file relative to the skill's folder
+/// (`reports/weekly/forms.md` is `forms.md` of `reports/weekly`, else `weekly/forms.md` of
+/// `reports`), and seed 000's form `<package>/skill/<file>`, whose `skill/` names the
+/// package's own skill. Which one holds is the caller's to check against the skills' files.
+fn file_candidates(id: &str) -> Vec<(&str, &str)> {
+    let mut out: Vec<(&str, &str)> = id
+        .match_indices('/')
+        .map(|(pos, _)| (&id[..pos], &id[pos + 1..]))
+        .filter(|(skill, rel)| !skill.is_empty() && !rel.is_empty())
+        .collect();
+    out.reverse();
+    if let Some((package, rest)) = id.split_once('/')
+        && let Some(rel) = rest.strip_prefix("skill/")
+        && !package.is_empty()
+        && !rel.is_empty()
+    {
+        out.push((package, rel));
+    }
+    out
 }
 
 impl Turn<'_> {
@@ -62,13 +64,20 @@ impl Turn<'_> {
             )
         };
         let id = id.trim().trim_end_matches('/');
-        if let Some((skill_id, rel)) = skill_file(id) {
+        // A skill by its id comes first; otherwise the first reading of `id` as a file that
+        // a skill the caller may see lists.
+        let file = if self.skill_admitted(id, invoker).is_some() {
+            None
+        } else {
+            file_candidates(id).into_iter().find(|(skill_id, rel)| {
+                self.skill_visible(skill_id)
+                    .is_some_and(|(_, skill)| skill.files.iter().any(|f| f == rel))
+            })
+        };
+        if let Some((skill_id, rel)) = file {
             let Some((package, skill)) = self.skill_visible(skill_id) else {
                 return Ok(no_such());
             };
-            if !skill.files.iter().any(|f| f == rel) {
-                return Ok(no_such());
-            }
             let package_id = package.id.as_str().to_owned();
             let read = skill.read_file(rel, MAX_SKILL_FILE_BYTES);
             return Ok(match read {
@@ -287,41 +296,41 @@ impl Turn<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::skill_file;
+    use super::file_candidates;
 
     #[test]
-    fn files_under_a_skill_in_every_accepted_form() {
-        let cases = [
+    fn a_file_id_is_read_every_way_it_may_be_split() {
+        let cases: [(&str, &[(&str, &str)]); 7] = [
+            ("weather", &[]),
+            ("weather/forms.md", &[("weather", "forms.md")]),
             (
                 "weather/references/cities.md",
-                Some(("weather", "references/cities.md")),
+                &[
+                    ("weather/references", "cities.md"),
+                    ("weather", "references/cities.md"),
+                ],
             ),
             (
-                "weather/skill/references/cities.md",
-                Some(("weather", "references/cities.md")),
+                "weather/skill/reference.md",
+                &[
+                    ("weather/skill", "reference.md"),
+                    ("weather", "skill/reference.md"),
+                    ("weather", "reference.md"),
+                ],
             ),
             (
-                "weather/skill/assets/a.png",
-                Some(("weather", "assets/a.png")),
+                "reports/weekly/reference/foo.md",
+                &[
+                    ("reports/weekly/reference", "foo.md"),
+                    ("reports/weekly", "reference/foo.md"),
+                    ("reports", "weekly/reference/foo.md"),
+                ],
             ),
-            (
-                "weather/skill/scripts/run.py",
-                Some(("weather", "scripts/run.py")),
-            ),
-            (
-                "reports/weekly/scripts/run.sh",
-                Some(("reports/weekly", "scripts/run.sh")),
-            ),
-            (
-                "reports/weekly/assets/x/references/y",
-                Some(("reports/weekly", "assets/x/references/y")),
-            ),
-            ("weather", None),
-            ("weather/weekly", None),
-            ("/references/x.md", None),
+            ("/references/x.md", &[("/references", "x.md")]),
+            ("weather/skill/", &[("weather", "skill/")]),
         ];
         for (id, want) in cases {
-            assert_eq!(skill_file(id), want, "{id}");
+            assert_eq!(file_candidates(id), want, "{id}");
         }
     }
 }

@@ -112,6 +112,14 @@ impl Turn<'_> {
                 format!("skill `{skill_id}` is not active: read it with read_skill first"),
             ));
         }
+        if let Some(server) = &skill.from_server {
+            return Ok(fail(
+                CallStatus::Error,
+                format!(
+                    "skill `{skill_id}` comes from the MCP server `{server}`: its scripts can be read with read_skill, not run"
+                ),
+            ));
+        }
         let scripts = skill.dir.join("scripts");
         let found = script_path(script)
             .map(|rel| scripts.join(rel))
