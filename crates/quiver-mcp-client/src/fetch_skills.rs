@@ -53,7 +53,11 @@ pub(crate) async fn fetch(peer: &Peer<RoleClient>) -> Result<Vec<RemoteSkill>, M
                 continue;
             };
             listed.push(Listed {
-                root: skill.uri.trim_end_matches("SKILL.md").to_owned(),
+                root: skill
+                    .uri
+                    .strip_suffix("SKILL.md")
+                    .unwrap_or(&skill.uri)
+                    .to_owned(),
                 name: skill.name().to_owned(),
                 files: files
                     .iter()
@@ -69,7 +73,8 @@ pub(crate) async fn fetch(peer: &Peer<RoleClient>) -> Result<Vec<RemoteSkill>, M
         let roots: Vec<&str> = resources
             .iter()
             .filter(|r| r.uri.starts_with("skill://") && r.uri.ends_with("/SKILL.md"))
-            .map(|r| r.uri.trim_end_matches("SKILL.md"))
+            .filter_map(|r| r.uri.strip_suffix("SKILL.md"))
+            .take(MAX_REMOTE_SKILLS)
             .collect();
         for root in &roots {
             let name = root.trim_end_matches('/').rsplit('/').next().unwrap_or("");

@@ -429,8 +429,9 @@ pub fn load_mirrored_skills(
         if !file.is_file() {
             continue;
         }
-        let name = sub.file_name().map(|n| n.to_string_lossy().into_owned());
-        let Some(parsed) = read_skill(&files, &file, name.as_deref(), &mut diags) else {
+        // The folder's name is Quiver's (derived from the skill's name), not the author's: no
+        // name/folder mismatch to report.
+        let Some(parsed) = read_skill(&files, &file, None, &mut diags) else {
             continue;
         };
         let local = ItemName::derive(&parsed.name);
