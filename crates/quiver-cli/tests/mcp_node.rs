@@ -99,6 +99,11 @@ fn inspector_lists_calls_and_verifies_skills() {
 }
 
 fn http_server(dir: &Path, root: &Path) -> (Server, String) {
+    http_server_with(dir, root, &["--allow-anonymous"])
+}
+
+/// [`http_server`] with `extra` arguments of `serve` instead of `--allow-anonymous`.
+fn http_server_with(dir: &Path, root: &Path, extra: &[&str]) -> (Server, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -107,13 +112,9 @@ fn http_server(dir: &Path, root: &Path) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_quiver"))
         .arg("--root")
         .arg(root)
-        .args([
-            "serve",
-            "--allow-anonymous",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--db",
-        ])
+        .arg("serve")
+        .args(extra)
+        .args(["--http", &format!("127.0.0.1:{port}"), "--db"])
         .arg(dir.join("state.db"))
         .env("QUIVER_CONFIG", dir.join("none.yaml"))
         .env("QUIVER_HOME", dir)
@@ -134,6 +135,51 @@ fn http_server(dir: &Path, root: &Path) -> (Server, String) {
     }
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     (Server(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// The Inspector CLI over HTTP with the owner's bearer token (made at the server's first
+/// start): it lists the tools, and a call that needs consent, which the Inspector cannot ask
+/// (no elicitation), is answered at once with the command that answers it (issue 23).
+#[test]
+fn inspector_over_http_with_the_token_lists_and_is_answered_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = http_server_with(dir.path(), &repo_root().join("examples/packages"), &[]);
+    let token = std::fs::read_to_string(dir.path().join("mcp-token")).unwrap();
+    let bearer = format!("Authorization: Bearer {}", token.trim());
+    let (node, modules) = node();
+    let run = |args: &[&str]| {
+        Command::new(&node)
+            .arg(modules.join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"))
+            .args(["--cli", &url, "--transport", "http", "--header", &bearer])
+            .args(args)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap()
+    };
+    let list = run(&["--method", "tools/list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.status.success() && text.contains("call_tool"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    let started = std::time::Instant::now();
+    let call = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "call_tool",
+        "--tool-args-json",
+        r#"{"name": "travel-advice__packing_advice", "arguments": {"destination": "Tokyo"}}"#,
+    ]);
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&call.stdout);
+    assert!(
+        text.contains("quiver approvals approve apr-"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&call.stderr)
+    );
+    assert!(elapsed < std::time::Duration::from_secs(30), "{elapsed:?}");
 }
 
 /// The three SEP-2640 scenarios of the conformance suite. Their directory check reads the
