@@ -189,7 +189,7 @@ async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Respons
     });
     // One span per request, as `crate::traced` gives each stdio request.
     let span = crate::traced::http_span(request.method(), session.as_deref(), message.as_ref());
-    let response = tracing::Instrument::instrument(next.run(request), span).await;
+    let response = crate::traced::http_request(span, next.run(request)).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(created)) if response.status().is_success() => {
             if let Ok(created) = created.to_str() {

@@ -71,6 +71,22 @@ impl<S: Service<RoleServer>> Service<RoleServer> for Traced<S> {
     }
 }
 
+/// Answers one HTTP request with `answer` inside `span` ([`http_span`]), with an event when it
+/// arrives and one with the HTTP status when it is answered.
+pub(crate) async fn http_request(
+    span: tracing::Span,
+    answer: impl Future<Output = axum::response::Response>,
+) -> axum::response::Response {
+    async move {
+        tracing::debug!("request received");
+        let response = answer.await;
+        tracing::debug!(status = response.status().as_u16(), "request answered");
+        response
+    }
+    .instrument(span)
+    .await
+}
+
 /// The span of one HTTP request to the MCP endpoint: the HTTP method, the 2025-11-25 session
 /// if any, and the JSON-RPC id, method and tool of its message.
 pub(crate) fn http_span(
@@ -92,7 +108,7 @@ pub(crate) fn http_span(
         "mcp_request",
         http = %http,
         session,
-        id,
+        id = id.as_deref().map(tracing::field::display),
         method,
         tool,
     )

@@ -2,8 +2,9 @@
 //! `QUIVER_LOG`, `-v`/`-q`, timestamps, no colour off a terminal, and one span per MCP
 //! request, call (with its id), sandbox start and workflow step.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use crate::{Quiver, both, sandbox_ok};
 
@@ -94,6 +95,69 @@ fn rust_log_shows_each_mcp_request_and_its_call() {
     );
     let logs: Vec<&str> = err.lines().filter(|l| l.contains(" DEBUG ")).collect();
     assert!(!logs.is_empty() && logs.iter().all(|l| stamped(l)), "{err}");
+}
+
+/// Over HTTP each request has its span too: the HTTP method, the JSON-RPC id and method, and
+/// the status it was answered with.
+#[test]
+fn rust_log_shows_each_http_request() {
+    let q = Quiver::new();
+    let root = package(&q);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = q
+        .command(&[
+            "--root",
+            &root,
+            "serve",
+            "--http",
+            &addr,
+            "--allow-anonymous",
+        ])
+        .env("RUST_LOG", "quiver=debug")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut stream = loop {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(stream) => break stream,
+            Err(_) if started.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("the server never listened: {e}"),
+        }
+    };
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let _ = child.kill();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = child.wait();
+    assert!(
+        err.lines().any(
+            |l| l.contains(r#"mcp_request{http=POST id=7 method="initialize"}"#)
+                && l.contains("request answered status=200")
+        ),
+        "{err}"
+    );
 }
 
 /// A call's span holds the sandbox start; a workflow run's steps each have a span with the run,
