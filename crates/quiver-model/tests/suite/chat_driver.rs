@@ -5,7 +5,7 @@
 //! each turn: what ran (private items, consent, the stop), what each sub-agent was offered,
 //! which agents ran in child sessions, and the system prompt's required sections.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use quiver_agent::config::{AgentConfig, ProviderConfig, ProviderKind};
@@ -13,7 +13,7 @@ use quiver_agent::fake::{Api, FakeServer, Move, offered_tools};
 use quiver_agent::{ChatSession, Providers, Quiet, SubAgents};
 use quiver_model::grants::Turns;
 use quiver_model::rules::Session;
-use quiver_model::world::{Caller, Op, Target, World};
+use quiver_model::world::{Caller, Op, SCRIPT_TOOL, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_runtime::{Profile, SessionRequest};
 use quiver_store::{AuditKind, AuditQuery, SessionFilter, Store};
@@ -22,6 +22,7 @@ use std::sync::atomic::Ordering;
 
 use super::check::Invariant;
 use super::harness::{Checker, Run, arguments, harness_for, origin, principal};
+use super::scripts::script_arguments;
 
 /// What the fake model saw and is to say.
 #[derive(Default)]
@@ -91,6 +92,7 @@ fn move_of(world: &World, op: &Op) -> Option<Move> {
         Op::Search(word) => Some(Move::call("tool_search", json!({"query": word}))),
         Op::LoadTool(t, form) => Some(Move::call("load_tool", json!({"name": t.named(*form)}))),
         Op::Call(t, form) => Some(Move::call(&t.named(*form), arguments(world, Some(t)))),
+        Op::RunScript(id, s) => Some(Move::call(SCRIPT_TOOL, script_arguments(id, *s))),
         _ => None,
     }
 }
@@ -130,19 +132,12 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     options.max_steps = 64;
     let mut chat = ChatSession::new(&h.runtime, model, options, &session, principal(&caller))
         .with_person(h.person.clone());
-    let mut c = Checker {
+    let mut c = Checker::new(
         world,
-        h: &h,
-        session: session.clone(),
-        model: Session::new(caller, Turns::Marked),
-        violations: Vec::new(),
-        step: 0,
-        seen_runs: 0,
-        seen_tasks: 0,
-        seen_cards: 0,
-        seen_records: 0,
-        excused: BTreeMap::new(),
-    };
+        &h,
+        session.clone(),
+        Session::new(caller, Turns::Marked),
+    );
     let mut children_seen = BTreeSet::new();
     let mut pending: Vec<Move> = Vec::new();
     let mut turn = |c: &mut Checker<'_>, moves: &mut Vec<Move>, chat: &mut ChatSession<'_>| {
