@@ -271,5 +271,6 @@ pub fn ops(max: usize) -> impl Strategy<Value = Vec<Op>> {
 
 /// A whole case: a catalog, a caller and a conversation.
 pub fn case() -> impl Strategy<Value = (World, Caller, Vec<Op>)> {
-    (world(), caller(), ops(24))
+    // Up to 19 chunks of one or two steps: about 12 steps on average.
+    (world(), caller(), ops(20))
 }

@@ -15,6 +15,11 @@ use crate::world::{
 /// The words tool and package descriptions use, one per item, for `tool_search`.
 pub const WORDS: [&str; 3] = ["apple", "river", "stone"];
 
+/// The instructions of skill `id` (a forked skill's child gets them as its task).
+pub fn skill_instructions(id: &str) -> String {
+    format!("Follow the instructions of skill `{id}`.")
+}
+
 /// The text a prompt section carries, so a test can look for it in a system prompt.
 pub fn section_marker(package: usize, section: usize) -> String {
     format!("SECTION-P{package}-R{section}")
@@ -46,14 +51,15 @@ pub fn write_world(world: &World, root: &Path) -> io::Result<()> {
             )?;
         }
         if let Some(skill) = &package.root_skill {
-            put(&dir.join("SKILL.md"), &skill_md(&format!("p{p}"), skill, p))?;
+            let id = format!("p{p}");
+            put(&dir.join("SKILL.md"), &skill_md((&id, &id), skill, p))?;
             write_script(&dir, skill)?;
         }
         for (s, skill) in package.skills.iter().enumerate() {
             let sdir = dir.join(format!("skills/s{s}"));
             put(
                 &sdir.join("SKILL.md"),
-                &skill_md(&format!("s{s}"), skill, p + s),
+                &skill_md((&format!("s{s}"), &format!("p{p}/s{s}")), skill, p + s),
             )?;
             write_script(&sdir, skill)?;
             for (k, tool) in skill.scoped.iter().enumerate() {
@@ -149,7 +155,9 @@ fn entry(e: &ListEntry) -> String {
     }
 }
 
-fn skill_md(name: &str, skill: &Skill, word: usize) -> String {
+/// The `SKILL.md` of skill `id` named `name`; its instructions name it, so a test can tell
+/// which skill a fork's child runs.
+fn skill_md((name, id): (&str, &str), skill: &Skill, word: usize) -> String {
     let mut md = format!(
         "---\nname: {name}\ndescription: Skill {name} about {}\n",
         WORDS[word % 3]
@@ -169,7 +177,7 @@ fn skill_md(name: &str, skill: &Skill, word: usize) -> String {
     if let Some(agent) = &skill.fork {
         md.push_str(&format!("context: fork\nagent: {}\n", agent.qualified()));
     }
-    md.push_str("---\nFollow these instructions.\n");
+    md.push_str(&format!("---\n{}\n", skill_instructions(id)));
     md
 }
 

@@ -24,6 +24,16 @@ use super::check::Invariant;
 use super::harness::{Checker, Run, arguments, harness_for, origin, principal};
 use super::scripts::script_arguments;
 
+/// What a sub-agent's model was first sent.
+struct Child {
+    /// Its system prompt.
+    system: String,
+    /// Its task (a fork's: the skill's instructions).
+    task: String,
+    /// The tools it was offered.
+    tools: Vec<String>,
+}
+
 /// What the fake model saw and is to say.
 #[derive(Default)]
 struct Script {
@@ -31,8 +41,8 @@ struct Script {
     main: VecDeque<Move>,
     /// The system prompt of the turn's first main request.
     main_system: Option<String>,
-    /// Each sub-agent's system prompt and the tools it was offered.
-    children: Vec<(String, Vec<String>)>,
+    /// Each sub-agent's system prompt, its task and the tools it was offered.
+    children: Vec<Child>,
 }
 
 fn system_of(body: &Value) -> String {
@@ -66,7 +76,15 @@ fn responder(world: World, script: Arc<Mutex<Script>>) -> quiver_agent::fake::Re
             return Move::text("done");
         }
         let offered = offered_tools(body);
-        script.children.push((system, offered.clone()));
+        let task = body["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        script.children.push(Child {
+            system,
+            task,
+            tools: offered.clone(),
+        });
         let calls: Vec<(String, Value)> = offered
             .iter()
             .filter_map(|name| {
@@ -262,10 +280,12 @@ impl Checker<'_> {
     }
 
     /// What a sub-agent of package `p` was offered: only items it may call (its own package's,
-    /// or another package's exposed items).
-    fn check_sub_agent_offers(&mut self, children: &[(String, Vec<String>)]) {
-        for (system, tools) in children {
-            let Some(p) = system
+    /// or another package's exposed items, and in a fork's child what the forked skill, active
+    /// there, unlocks).
+    fn check_sub_agent_offers(&mut self, children: &[Child]) {
+        for child in children {
+            let Some(p) = child
+                .system
                 .split(" of p")
                 .nth(1)
                 .and_then(|rest| rest.split('.').next())
@@ -273,7 +293,12 @@ impl Checker<'_> {
             else {
                 continue; // a fork without an agent
             };
-            for name in tools {
+            let forked = child.task.split("of skill `").nth(1);
+            let unlocked = forked
+                .and_then(|rest| rest.split('`').next())
+                .map(|id| Session::unlocks(self.world, id))
+                .unwrap_or_default();
+            for name in &child.tools {
                 let Some(target) = self.target_of_wire(name) else {
                     continue;
                 };
@@ -283,7 +308,7 @@ impl Checker<'_> {
                     .tool(&target)
                     .is_none_or(|t| self.model.admits(t.restrict));
                 let scoped = matches!(target, Target::Scoped(..));
-                let may = !scoped
+                let may = (!scoped || unlocked.contains(&target))
                     && admitted
                     && (target.package() == p || !Session::private(self.world, &target));
                 if may {

@@ -198,9 +198,6 @@ pub struct Checker<'a> {
     pub excused: BTreeMap<Target, String>,
     /// The workflow runs of the case, the model's beside the runtime's.
     pub runs: Vec<Tracked>,
-    /// Whether the front puts a run's questions to the person waiting on its call (else they
-    /// park the run).
-    pub runs_ask_inline: bool,
     /// The second process: a runtime over the same state database, opened at the first
     /// answer to a parked run.
     pub second: Option<Arc<Runtime>>,
@@ -222,7 +219,6 @@ impl<'a> Checker<'a> {
             seen_records: 0,
             excused: BTreeMap::new(),
             runs: Vec::new(),
-            runs_ask_inline: true,
             second: None,
         }
     }

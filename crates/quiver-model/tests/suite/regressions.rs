@@ -13,8 +13,8 @@ use super::generated::run_through;
 use super::harness::Run;
 use super::small_worlds::{
     agent_naming_a_private_tool, empty_tools_list, exposed_skill_tool, fork_into_own_agent,
-    fork_into_p1, one_tool, owner, package, preapproved_always, skill, skills_with_scripts,
-    step_t0, tool, workflow_of,
+    fork_into_p1, one_tool, owner, package, preapproved_always, skill,
+    skill_forking_with_its_own_tool, skills_with_scripts, step_t0, tool, workflow_of,
 };
 
 /// One row: a name, the front, the case, and the class it showed (`None`: the case holds).
@@ -111,6 +111,14 @@ fn rows() -> Vec<Row> {
             caller: owner(),
             ops: vec![read("p0")],
             class: Some("fork-into-private-agent"),
+        },
+        Row {
+            name: "item 2 (new, the checker's): a fork's child in chat is offered what its skill, active there, unlocks",
+            front: Front::Chat,
+            world: skill_forking_with_its_own_tool(),
+            caller: owner(),
+            ops: vec![read("p0/s0")],
+            class: None,
         },
         Row {
             name: "item 2, in chat: an agent naming another package's private tool is not sent it",

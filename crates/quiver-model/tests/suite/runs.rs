@@ -50,7 +50,9 @@ impl Checker<'_> {
         let (Target::Workflow(p, w), true) = (target, verdict.runs()) else {
             return;
         };
-        let presence = if self.runs_ask_inline && !self.model.caller.unattended {
+        // Every front puts a run's questions to the person waiting on its call (over MCP, by
+        // elicitation or, in the 2026-07-28 era, by the held call's `input_required` round).
+        let presence = if !self.model.caller.unattended {
             Presence::Person {
                 consent_yes: self.model.consent_yes,
                 approval_yes: self.model.approval_yes,

@@ -238,3 +238,27 @@ pub fn fork_into_own_agent() -> World {
         packages: vec![p0, one_tool(tool()).packages.remove(0)],
     }
 }
+
+/// `p0`'s skill `s0` forks into `p0`'s own private agent `a0` and has a private tool `s0k0`.
+pub fn skill_forking_with_its_own_tool() -> World {
+    World {
+        packages: vec![Package {
+            skills: vec![Skill {
+                fork: Some(Ref {
+                    package: 0,
+                    name: "a0".into(),
+                }),
+                scoped: vec![Tool {
+                    expose: false,
+                    ..tool()
+                }],
+                ..skill()
+            }],
+            agents: vec![Agent {
+                expose: false,
+                tools: Vec::new(),
+            }],
+            ..package()
+        }],
+    }
+}
