@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use crate::world::{
     Agent, Approval, Caller, Category, ListEntry, NameForm, Op, Package, Prompt, PromptProfile,
-    Ref, Restrict, Role, Skill, Step, Target, Tool, Workflow, World,
+    Ref, Restrict, Role, SCRIPT_TOOL, Script, Skill, Step, Target, Tool, Workflow, World,
 };
 
 /// Most packages in a generated catalog.
@@ -72,6 +72,18 @@ fn reference() -> impl Strategy<Value = Ref> {
     (0..MAX_PACKAGES, local_name()).prop_map(|(package, name)| Ref { package, name })
 }
 
+/// A tool of any package (it need not exist): what a workflow's `tool:` step names.
+fn tool_ref() -> impl Strategy<Value = Ref> {
+    let name = prop_oneof![
+        3 => Just("t0".to_owned()),
+        3 => Just("t1".to_owned()),
+        3 => Just("t2".to_owned()),
+        1 => Just("s0k0".to_owned()),
+        1 => Just("s1k0".to_owned()),
+    ];
+    (0..MAX_PACKAGES, name).prop_map(|(package, name)| Ref { package, name })
+}
+
 fn agent_ref() -> impl Strategy<Value = Ref> {
     (0..MAX_PACKAGES, 0..2usize).prop_map(|(package, a)| Ref {
         package,
@@ -81,8 +93,9 @@ fn agent_ref() -> impl Strategy<Value = Ref> {
 
 fn list_entry() -> impl Strategy<Value = ListEntry> {
     prop_oneof![
-        local_name().prop_map(ListEntry::Bare),
-        reference().prop_map(ListEntry::Qualified),
+        4 => local_name().prop_map(ListEntry::Bare),
+        4 => reference().prop_map(ListEntry::Qualified),
+        1 => Just(ListEntry::Bare(SCRIPT_TOOL.to_owned())),
     ]
 }
 
@@ -101,15 +114,19 @@ fn skill(scoped: bool) -> impl Strategy<Value = Skill> {
         vec(list_entry(), 0..2),
         option::weighted(0.25, agent_ref()),
         vec(tool(), if scoped { 0..3 } else { 0..1 }),
+        prop::bool::weighted(0.7),
     )
-        .prop_map(move |(restrict, tools, allowed, disallowed, fork, scoped_tools)| Skill {
-            restrict,
-            tools,
-            allowed,
-            disallowed,
-            fork,
-            scoped: if scoped { scoped_tools } else { Vec::new() },
-        })
+        .prop_map(
+            move |(restrict, tools, allowed, disallowed, fork, scoped_tools, script)| Skill {
+                restrict,
+                tools,
+                allowed,
+                disallowed,
+                fork,
+                scoped: if scoped { scoped_tools } else { Vec::new() },
+                script,
+            },
+        )
 }
 
 fn agent() -> impl Strategy<Value = Agent> {
@@ -130,7 +147,7 @@ fn prompt() -> impl Strategy<Value = Prompt> {
 
 fn workflow() -> impl Strategy<Value = Workflow> {
     let step = prop_oneof![
-        3 => reference().prop_map(Step::Tool),
+        3 => tool_ref().prop_map(Step::Tool),
         1 => agent_ref().prop_map(Step::Agent),
         1 => Just(Step::Approval),
     ];
@@ -158,9 +175,22 @@ fn package() -> impl Strategy<Value = Package> {
         )
 }
 
-/// A catalog of 1 to [`MAX_PACKAGES`] packages.
+/// A catalog of 1 to [`MAX_PACKAGES`] packages. Workflow steps name items of packages that
+/// exist (a step's package number wraps), so that runs get past their first step.
 pub fn world() -> impl Strategy<Value = World> {
-    vec(package(), 1..=MAX_PACKAGES).prop_map(|packages| World { packages })
+    vec(package(), 1..=MAX_PACKAGES).prop_map(|mut packages| {
+        let n = packages.len();
+        for step in packages
+            .iter_mut()
+            .flat_map(|p| &mut p.workflows)
+            .flat_map(|w| &mut w.steps)
+        {
+            if let Step::Tool(r) | Step::Agent(r) = step {
+                r.package %= n;
+            }
+        }
+        World { packages }
+    })
 }
 
 /// A caller: the owner, a plain user or an anonymous one, local or in a QQ group, present or
@@ -200,6 +230,14 @@ fn skill_id() -> impl Strategy<Value = String> {
     ]
 }
 
+fn script() -> impl Strategy<Value = Script> {
+    prop_oneof![
+        6 => Just(Script::Own),
+        1 => Just(Script::Missing),
+        1 => (0..MAX_PACKAGES).prop_map(Script::Outside),
+    ]
+}
+
 /// One step of a conversation.
 pub fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
@@ -211,15 +249,28 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::ApprovalAnswer),
         2 => Just(Op::NewTurn),
         1 => any::<bool>().prop_map(Op::EmergencyStop),
+        2 => (skill_id(), script()).prop_map(|(id, s)| Op::RunScript(id, s)),
+        1 => (0..4usize).prop_map(Op::TriggerRun),
+        2 => prop::bool::weighted(0.8).prop_map(Op::AnswerRun),
     ]
 }
 
-/// A conversation of 1 to `max` steps.
+/// One step, or (one in five) a skill read followed by a run of its script.
+fn chunk() -> impl Strategy<Value = Vec<Op>> {
+    prop_oneof![
+        8 => op().prop_map(|op| vec![op]),
+        2 => (skill_id(), script())
+            .prop_map(|(id, s)| vec![Op::ReadSkill(id.clone()), Op::RunScript(id, s)]),
+    ]
+}
+
+/// A conversation of 1 to `max` steps (a read and a run of its script count as one).
 pub fn ops(max: usize) -> impl Strategy<Value = Vec<Op>> {
-    vec(op(), 1..max)
+    vec(chunk(), 1..max).prop_map(|chunks| chunks.concat())
 }
 
 /// A whole case: a catalog, a caller and a conversation.
 pub fn case() -> impl Strategy<Value = (World, Caller, Vec<Op>)> {
-    (world(), caller(), ops(24))
+    // Up to 19 chunks of one or two steps: about 12 steps on average.
+    (world(), caller(), ops(20))
 }

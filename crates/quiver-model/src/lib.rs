@@ -6,6 +6,8 @@
 //! - [`grants`]: how long each grant and restriction lasts.
 //! - [`rules`]: the rules themselves, as a state machine: what is offered, what a call gets,
 //!   how long each grant lasts. This is the spec in code; it says what DESIGN.md says.
+//! - [`runs`]: workflow runs as the rules see them: what each step's call gets, and where a
+//!   run parks when nobody can answer it.
 //! - [`write`](mod@write): a world written out as real package folders.
 //! - [`generate`]: `proptest` strategies of worlds, callers and conversations.
 //!
@@ -15,5 +17,6 @@
 pub mod generate;
 pub mod grants;
 pub mod rules;
+pub mod runs;
 pub mod world;
 pub mod write;

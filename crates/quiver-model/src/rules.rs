@@ -109,25 +109,6 @@ pub struct Session {
     pub approval_yes: bool,
 }
 
-/// What reading a skill does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Read {
-    /// "no such skill" (missing, not admitted): nothing changes.
-    NoSuchSkill,
-    /// The package opened (a package without a skill).
-    Opened,
-    /// The skill is active and its package opened; `tools` are the package's exposed items,
-    /// `unlocked` what the skill unlocks: every one of them callable now.
-    Activated {
-        /// The package's exposed items (root tools and agents, admitted).
-        tools: BTreeSet<Target>,
-        /// What the skill unlocks.
-        unlocked: BTreeSet<Target>,
-    },
-    /// A `context: fork` skill: its agent runs (or not) as a call on the conversation's behalf.
-    Fork(Verdict),
-}
-
 impl Session {
     /// A new session for `caller`; the person answers yes until told otherwise.
     pub fn new(caller: Caller, turns: Turns) -> Session {
@@ -186,90 +167,6 @@ impl Session {
                 .is_some_and(|(_, _, s)| self.admits(s.restrict))
     }
 
-    /// What skill `id` unlocks when read: its own tools named in `tools:` (all of them without
-    /// one) and its package's exposed items named there. Names of anything else are left out.
-    pub fn unlocks(world: &World, id: &str) -> BTreeSet<Target> {
-        let Some((p, s, skill)) = world.skill(id) else {
-            return BTreeSet::new();
-        };
-        let own: Vec<Target> = match s {
-            Some(s) => (0..skill.scoped.len())
-                .map(|k| Target::Scoped(p, s, k))
-                .collect(),
-            None => Vec::new(),
-        };
-        let Some(names) = &skill.tools else {
-            return own.into_iter().collect();
-        };
-        let mut out = BTreeSet::new();
-        for name in names {
-            let qualified = if name.contains('.') {
-                name.clone()
-            } else {
-                format!("p{p}.{name}")
-            };
-            let Some(target) = world.resolve(&qualified) else {
-                continue;
-            };
-            let ok = match &target {
-                Target::Scoped(..) => own.contains(&target),
-                Target::Tool(q, _) => {
-                    *q == p && world.tool(&target).is_some_and(|t| t.expose && !t.hidden)
-                }
-                Target::Agent(q, _) | Target::Workflow(q, _) => {
-                    *q == p && world.exposed_item(&target) == Some(true)
-                }
-            };
-            if ok {
-                out.insert(target);
-            }
-        }
-        out
-    }
-
-    /// What the active skills that hold for this sender unlock now.
-    fn unlocked(&self, world: &World) -> BTreeSet<Target> {
-        self.active
-            .iter()
-            .filter(|id| self.holds(world, id))
-            .flat_map(|id| Self::unlocks(world, id))
-            .collect()
-    }
-
-    /// Whether an item is admitted for this turn's sender and origin.
-    fn admitted(&self, world: &World, target: &Target) -> bool {
-        match world.tool(target) {
-            Some(tool) => self.admits(tool.restrict),
-            None => world.exists(target),
-        }
-    }
-
-    /// Whether a direct call by the conversation may name `target` (else "unknown tool"):
-    /// an admitted exposed item, a root tool of an opened package, a skill's tool unlocked by
-    /// an active skill, a hidden tool by its exact name.
-    pub fn reaches(&self, world: &World, target: &Target) -> bool {
-        if !self.admitted(world, target) {
-            return false;
-        }
-        match target {
-            Target::Tool(p, _) => world
-                .tool(target)
-                .is_some_and(|t| t.expose || t.hidden || self.opened.contains(p)),
-            Target::Scoped(..) => self.unlocked(world).contains(target),
-            Target::Agent(..) | Target::Workflow(..) => world.exposed_item(target) == Some(true),
-        }
-    }
-
-    /// Whether `target` is private to its package (a skill's own tool is the skill's to unlock:
-    /// not private once reachable).
-    pub fn private(world: &World, target: &Target) -> bool {
-        match target {
-            Target::Tool(..) => world.tool(target).is_some_and(|t| !t.expose),
-            Target::Scoped(..) => false,
-            Target::Agent(..) | Target::Workflow(..) => world.exposed_item(target) == Some(false),
-        }
-    }
-
     /// Whether an entry of a skill's list names `target`.
     fn matches(entry: &ListEntry, target: &Target) -> bool {
         match entry {
@@ -309,64 +206,20 @@ impl Session {
         })
     }
 
-    /// What the conversation is offered now, besides the meta-tools (hidden tools loaded by
-    /// their exact name are left out: whether they are listed is not a rule of the design).
-    pub fn offered(&self, world: &World) -> BTreeSet<Target> {
-        let unlocked = self.unlocked(world);
-        world
-            .targets()
-            .into_iter()
-            .filter(|t| self.admitted(world, t))
-            .filter(|t| {
-                let p = t.package();
-                let pinned = self.opened.contains(&p) || self.loaded.contains(&p);
-                match t {
-                    Target::Tool(..) => world.tool(t).is_some_and(|tool| {
-                        tool.expose
-                            && !tool.hidden
-                            && (pinned || tool.restrict == Restrict::Qq || unlocked.contains(t))
-                    }),
-                    Target::Scoped(..) => unlocked.contains(t),
-                    Target::Agent(..) | Target::Workflow(..) => {
-                        world.exposed_item(t) == Some(true) && (pinned || unlocked.contains(t))
-                    }
-                }
-            })
-            .filter(|t| !self.disallowed(world, t))
-            .collect()
-    }
-
-    /// Whether the conversation may call `target` now: reachable, not private, not removed.
-    pub fn callable(&self, world: &World, target: &Target) -> bool {
-        self.reaches(world, target)
-            && !Self::private(world, target)
-            && !self.disallowed(world, target)
-            && !self.locked.contains(target)
-    }
-
-    /// What `tool_search` may find: admitted exposed items that are not hidden and not a
-    /// skill's or an agent's own.
-    pub fn searchable(&self, world: &World, target: &Target) -> bool {
-        self.admitted(world, target)
-            && match target {
-                Target::Tool(..) => world.tool(target).is_some_and(|t| t.expose && !t.hidden),
-                Target::Scoped(..) => false,
-                Target::Agent(..) | Target::Workflow(..) => {
-                    world.exposed_item(target) == Some(true)
-                }
-            }
-    }
-
     /// The questions a call of `target` on the conversation's behalf asks (consent for a
     /// package the caller is not part of, then the approval).
     fn questions(&self, world: &World, target: &Target) -> Questions {
         let p = target.package();
         let consent = (self.consent.get(&p) != Some(&true)).then_some(p);
         let Some(tool) = world.tool(target) else {
-            // An agent only reasons: consent only.
+            // An agent only reasons: consent only. A skill script is an `action` of its
+            // package: `on-risk`, with no permission beyond the package's (generated packages
+            // declare none, so nothing open-ended), so confirmed unless pre-approved.
+            let script = matches!(target, Target::Script(_));
             return Questions {
                 consent,
-                ..Questions::default()
+                approval: script && !self.preapproved(world, target),
+                person_only: false,
             };
         };
         let person_only = tool.dangerous || tool.approval == Approval::Human;
@@ -465,125 +318,12 @@ impl Session {
         }
         Verdict::Runs(questions)
     }
-
-    /// Loads a directly called item: an exposed one brings its whole package; a hidden tool
-    /// named exactly, a skill's own tool or a private one takes a slot alone.
-    fn load(&mut self, world: &World, target: &Target) {
-        if self.offered(world).contains(target) {
-            return;
-        }
-        let hidden = world.tool(target).is_some_and(|t| t.hidden);
-        match target {
-            Target::Tool(p, _) | Target::Agent(p, _)
-                if !Self::private(world, target) && !hidden =>
-            {
-                self.loaded.insert(*p);
-            }
-            _ => {
-                self.loaded_alone.insert(target.clone());
-            }
-        }
-    }
-
-    /// `load_tool(name)`: loads what the conversation may call (a private item is not its
-    /// to load); `false` for "unknown tool".
-    pub fn load_tool(&mut self, world: &World, target: &Target) -> bool {
-        self.calls_since_read += 1;
-        if !world.exists(target) || !self.reaches(world, target) || Self::private(world, target) {
-            return false;
-        }
-        self.load(world, target);
-        true
-    }
-
-    /// `tool_search` found `targets`: each must be searchable; exposed ones load their package.
-    pub fn found(&mut self, world: &World, targets: &[Target]) {
-        self.calls_since_read += 1;
-        for t in targets {
-            if self.searchable(world, t) {
-                self.loaded.insert(t.package());
-            }
-        }
-    }
-
-    /// `read_skill(id)` by the model.
-    pub fn read_skill(&mut self, world: &World, id: &str) -> Read {
-        self.calls_since_read += 1;
-        let package: Option<usize> = id
-            .split('/')
-            .next()
-            .and_then(|p| p.strip_prefix('p'))
-            .and_then(|p| p.parse().ok())
-            .filter(|p| *p < world.packages.len());
-        let Some(p) = package else {
-            return Read::NoSuchSkill;
-        };
-        let Some((_, _, skill)) = world.skill(id) else {
-            if id == format!("p{p}") && world.packages[p].root_skill.is_none() {
-                self.opened.insert(p);
-                return Read::Opened;
-            }
-            return Read::NoSuchSkill;
-        };
-        if !self.admits(skill.restrict) {
-            return Read::NoSuchSkill;
-        }
-        if let Some(agent) = skill.fork.clone() {
-            return Read::Fork(self.fork(
-                world,
-                p,
-                &Target::Agent(agent.package, agent_index(&agent.name)),
-            ));
-        }
-        self.active.insert(id.to_owned());
-        self.opened.insert(p);
-        if self.turns == Turns::Unmarked && self.calls_since_read > 1 {
-            // Without turn marks, only the skills read since the last other call widen.
-            self.read_this_turn.clear();
-        }
-        self.read_this_turn.push(id.to_owned());
-        self.calls_since_read = 0;
-        let tools = world
-            .targets()
-            .into_iter()
-            .filter(|t| t.package() == p && self.searchable(world, t))
-            .collect();
-        Read::Activated {
-            tools,
-            unlocked: Self::unlocks(world, id)
-                .into_iter()
-                .filter(|t| self.admitted(world, t))
-                .collect(),
-        }
-    }
-
-    /// A fork of a skill of package `p` into `agent`: its own package's agent runs as the
-    /// package's own (no consent); another package's agent is that package's exposed item
-    /// called on the conversation's behalf (unknown when private, consent when exposed).
-    fn fork(&mut self, world: &World, p: usize, agent: &Target) -> Verdict {
-        if world.agent(agent).is_none() {
-            return Verdict::Unknown;
-        }
-        if agent.package() != p && Self::private(world, agent) {
-            return Verdict::Unknown;
-        }
-        if self.stopped {
-            return Verdict::Refused(Why::EmergencyStop, Questions::default());
-        }
-        if agent.package() == p {
-            return Verdict::Runs(Questions::default());
-        }
-        let questions = self.questions(world, agent);
-        self.answer(world, agent, questions)
-    }
 }
 
-/// The index of agent `a{i}`.
-fn agent_index(name: &str) -> usize {
-    name.strip_prefix('a')
-        .and_then(|i| i.parse().ok())
-        .unwrap_or(usize::MAX)
-}
+pub use skills::Read;
 
+mod presence;
+mod scripts;
+mod skills;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,10 @@
 //! Names are small and fixed so that generated catalogs collide on purpose: every package's
 //! root tools are `t0`, `t1`, ..., so a bare `allowed-tools: t0` names a tool in every package.
 
+mod conversation;
+
+pub use conversation::{Caller, NameForm, Op, Role, SCRIPT_TOOL, Script};
+
 /// A whole catalog: packages `p0`, `p1`, ... in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct World {
@@ -146,6 +150,8 @@ pub struct Skill {
     pub fork: Option<Ref>,
     /// Its own tools `skills/<s>/tools/k{i}/` (the root skill has none).
     pub scoped: Vec<Tool>,
+    /// Whether it carries a script, `scripts/go.sh` under its folder.
+    pub script: bool,
 }
 
 /// An agent's declarations.
@@ -175,37 +181,6 @@ pub enum PromptProfile {
     Schedule,
 }
 
-/// Who is talking and from where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller {
-    /// The sender's role.
-    pub role: Role,
-    /// Whether the conversation is a QQ group (`qq`, `group:1`) or local (CLI, MCP).
-    pub in_qq_group: bool,
-    /// Whether nobody is present (a `schedule` session).
-    pub unattended: bool,
-}
-
-/// The sender's identity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// A known user with role `master` (the owner).
-    Master,
-    /// A known user with role `user`.
-    User,
-    /// No identity (no token, anonymous HTTP).
-    Anonymous,
-}
-
-/// How a call names its target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameForm {
-    /// `p0__t0`.
-    Wire,
-    /// `p0.t0`.
-    Qualified,
-}
-
 /// What a tool or agent of the world is, as a call names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Target {
@@ -217,6 +192,9 @@ pub enum Target {
     Agent(usize, usize),
     /// Workflow `w` of a package.
     Workflow(usize, usize),
+    /// The scripts of a package's skills, run by `run_skill_script`: one `action` call target
+    /// of that package, `p{p}.run_skill_script`, as the runtime names it in the policy.
+    Script(usize),
 }
 
 impl Target {
@@ -226,7 +204,8 @@ impl Target {
             Target::Tool(p, _)
             | Target::Scoped(p, _, _)
             | Target::Agent(p, _)
-            | Target::Workflow(p, _) => p,
+            | Target::Workflow(p, _)
+            | Target::Script(p) => p,
         }
     }
 
@@ -237,6 +216,7 @@ impl Target {
             Target::Scoped(_, s, k) => format!("s{s}k{k}"),
             Target::Agent(_, a) => format!("a{a}"),
             Target::Workflow(_, w) => format!("w{w}"),
+            Target::Script(_) => SCRIPT_TOOL.to_owned(),
         }
     }
 
@@ -259,27 +239,6 @@ impl Target {
     }
 }
 
-/// One step of a conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// `read_skill` of a package id, a skill id, or a name that is no skill.
-    ReadSkill(String),
-    /// `load_tool(name)`.
-    LoadTool(Target, NameForm),
-    /// A direct call of a tool or agent by name.
-    Call(Target, NameForm),
-    /// `tool_search` for a word.
-    Search(String),
-    /// How the person answers the next consent questions.
-    ConsentAnswer(bool),
-    /// How the person answers the next approval questions.
-    ApprovalAnswer(bool),
-    /// A new turn (a new user message).
-    NewTurn,
-    /// The operator's emergency stop on or off.
-    EmergencyStop(bool),
-}
-
 impl World {
     /// The tool a target names, if it exists.
     pub fn tool(&self, target: &Target) -> Option<&Tool> {
@@ -287,7 +246,7 @@ impl World {
         match *target {
             Target::Tool(_, t) => package.tools.get(t),
             Target::Scoped(_, s, k) => package.skills.get(s)?.scoped.get(k),
-            Target::Agent(..) | Target::Workflow(..) => None,
+            Target::Agent(..) | Target::Workflow(..) | Target::Script(_) => None,
         }
     }
 
@@ -333,10 +292,26 @@ impl World {
         out
     }
 
-    /// The target a qualified name (`p0.t1`) names, if it exists.
+    /// Workflow `i` of the catalog's workflows in catalog order, counting on from the first
+    /// past the last: `(package, workflow)`; `None` when the catalog has none.
+    pub fn nth_workflow(&self, i: usize) -> Option<(usize, usize)> {
+        let all: Vec<(usize, usize)> = self
+            .targets()
+            .into_iter()
+            .filter_map(|t| match t {
+                Target::Workflow(p, w) => Some((p, w)),
+                _ => None,
+            })
+            .collect();
+        (!all.is_empty()).then(|| all[i % all.len()])
+    }
+
+    /// The target a qualified name (`p0.t1`, `p0.run_skill_script`) names, if it exists.
     pub fn resolve(&self, qualified: &str) -> Option<Target> {
+        let script = (0..self.packages.len()).map(Target::Script);
         self.targets()
             .into_iter()
+            .chain(script)
             .find(|t| t.qualified() == qualified)
     }
 

@@ -1,6 +1,7 @@
 //! Writes a [`World`] as real package folders (docs/package-format.md): `quiver.yaml`,
 //! `tools/<t>/tool.yaml` with a tiny `run.command` script, `SKILL.md` and
-//! `skills/<s>/SKILL.md` with their own `tools/`, `agents/<a>.md` and `prompts/<r>.md`.
+//! `skills/<s>/SKILL.md` with their own `tools/` and `scripts/`, `agents/<a>.md`,
+//! `workflows/<w>.yaml` and `prompts/<r>.md`.
 
 use std::fs;
 use std::io;
@@ -13,6 +14,11 @@ use crate::world::{
 
 /// The words tool and package descriptions use, one per item, for `tool_search`.
 pub const WORDS: [&str; 3] = ["apple", "river", "stone"];
+
+/// The instructions of skill `id` (a forked skill's child gets them as its task).
+pub fn skill_instructions(id: &str) -> String {
+    format!("Follow the instructions of skill `{id}`.")
+}
 
 /// The text a prompt section carries, so a test can look for it in a system prompt.
 pub fn section_marker(package: usize, section: usize) -> String {
@@ -45,14 +51,17 @@ pub fn write_world(world: &World, root: &Path) -> io::Result<()> {
             )?;
         }
         if let Some(skill) = &package.root_skill {
-            put(&dir.join("SKILL.md"), &skill_md(&format!("p{p}"), skill, p))?;
+            let id = format!("p{p}");
+            put(&dir.join("SKILL.md"), &skill_md((&id, &id), skill, p))?;
+            write_script(&dir, skill)?;
         }
         for (s, skill) in package.skills.iter().enumerate() {
             let sdir = dir.join(format!("skills/s{s}"));
             put(
                 &sdir.join("SKILL.md"),
-                &skill_md(&format!("s{s}"), skill, p + s),
+                &skill_md((&format!("s{s}"), &format!("p{p}/s{s}")), skill, p + s),
             )?;
+            write_script(&sdir, skill)?;
             for (k, tool) in skill.scoped.iter().enumerate() {
                 let name = format!("s{s}k{k}");
                 write_tool(&sdir.join(format!("tools/{name}")), &name, tool, p + s + k)?;
@@ -121,6 +130,15 @@ fn write_tool(dir: &Path, name: &str, tool: &Tool, word: usize) -> io::Result<()
     )
 }
 
+/// The skill's `scripts/go.sh` under `dir`, when it has one: a trivial real script (the tests
+/// run it in process, as the built-in `<package>.run_skill_script`).
+fn write_script(dir: &Path, skill: &Skill) -> io::Result<()> {
+    if !skill.script {
+        return Ok(());
+    }
+    put(&dir.join("scripts/go.sh"), "echo ok\n")
+}
+
 fn restriction(restrict: Restrict) -> &'static str {
     match restrict {
         Restrict::None => "",
@@ -137,7 +155,9 @@ fn entry(e: &ListEntry) -> String {
     }
 }
 
-fn skill_md(name: &str, skill: &Skill, word: usize) -> String {
+/// The `SKILL.md` of skill `id` named `name`; its instructions name it, so a test can tell
+/// which skill a fork's child runs.
+fn skill_md((name, id): (&str, &str), skill: &Skill, word: usize) -> String {
     let mut md = format!(
         "---\nname: {name}\ndescription: Skill {name} about {}\n",
         WORDS[word % 3]
@@ -157,7 +177,7 @@ fn skill_md(name: &str, skill: &Skill, word: usize) -> String {
     if let Some(agent) = &skill.fork {
         md.push_str(&format!("context: fork\nagent: {}\n", agent.qualified()));
     }
-    md.push_str("---\nFollow these instructions.\n");
+    md.push_str(&format!("---\n{}\n", skill_instructions(id)));
     md
 }
 
@@ -188,43 +208,51 @@ fn prompt_md(p: usize, r: usize, prompt: &Prompt) -> String {
     )
 }
 
-/// A workflow's steps; a step naming a missing item of its own package, or an item of the
-/// wrong kind, is left out (the loader refuses it), one naming another package's is kept
-/// (checked when it runs).
+/// The steps of workflow `workflow` of package `p` as written: a step naming a missing item
+/// of its own package, or an item of the wrong kind, is left out (the loader refuses it), one
+/// naming another package's is kept (checked when it runs); a workflow left with no step gets
+/// one approval step.
+pub fn written_steps(world: &World, p: usize, workflow: &Workflow) -> Vec<Step> {
+    let mut steps: Vec<Step> = workflow
+        .steps
+        .iter()
+        .filter(|step| {
+            let r = match step {
+                Step::Tool(r) | Step::Agent(r) => r,
+                Step::Approval => return true,
+            };
+            let fits = matches!(
+                (step, world.resolve(&r.qualified())),
+                (Step::Tool(_), Some(Target::Tool(..) | Target::Scoped(..)))
+                    | (Step::Agent(_), Some(Target::Agent(..)))
+            );
+            r.package != p || fits
+        })
+        .cloned()
+        .collect();
+    if steps.is_empty() {
+        steps.push(Step::Approval);
+    }
+    steps
+}
+
 fn workflow_yaml(world: &World, p: usize, w: usize, workflow: &Workflow) -> String {
     let mut yaml = format!(
         "description: Workflow w{w} of p{p} about {}\nexpose: {}\nsteps:\n",
         WORDS[(p + w) % 3],
         workflow.expose
     );
-    let mut any = false;
-    for step in &workflow.steps {
-        let (key, r) = match step {
-            Step::Tool(r) => ("tool", r),
-            Step::Agent(r) => ("agent", r),
-            Step::Approval => {
-                yaml.push_str("  - approval: Go on?\n");
-                any = true;
-                continue;
+    for step in written_steps(world, p, workflow) {
+        match step {
+            Step::Tool(r) => yaml.push_str(&format!(
+                "  - tool: {}\n    with: {{text: x}}\n",
+                r.qualified()
+            )),
+            Step::Agent(r) => {
+                yaml.push_str(&format!("  - agent: {}\n    task: do it\n", r.qualified()));
             }
-        };
-        let fits = matches!(
-            (step, world.resolve(&r.qualified())),
-            (Step::Tool(_), Some(Target::Tool(..) | Target::Scoped(..)))
-                | (Step::Agent(_), Some(Target::Agent(..)))
-        );
-        if r.package == p && !fits {
-            continue;
+            Step::Approval => yaml.push_str("  - approval: Go on?\n"),
         }
-        let rest = match step {
-            Step::Tool(_) => "\n    with: {text: x}\n",
-            _ => "\n    task: do it\n",
-        };
-        yaml.push_str(&format!("  - {key}: {}{rest}", r.qualified()));
-        any = true;
-    }
-    if !any {
-        yaml.push_str("  - approval: Go on?\n");
     }
     yaml
 }

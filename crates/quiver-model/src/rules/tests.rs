@@ -25,6 +25,7 @@ fn world() -> World {
         disallowed: Vec::new(),
         fork: None,
         scoped: Vec::new(),
+        script: false,
     };
     let fork = Skill {
         allowed: Vec::new(),
@@ -140,5 +141,74 @@ fn a_fork_into_another_packages_private_agent_is_unknown() {
     assert_eq!(
         s.read_skill(&world(), "p0/s0"),
         Read::Fork(Verdict::Unknown)
+    );
+}
+
+/// `p0`'s skill carries a script; `allow` pre-approves `run_skill_script` in it.
+fn script_world(allow: bool) -> World {
+    let mut w = world();
+    let skill = w.packages[0].root_skill.as_mut().unwrap();
+    skill.script = true;
+    skill.allowed = if allow {
+        vec![ListEntry::Bare(crate::world::SCRIPT_TOOL.into())]
+    } else {
+        Vec::new()
+    };
+    w
+}
+
+#[test]
+fn a_script_runs_only_from_an_active_skill_as_an_action_of_its_package() {
+    use crate::world::Script;
+    let w = script_world(false);
+    let mut s = Session::new(OWNER, Turns::Marked);
+    // Not active, then a path out of `scripts/` and a missing file: nothing runs or asks.
+    assert_eq!(s.run_script(&w, "p0", Script::Own), Verdict::Unknown);
+    s.read_skill(&w, "p0");
+    assert_eq!(s.run_script(&w, "p0", Script::Outside(1)), Verdict::Unknown);
+    assert_eq!(s.run_script(&w, "p0", Script::Missing), Verdict::Unknown);
+    // A fork is never active: its scripts never run.
+    assert_eq!(s.run_script(&w, "p0/s0", Script::Own), Verdict::Unknown);
+    // The package's consent, then an `on-risk` action's approval.
+    assert_eq!(
+        s.run_script(&w, "p0", Script::Own),
+        Verdict::Runs(asks(Some(0), true))
+    );
+    assert_eq!(
+        s.run_script(&w, "p0", Script::Own),
+        Verdict::Runs(asks(None, true))
+    );
+    s.stopped = true;
+    assert!(matches!(
+        s.run_script(&w, "p0", Script::Own),
+        Verdict::Refused(Why::EmergencyStop, _)
+    ));
+    // Nobody present: the consent question has no one to ask.
+    let unattended = Caller {
+        unattended: true,
+        ..OWNER
+    };
+    let mut s = Session::new(unattended, Turns::Marked);
+    s.read_skill(&w, "p0");
+    assert!(matches!(
+        s.run_script(&w, "p0", Script::Own),
+        Verdict::Refused(Why::NoPerson, _)
+    ));
+}
+
+#[test]
+fn the_skills_own_allowed_tools_pre_approve_its_scripts_for_the_turn() {
+    use crate::world::Script;
+    let w = script_world(true);
+    let mut s = Session::new(OWNER, Turns::Marked);
+    s.read_skill(&w, "p0");
+    assert_eq!(
+        s.run_script(&w, "p0", Script::Own),
+        Verdict::Runs(asks(Some(0), false))
+    );
+    s.new_turn();
+    assert_eq!(
+        s.run_script(&w, "p0", Script::Own),
+        Verdict::Runs(asks(None, true))
     );
 }

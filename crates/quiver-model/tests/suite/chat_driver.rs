@@ -5,7 +5,7 @@
 //! each turn: what ran (private items, consent, the stop), what each sub-agent was offered,
 //! which agents ran in child sessions, and the system prompt's required sections.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use quiver_agent::config::{AgentConfig, ProviderConfig, ProviderKind};
@@ -13,7 +13,7 @@ use quiver_agent::fake::{Api, FakeServer, Move, offered_tools};
 use quiver_agent::{ChatSession, Providers, Quiet, SubAgents};
 use quiver_model::grants::Turns;
 use quiver_model::rules::Session;
-use quiver_model::world::{Caller, Op, Target, World};
+use quiver_model::world::{Caller, Op, SCRIPT_TOOL, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_runtime::{Profile, SessionRequest};
 use quiver_store::{AuditKind, AuditQuery, SessionFilter, Store};
@@ -22,6 +22,17 @@ use std::sync::atomic::Ordering;
 
 use super::check::Invariant;
 use super::harness::{Checker, Run, arguments, harness_for, origin, principal};
+use super::scripts::script_arguments;
+
+/// What a sub-agent's model was first sent.
+struct Child {
+    /// Its system prompt.
+    system: String,
+    /// Its task (a fork's: the skill's instructions).
+    task: String,
+    /// The tools it was offered.
+    tools: Vec<String>,
+}
 
 /// What the fake model saw and is to say.
 #[derive(Default)]
@@ -30,8 +41,8 @@ struct Script {
     main: VecDeque<Move>,
     /// The system prompt of the turn's first main request.
     main_system: Option<String>,
-    /// Each sub-agent's system prompt and the tools it was offered.
-    children: Vec<(String, Vec<String>)>,
+    /// Each sub-agent's system prompt, its task and the tools it was offered.
+    children: Vec<Child>,
 }
 
 fn system_of(body: &Value) -> String {
@@ -65,7 +76,15 @@ fn responder(world: World, script: Arc<Mutex<Script>>) -> quiver_agent::fake::Re
             return Move::text("done");
         }
         let offered = offered_tools(body);
-        script.children.push((system, offered.clone()));
+        let task = body["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        script.children.push(Child {
+            system,
+            task,
+            tools: offered.clone(),
+        });
         let calls: Vec<(String, Value)> = offered
             .iter()
             .filter_map(|name| {
@@ -91,6 +110,7 @@ fn move_of(world: &World, op: &Op) -> Option<Move> {
         Op::Search(word) => Some(Move::call("tool_search", json!({"query": word}))),
         Op::LoadTool(t, form) => Some(Move::call("load_tool", json!({"name": t.named(*form)}))),
         Op::Call(t, form) => Some(Move::call(&t.named(*form), arguments(world, Some(t)))),
+        Op::RunScript(id, s) => Some(Move::call(SCRIPT_TOOL, script_arguments(id, *s))),
         _ => None,
     }
 }
@@ -130,19 +150,12 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     options.max_steps = 64;
     let mut chat = ChatSession::new(&h.runtime, model, options, &session, principal(&caller))
         .with_person(h.person.clone());
-    let mut c = Checker {
+    let mut c = Checker::new(
         world,
-        h: &h,
-        session: session.clone(),
-        model: Session::new(caller, Turns::Marked),
-        violations: Vec::new(),
-        step: 0,
-        seen_runs: 0,
-        seen_tasks: 0,
-        seen_cards: 0,
-        seen_records: 0,
-        excused: BTreeMap::new(),
-    };
+        &h,
+        session.clone(),
+        Session::new(caller, Turns::Marked),
+    );
     let mut children_seen = BTreeSet::new();
     let mut pending: Vec<Move> = Vec::new();
     let mut turn = |c: &mut Checker<'_>, moves: &mut Vec<Move>, chat: &mut ChatSession<'_>| {
@@ -267,10 +280,12 @@ impl Checker<'_> {
     }
 
     /// What a sub-agent of package `p` was offered: only items it may call (its own package's,
-    /// or another package's exposed items).
-    fn check_sub_agent_offers(&mut self, children: &[(String, Vec<String>)]) {
-        for (system, tools) in children {
-            let Some(p) = system
+    /// or another package's exposed items, and in a fork's child what the forked skill, active
+    /// there, unlocks).
+    fn check_sub_agent_offers(&mut self, children: &[Child]) {
+        for child in children {
+            let Some(p) = child
+                .system
                 .split(" of p")
                 .nth(1)
                 .and_then(|rest| rest.split('.').next())
@@ -278,7 +293,12 @@ impl Checker<'_> {
             else {
                 continue; // a fork without an agent
             };
-            for name in tools {
+            let forked = child.task.split("of skill `").nth(1);
+            let unlocked = forked
+                .and_then(|rest| rest.split('`').next())
+                .map(|id| Session::unlocks(self.world, id))
+                .unwrap_or_default();
+            for name in &child.tools {
                 let Some(target) = self.target_of_wire(name) else {
                     continue;
                 };
@@ -288,7 +308,7 @@ impl Checker<'_> {
                     .tool(&target)
                     .is_none_or(|t| self.model.admits(t.restrict));
                 let scoped = matches!(target, Target::Scoped(..));
-                let may = !scoped
+                let may = (!scoped || unlocked.contains(&target))
                     && admitted
                     && (target.package() == p || !Session::private(self.world, &target));
                 if may {

@@ -25,6 +25,9 @@ pub enum Invariant {
     RequiredSectionPresent,
     /// Every started call has exactly one audit record, with no secret argument in it.
     OneAuditRecord,
+    /// A workflow run whose step needs a person's answer when no person is present parks
+    /// (`waiting`), never fails, and no step whose tool never started leaves it in doubt.
+    RunsPark,
     /// The rest of the verdict (unknown, refused, asked, ran) is the model's.
     VerdictIsModels,
 }

@@ -6,7 +6,6 @@
 //! ran (private items, consent, the emergency stop).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use quiver_catalog::Catalog;
@@ -14,118 +13,18 @@ use quiver_model::rules::Session;
 use quiver_model::world::{Caller, PromptProfile, Role, Target, World};
 use quiver_model::write::{section_marker, write_world};
 use quiver_policy::{Origin, Principal, ScopeKind};
-use quiver_runtime::approver::{Answer, Approver, Card, Question};
+use quiver_runtime::approver::{Approver, Card};
 use quiver_runtime::executor::BuiltinExecutor;
-use quiver_runtime::runtime::{AgentReply, AgentRunner, AgentTask};
 use quiver_runtime::{ApproverSet, CallOutcome, Runtime, RuntimeConfig};
-use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous, WorkflowStore};
+use quiver_store::{SqliteStore, Store, StoreOptions, Synchronous};
 use serde_json::{Value, json};
 
 use super::check::{Invariant, Violation};
+use super::players::{Person, Runner};
+use super::runs::Tracked;
 
 /// The secret value every secret argument carries; it must never reach the audit log.
 pub const SECRET: &str = "hunter2-very-secret";
-
-/// Answers consent and approvals as the conversation says, and keeps every card.
-#[derive(Default)]
-pub struct Person {
-    pub consent_no: AtomicBool,
-    pub approval_no: AtomicBool,
-    pub cards: Mutex<Vec<Card>>,
-}
-
-impl Approver for Person {
-    fn decide(&self, card: &Card) -> Answer {
-        self.cards.lock().unwrap().push(card.clone());
-        let no = match card.question {
-            Question::Consent => self.consent_no.load(Ordering::SeqCst),
-            Question::Approval => self.approval_no.load(Ordering::SeqCst),
-        };
-        match (no, card.question) {
-            (true, _) => Answer::Deny,
-            (false, Question::Consent) => Answer::AllowForSession,
-            (false, Question::Approval) => Answer::Allow,
-        }
-    }
-}
-
-/// A run handed to the agent loop.
-#[derive(Debug, Clone)]
-pub struct Task {
-    pub agent: Option<String>,
-    pub skill: Option<String>,
-    pub parent: String,
-}
-
-/// Plays sub-agents: records each task, and for an agent of the world calls every tool it
-/// declares, in a child session, as its model would.
-pub struct Runner {
-    pub world: World,
-    pub tasks: Mutex<Vec<Task>>,
-    /// Child sessions, with the package whose agent runs in them.
-    pub children: Mutex<BTreeMap<String, usize>>,
-}
-
-impl AgentRunner for Runner {
-    fn run(&self, runtime: &Runtime, task: AgentTask) -> Result<AgentReply, String> {
-        self.tasks.lock().unwrap().push(Task {
-            agent: task.agent.clone(),
-            skill: task.skill.clone(),
-            parent: task.parent_session.clone(),
-        });
-        let Some(agent) = task.agent.as_deref() else {
-            return Ok(reply("fork", "done"));
-        };
-        let Some(target) = self
-            .world
-            .resolve(agent)
-            .filter(|t| matches!(t, Target::Agent(..)))
-        else {
-            return Err(format!("no such agent: {agent}"));
-        };
-        if self
-            .children
-            .lock()
-            .unwrap()
-            .contains_key(&task.parent_session)
-        {
-            // One level of sub-agents is enough to see every rule.
-            return Ok(reply("nested", "done"));
-        }
-        let child = runtime
-            .create_child_session(&task.parent_session, agent, &task.sender)
-            .map_err(|e| e.to_string())?;
-        self.children
-            .lock()
-            .unwrap()
-            .insert(child.clone(), target.package());
-        let mut turn = runtime
-            .begin_turn(&child, task.sender.clone(), &task.task)
-            .map_err(|e| e.to_string())?;
-        if let Some(person) = task.person.clone() {
-            turn.set_person(person);
-        }
-        let declared = self
-            .world
-            .agent(&target)
-            .map(|a| a.tools.clone())
-            .unwrap_or_default();
-        for r in declared {
-            let args = arguments(&self.world, self.world.resolve(&r.qualified()).as_ref());
-            turn.call(&r.qualified(), args).map_err(|e| e.to_string())?;
-        }
-        drop(turn);
-        runtime.end_session(&child).map_err(|e| e.to_string())?;
-        Ok(reply(&child, "done"))
-    }
-}
-
-pub fn reply(session: &str, text: &str) -> AgentReply {
-    AgentReply {
-        session: session.to_owned(),
-        reply: text.to_owned(),
-    }
-}
 
 /// The arguments a call of `target` sends: a task for an agent, a text (and the secret where
 /// the tool has one) for a tool.
@@ -212,30 +111,9 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     }
     let db = dir.path().join("state.db");
     std::fs::copy(template_db(), &db).unwrap();
-    let options = StoreOptions {
-        readers: 1,
-        synchronous: Synchronous::Normal,
-        ..StoreOptions::default()
-    };
-    let store = Arc::new(SqliteStore::open_with(&db, &options).unwrap());
+    let store = Arc::new(SqliteStore::open_with(&db, &store_options()).unwrap());
     let runs: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let mut executor = BuiltinExecutor::new();
-    for target in world.targets() {
-        if world.tool(&target).is_none() {
-            continue;
-        }
-        let runs = runs.clone();
-        let name = target.qualified();
-        executor.register(
-            &target.qualified(),
-            Arc::new(move |_args: &Value, ctx| {
-                runs.lock()
-                    .unwrap()
-                    .push((name.clone(), ctx.session_id.clone()));
-                Ok(json!({"ok": true}))
-            }),
-        );
-    }
+    let executor = executor(world, &runs);
     let person = Arc::new(Person::default());
     let approvers = ApproverSet {
         person: person_present.then(|| person.clone() as Arc<dyn Approver>),
@@ -268,6 +146,40 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     }
 }
 
+/// How a case opens its state database: one reader, `synchronous = NORMAL`.
+pub fn store_options() -> StoreOptions {
+    StoreOptions {
+        readers: 1,
+        synchronous: Synchronous::Normal,
+        ..StoreOptions::default()
+    }
+}
+
+/// Runs every tool of `world`, and every package's skill scripts (as the built-in
+/// `<package>.run_skill_script`, which the runtime names a script's call), in process; each
+/// run is recorded in `runs` as `(<package>.<tool>, session)`.
+pub fn executor(world: &World, runs: &Arc<Mutex<Vec<(String, String)>>>) -> BuiltinExecutor {
+    let mut executor = BuiltinExecutor::new();
+    let scripts = (0..world.packages.len()).map(Target::Script);
+    for target in world.targets().into_iter().chain(scripts) {
+        if world.tool(&target).is_none() && !matches!(target, Target::Script(_)) {
+            continue;
+        }
+        let runs = runs.clone();
+        let name = target.qualified();
+        executor.register(
+            &target.qualified(),
+            Arc::new(move |_args: &Value, ctx| {
+                runs.lock()
+                    .unwrap()
+                    .push((name.clone(), ctx.session_id.clone()));
+                Ok(json!({"ok": true}))
+            }),
+        );
+    }
+    executor
+}
+
 /// Checks each step of one case.
 pub struct Checker<'a> {
     pub world: &'a World,
@@ -284,6 +196,32 @@ pub struct Checker<'a> {
     /// Items the runtime made reachable through a difference already reported, with its tag:
     /// a later call of one is reported under the same class.
     pub excused: BTreeMap<Target, String>,
+    /// The workflow runs of the case, the model's beside the runtime's.
+    pub runs: Vec<Tracked>,
+    /// The second process: a runtime over the same state database, opened at the first
+    /// answer to a parked run.
+    pub second: Option<Arc<Runtime>>,
+}
+
+impl<'a> Checker<'a> {
+    /// The checker of a conversation `session` of `model.caller` over `world` in `h`.
+    pub fn new(world: &'a World, h: &'a Harness, session: String, model: Session) -> Checker<'a> {
+        Checker {
+            world,
+            h,
+            session,
+            model,
+            violations: Vec::new(),
+            step: 0,
+            seen_runs: 0,
+            seen_tasks: 0,
+            seen_cards: 0,
+            seen_records: 0,
+            excused: BTreeMap::new(),
+            runs: Vec::new(),
+            second: None,
+        }
+    }
 }
 
 impl Checker<'_> {
@@ -419,120 +357,6 @@ impl Checker<'_> {
                 Some((p, c.granted))
             })
             .collect();
-    }
-
-    pub fn consented(&self, session: &str, package: usize) -> bool {
-        self.h
-            .store
-            .consents(session)
-            .unwrap()
-            .iter()
-            .any(|c| c.granted && c.package == format!("p{package}"))
-    }
-
-    /// The package a session acts for: `None` for the conversation, `Some(p)` for a child
-    /// session of one of `p`'s agents.
-    pub fn acting(&self, session: &str) -> Option<usize> {
-        if let Some(p) = self.h.runner.children.lock().unwrap().get(session) {
-            return Some(*p);
-        }
-        // A child session the agent loop made: its agent is `p{n}.a{m}`; a workflow run's
-        // session (`ses-<run id>`) acts for the run's package.
-        let record = self.h.store.session(session).ok().flatten()?;
-        let owner = if record.agent == "workflow" {
-            let run = session.strip_prefix("ses-")?;
-            WorkflowStore::run(self.h.store.as_ref(), run)
-                .ok()
-                .flatten()?
-                .workflow
-        } else {
-            record.agent
-        };
-        let (package, _) = owner.split_once('.')?;
-        package.strip_prefix('p')?.parse().ok()
-    }
-
-    /// Every tool run and agent run since the last look: nothing private outside its package,
-    /// consent for every exposed item run on another's behalf, nothing under the stop.
-    pub fn check_runs(&mut self) {
-        let runs: Vec<(String, String)> = self.h.runs.lock().unwrap()[self.seen_runs..].to_vec();
-        self.seen_runs += runs.len();
-        for (qualified, session) in runs {
-            let Some(target) = self.world.resolve(&qualified) else {
-                continue;
-            };
-            let acting = self.acting(&session);
-            self.check_one_run(&target, acting, &session, None);
-        }
-        let tasks: Vec<Task> = self.h.runner.tasks.lock().unwrap()[self.seen_tasks..].to_vec();
-        self.seen_tasks += tasks.len();
-        for task in tasks {
-            let Some(agent) = task.agent.as_deref().and_then(|a| self.world.resolve(a)) else {
-                continue;
-            };
-            let by_skill = task
-                .skill
-                .as_deref()
-                .and_then(|s| self.world.skill(s))
-                .map(|(p, _, _)| p);
-            let acting = by_skill.or_else(|| self.acting(&task.parent));
-            self.check_one_run(&agent, acting, &task.parent, task.skill.as_deref());
-        }
-    }
-
-    pub fn check_one_run(
-        &mut self,
-        target: &Target,
-        acting: Option<usize>,
-        session: &str,
-        fork: Option<&str>,
-    ) {
-        let what = match fork {
-            Some(skill) => format!("fork of {skill} into {}", target.qualified()),
-            None => format!(
-                "{} in {}",
-                target.qualified(),
-                if acting.is_some() {
-                    "a sub-agent"
-                } else {
-                    "the conversation"
-                }
-            ),
-        };
-        if self.model.stopped {
-            self.report(
-                Invariant::NothingUnderStop,
-                "ran-under-stop",
-                format!("{what} ran under the emergency stop"),
-            );
-        }
-        let home = acting == Some(target.package());
-        if home {
-            return;
-        }
-        if Session::private(self.world, target) {
-            let tag = match (fork, target) {
-                (Some(_), _) => "fork-into-private-agent",
-                (None, Target::Agent(..)) => "private-agent-ran-outside",
-                _ => "private-tool-ran-outside",
-            };
-            self.report(
-                Invariant::PrivateStaysHome,
-                tag,
-                format!("{what}: private to p{}", target.package()),
-            );
-        } else if !self.consented(session, target.package()) {
-            let tag = match (fork, acting) {
-                (Some(_), _) => "fork-without-consent",
-                (None, Some(_)) => "sub-agent-call-without-consent",
-                (None, None) => "exposed-ran-without-consent",
-            };
-            self.report(
-                Invariant::ConsentBeforeExposed,
-                tag,
-                format!("{what}: no consent for p{}", target.package()),
-            );
-        }
     }
 }
 

@@ -7,14 +7,13 @@
 //! `crates/quiver-mcp/tests/suite/harness.rs` connects it); `mcp_http_driver` connects one
 //! over Streamable HTTP.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use quiver_mcp::{Front, McpConfig};
 use quiver_model::grants::Turns;
 use quiver_model::rules::Session;
-use quiver_model::world::{Caller, Op, Role, Target, World};
+use quiver_model::world::{Caller, Op, Role, SCRIPT_TOOL, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_store::{AuditKind, AuditQuery, AuditStatus, SessionFilter, Store};
 use rmcp::model::ProtocolVersion;
@@ -24,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::check::Invariant;
 use super::harness::{Checker, Harness, Run, arguments, harness};
 use super::mcp_client::{Client, Connected, serve};
+use super::scripts::{ScriptCall, script_arguments};
 
 /// The local owner of stdio (and the owner's bearer token over HTTP).
 pub const OWNER: Caller = Caller {
@@ -82,19 +82,7 @@ pub fn run_with(
     } else {
         Turns::Unmarked
     };
-    let mut c = Checker {
-        world,
-        h: &h,
-        session: String::new(),
-        model: Session::new(OWNER, turns),
-        violations: Vec::new(),
-        step: 0,
-        seen_runs: 0,
-        seen_tasks: 0,
-        seen_cards: 0,
-        seen_records: 0,
-        excused: BTreeMap::new(),
-    };
+    let mut c = Checker::new(world, &h, String::new(), Session::new(OWNER, turns));
     // The generic client speaks the 2026-07-28 era, the marking one the 2025-11-25 era.
     let person = Client {
         era: (!turn_ids).then_some(ProtocolVersion::V_2026_07_28),
@@ -161,6 +149,32 @@ async fn drive(
             }
             // `load_tool` is not on the MCP front's fixed list.
             Op::LoadTool(..) => {}
+            Op::TriggerRun(i) => c.trigger_run(*i),
+            Op::AnswerRun(yes) => c.answer_run(*yes),
+            Op::RunScript(id, script) => {
+                let before = c.model.clone();
+                let runs_before = c.h.runs.lock().unwrap().len();
+                let arguments = script_arguments(id, *script);
+                let call = json!({"name": SCRIPT_TOOL, "arguments": arguments});
+                let body = connected.call("call_tool", call, meta).await;
+                c.find_session();
+                let verdict = c.model.run_script(c.world, id, *script);
+                c.sync_consents();
+                let ran = c.h.runs.lock().unwrap()[runs_before..]
+                    .iter()
+                    .any(|(q, s)| q.ends_with(SCRIPT_TOOL) && *s == c.session);
+                let approval_asked = person.asked.lock().unwrap()[asked_before..]
+                    .iter()
+                    .any(|m| m.starts_with("Run `"));
+                let seen = ScriptCall {
+                    ran,
+                    class: None,
+                    cards: None,
+                    approval_asked,
+                    said: &body,
+                };
+                c.compare_script(&before, (id, *script), verdict, &seen);
+            }
             Op::ReadSkill(id) => {
                 let body = connected.call("read_skill", json!({"id": id}), meta).await;
                 c.find_session();
@@ -204,6 +218,7 @@ async fn drive(
                 c.find_session();
                 let verdict = c.model.call(c.world, target);
                 c.sync_consents();
+                c.call_starts_run(target, &verdict);
                 let ran = c.h.runs.lock().unwrap()[runs_before..]
                     .iter()
                     .any(|(q, s)| *q == target.qualified() && *s == c.session)
@@ -232,17 +247,7 @@ async fn drive(
                     .iter()
                     .any(|m| m.starts_with("Run `"));
                 if ran && verdict.asked().approval && !asked_approval {
-                    let outlived = before.active.iter().any(|id| {
-                        let mut probe = before.clone();
-                        probe.read_this_turn = vec![id.clone()];
-                        probe.calls_since_read = 0;
-                        probe.preapproved(c.world, target)
-                    });
-                    let tag = if outlived {
-                        "preapproval-outlived-turn"
-                    } else {
-                        "approval-skipped"
-                    };
+                    let tag = c.skipped_approval_tag(&before, target);
                     c.report(
                         Invariant::GrantWithinTurn,
                         tag,
@@ -251,10 +256,14 @@ async fn drive(
                 }
             }
         }
-        if matches!(op, Op::ReadSkill(_) | Op::Search(_) | Op::Call(..)) {
+        if matches!(
+            op,
+            Op::ReadSkill(_) | Op::Search(_) | Op::Call(..) | Op::RunScript(..)
+        ) {
             c.check_one_record_per_request();
         }
         c.check_runs();
+        c.check_run_states();
     }
 }
 

@@ -5,15 +5,16 @@
 //! runs over stdio and again over HTTP, with the client of the same era and turn marking.
 
 use quiver_model::world::{
-    Agent, Caller, ListEntry, NameForm, Op, Package, Prompt, Ref, Role, Skill, Step, Target, Tool,
-    Workflow, World,
+    Caller, ListEntry, NameForm, Op, Package, Prompt, Role, Script, Skill, Target, Tool, World,
 };
 
 use super::check::{Front, is_known, known};
 use super::generated::run_through;
 use super::harness::Run;
 use super::small_worlds::{
-    exposed_skill_tool, fork_into_p1, one_tool, owner, package, preapproved_always, skill, tool,
+    agent_naming_a_private_tool, empty_tools_list, exposed_skill_tool, fork_into_own_agent,
+    fork_into_p1, one_tool, owner, package, preapproved_always, skill,
+    skill_forking_with_its_own_tool, skills_with_scripts, step_t0, tool, workflow_of,
 };
 
 /// One row: a name, the front, the case, and the class it showed (`None`: the case holds).
@@ -60,6 +61,14 @@ fn t0(form: NameForm) -> Op {
     Op::Call(Target::Tool(0, 0), form)
 }
 
+fn call_w0() -> Op {
+    Op::Call(Target::Workflow(0, 0), NameForm::Wire)
+}
+
+fn script(id: &str, script: Script) -> Op {
+    Op::RunScript(id.to_owned(), script)
+}
+
 fn rows() -> Vec<Row> {
     let read = |id: &str| Op::ReadSkill(id.to_owned());
     vec![
@@ -90,19 +99,7 @@ fn rows() -> Vec<Row> {
         Row {
             name: "new: a skill's written, empty `tools: []` unlocks none of its own tools",
             front: Front::Runtime,
-            world: World {
-                packages: vec![Package {
-                    skills: vec![Skill {
-                        tools: Some(Vec::new()),
-                        scoped: vec![Tool {
-                            expose: false,
-                            ..tool()
-                        }],
-                        ..skill()
-                    }],
-                    ..package()
-                }],
-            },
+            world: empty_tools_list(),
             caller: owner(),
             ops: vec![read("p0/s0")],
             class: Some("empty-tools-list-unlocks-all"),
@@ -116,29 +113,17 @@ fn rows() -> Vec<Row> {
             class: Some("fork-into-private-agent"),
         },
         Row {
+            name: "item 2 (new, the checker's): a fork's child in chat is offered what its skill, active there, unlocks",
+            front: Front::Chat,
+            world: skill_forking_with_its_own_tool(),
+            caller: owner(),
+            ops: vec![read("p0/s0")],
+            class: None,
+        },
+        Row {
             name: "item 2, in chat: an agent naming another package's private tool is not sent it",
             front: Front::Chat,
-            world: World {
-                packages: vec![
-                    Package {
-                        agents: vec![Agent {
-                            expose: true,
-                            tools: vec![Ref {
-                                package: 1,
-                                name: "t0".into(),
-                            }],
-                        }],
-                        ..package()
-                    },
-                    Package {
-                        tools: vec![Tool {
-                            expose: false,
-                            ..tool()
-                        }],
-                        ..package()
-                    },
-                ],
-            },
+            world: agent_naming_a_private_tool(),
             caller: owner(),
             ops: vec![Op::Call(Target::Agent(0, 0), NameForm::Wire)],
             class: Some("sub-agent-offered-private"),
@@ -146,28 +131,13 @@ fn rows() -> Vec<Row> {
         Row {
             name: "item 1's sibling: a workflow step naming another package's private tool does not run it",
             front: Front::Runtime,
-            world: World {
-                packages: vec![
-                    Package {
-                        workflows: vec![Workflow {
-                            expose: true,
-                            steps: vec![Step::Tool(Ref {
-                                package: 1,
-                                name: "t0".into(),
-                            })],
-                        }],
-                        ..package()
-                    },
-                    one_tool(Tool {
-                        expose: false,
-                        ..tool()
-                    })
-                    .packages
-                    .remove(0),
-                ],
+            world: {
+                let mut w = workflow_of(vec![step_t0(1)]);
+                w.packages[1].tools[0].expose = false;
+                w
             },
             caller: owner(),
-            ops: vec![Op::Call(Target::Workflow(0, 0), NameForm::Wire)],
+            ops: vec![call_w0()],
             class: None,
         },
         Row {
@@ -306,6 +276,73 @@ fn rows() -> Vec<Row> {
             ops: vec![t0(NameForm::Wire)],
             class: Some("anonymous-answers-person-card"),
         },
+        Row {
+            name: "item 5's sibling (new): a run an anonymous sender starts parks on its dangerous step for a named person, who answers it from another process",
+            front: Front::Runtime,
+            world: workflow_of(vec![step_t0(0)]),
+            caller: Caller {
+                role: Role::Anonymous,
+                ..owner()
+            },
+            ops: vec![call_w0(), Op::AnswerRun(true)],
+            class: None,
+        },
+        Row {
+            name: "item 5: a triggered run parks on each question, and the owner's answers in another process finish it",
+            front: Front::Runtime,
+            world: workflow_of(vec![step_t0(1), step_t0(0)]),
+            caller: owner(),
+            ops: vec![Op::TriggerRun(0), Op::AnswerRun(true), Op::AnswerRun(true)],
+            class: None,
+        },
+        Row {
+            name: "item 5, over MCP: a run's question is asked of the client waiting on its call (the 2026-07-28 era too)",
+            front: Front::McpNoTurnIds,
+            world: workflow_of(vec![step_t0(1)]),
+            caller: owner(),
+            ops: vec![call_w0(), Op::AnswerRun(true)],
+            class: None,
+        },
+        Row {
+            name: "item 1 (new, the model's): a fork into another package's agent is removed by the turn's `disallowed-tools`",
+            front: Front::Runtime,
+            world: {
+                let mut w = fork_into_p1(true);
+                w.packages[1].skills = vec![Skill {
+                    disallowed: vec![ListEntry::Bare("a0".into())],
+                    ..skill()
+                }];
+                w
+            },
+            caller: owner(),
+            ops: vec![read("p1/s0"), read("p0")],
+            class: None,
+        },
+        Row {
+            name: "item 1: a skill's script runs from an active skill only, with its package's consent",
+            front: Front::Runtime,
+            world: skills_with_scripts(),
+            caller: owner(),
+            ops: vec![
+                script("p0", Script::Own),
+                read("p0"),
+                script("p0", Script::Outside(1)),
+                script("p0", Script::Own),
+            ],
+            class: None,
+        },
+        Row {
+            name: "item 1, over MCP: the same script",
+            front: Front::McpTurnIds,
+            world: skills_with_scripts(),
+            caller: owner(),
+            ops: vec![
+                script("p0", Script::Own),
+                read("p0"),
+                script("p0", Script::Own),
+            ],
+            class: None,
+        },
     ]
 }
 
@@ -349,38 +386,7 @@ fn shrunk_counterexamples_stay_known_until_fixed_and_hold_after() {
 fn over_the_2026_era_a_question_inside_a_fork_does_not_run_the_fork_again() {
     // `p0`'s skill forks into its own agent `a0`, which calls its package's private `t0` (no
     // question) and then `p1.t0` (a consent question, `input_required` in this era).
-    let world = World {
-        packages: vec![
-            Package {
-                tools: vec![Tool {
-                    expose: false,
-                    ..tool()
-                }],
-                root_skill: Some(Skill {
-                    fork: Some(Ref {
-                        package: 0,
-                        name: "a0".into(),
-                    }),
-                    ..skill()
-                }),
-                agents: vec![Agent {
-                    expose: false,
-                    tools: vec![
-                        Ref {
-                            package: 0,
-                            name: "t0".into(),
-                        },
-                        Ref {
-                            package: 1,
-                            name: "t0".into(),
-                        },
-                    ],
-                }],
-                ..package()
-            },
-            one_tool(tool()).packages.remove(0),
-        ],
-    };
+    let world = fork_into_own_agent();
     for front in [Front::McpNoTurnIds, Front::McpHttpStateless] {
         let run = run_through(front, &world, owner(), &[Op::ReadSkill("p0".into())]);
         let own = run.ran.iter().filter(|t| *t == "p0.t0").count();

@@ -2,7 +2,7 @@
 //! `Turn::system_prompt`), as `quiver call` and the chat loop use it: the conversation's
 //! operations one by one, compared with the model after every step.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 use quiver_model::grants::Turns;
@@ -10,12 +10,11 @@ use quiver_model::rules::{Read, Session, Verdict, Why};
 use quiver_model::world::{Caller, NameForm, Op, Role, Target, World};
 use quiver_policy::ControlPlane;
 use quiver_runtime::approver::Question;
-use quiver_runtime::{CallOutcome, CallStatus, Profile, SessionRequest, Turn};
-use quiver_store::{AuditKind, AuditQuery, Store};
+use quiver_runtime::{CallStatus, Profile, SessionRequest, Turn};
 use serde_json::{Value, json};
 
 use super::check::Invariant;
-use super::harness::{Checker, Run, SECRET, arguments, error_text, harness, origin, principal};
+use super::harness::{Checker, Run, arguments, error_text, harness, origin, principal};
 
 /// Runs `ops` as `caller` over `world` through the runtime API and checks every invariant
 /// after every step.
@@ -35,19 +34,12 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
             profile,
         })
         .unwrap();
-    let mut c = Checker {
+    let mut c = Checker::new(
         world,
-        h: &h,
-        session: session.clone(),
-        model: Session::new(caller, Turns::Marked),
-        violations: Vec::new(),
-        step: 0,
-        seen_runs: 0,
-        seen_tasks: 0,
-        seen_cards: 0,
-        seen_records: 0,
-        excused: BTreeMap::new(),
-    };
+        &h,
+        session.clone(),
+        Session::new(caller, Turns::Marked),
+    );
     let mut turn = h
         .runtime
         .begin_turn(&session, principal(&caller), "hello")
@@ -112,8 +104,12 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
             }
             Op::Search(word) => c.search(&mut turn, word),
             Op::Call(target, form) => c.call(&mut turn, target, &target.named(*form)),
+            Op::RunScript(id, script) => c.run_script_in_turn(&mut turn, id, *script),
+            Op::TriggerRun(i) => c.trigger_run(*i),
+            Op::AnswerRun(yes) => c.answer_run(*yes),
         }
         c.check_runs();
+        c.check_run_states();
         c.check_offer(&turn);
     }
     drop(turn);
@@ -159,59 +155,6 @@ impl Checker<'_> {
                     Invariant::VerdictIsModels,
                     "offer-misses-item",
                     format!("{} may be called and is not offered", target.wire()),
-                );
-            }
-        }
-    }
-
-    /// Exactly one call record for the outcome, without the secret in it.
-    fn check_audit(
-        &mut self,
-        out: &CallOutcome,
-        target: Option<&Target>,
-        args: &Value,
-        name: &str,
-    ) {
-        let records: Vec<_> = self
-            .h
-            .store
-            .query_audit(&AuditQuery {
-                session: Some(self.session.clone()),
-                kind: Some(AuditKind::Call),
-                ..AuditQuery::default()
-            })
-            .unwrap()
-            .into_iter()
-            .filter(|r| r.entry.call_id.as_deref() == Some(out.call_id.as_str()))
-            .collect();
-        if records.len() != 1 {
-            self.report(
-                Invariant::OneAuditRecord,
-                "audit-record-count",
-                format!("call {} has {} records", out.call_id, records.len()),
-            );
-        }
-        let secret = target
-            .and_then(|t| self.world.tool(t))
-            .is_some_and(|t| t.secret);
-        for record in records {
-            let text = serde_json::to_string(&record.entry).unwrap();
-            let digest_without = quiver_store::argument_digest(args, &["token"]);
-            let leaked_digest =
-                secret && record.entry.argument_digest.as_deref() != Some(digest_without.as_str());
-            if text.contains(SECRET) || leaked_digest {
-                let by_qualified = name.contains('.');
-                self.report(
-                    Invariant::OneAuditRecord,
-                    if by_qualified {
-                        "secret-in-audit-qualified-name"
-                    } else {
-                        "secret-in-audit"
-                    },
-                    format!(
-                        "the record of {:?} holds the secret argument",
-                        record.entry.tool
-                    ),
                 );
             }
         }
@@ -322,6 +265,7 @@ impl Checker<'_> {
         let cards = self.new_cards();
         let verdict = self.model.call(self.world, target);
         self.sync_consents();
+        self.call_starts_run(target, &verdict);
         let consent_card = cards.iter().any(|c| c.question == Question::Consent);
         let approval_card = cards.iter().any(|c| c.question == Question::Approval);
         let status = out.status;
@@ -357,17 +301,7 @@ impl Checker<'_> {
         }
         let asked = verdict.asked();
         if ran && asked.approval && !approval_card {
-            let outlived = before.active.iter().any(|id| {
-                let mut probe = before.clone();
-                probe.read_this_turn = vec![id.clone()];
-                probe.calls_since_read = 0;
-                probe.preapproved(self.world, target)
-            });
-            let tag = if outlived {
-                "preapproval-outlived-turn"
-            } else {
-                "approval-skipped"
-            };
+            let tag = self.skipped_approval_tag(&before, target);
             self.report(
                 Invariant::GrantWithinTurn,
                 tag,

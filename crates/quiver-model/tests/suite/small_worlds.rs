@@ -2,7 +2,8 @@
 //! restricted, and the catalogs several rows share.
 
 use quiver_model::world::{
-    Agent, Approval, Caller, Category, ListEntry, Package, Ref, Restrict, Role, Skill, Tool, World,
+    Agent, Approval, Caller, Category, ListEntry, Package, Ref, Restrict, Role, Skill, Step, Tool,
+    Workflow, World,
 };
 
 /// An exposed `perception` tool with `approval: never` and no restriction.
@@ -27,6 +28,7 @@ pub fn skill() -> Skill {
         disallowed: Vec::new(),
         fork: None,
         scoped: Vec::new(),
+        script: false,
     }
 }
 
@@ -114,6 +116,148 @@ pub fn preapproved_always() -> World {
                 })],
                 ..skill()
             }),
+            ..package()
+        }],
+    }
+}
+
+/// A `tool:` step naming `p{package}.t0`.
+pub fn step_t0(package: usize) -> Step {
+    Step::Tool(Ref {
+        package,
+        name: "t0".into(),
+    })
+}
+
+/// `p0` runs its exposed workflow `w0` of `steps` and has a private dangerous `t0`; `p1` has an
+/// exposed `action` tool `t0` with `approval: always`.
+pub fn workflow_of(steps: Vec<Step>) -> World {
+    let p0 = Package {
+        tools: vec![Tool {
+            expose: false,
+            dangerous: true,
+            ..tool()
+        }],
+        workflows: vec![Workflow {
+            expose: true,
+            steps,
+        }],
+        ..package()
+    };
+    let p1 = one_tool(Tool {
+        category: Category::Action,
+        approval: Approval::Always,
+        ..tool()
+    });
+    World {
+        packages: vec![p0, p1.packages.into_iter().next().unwrap_or_else(package)],
+    }
+}
+
+/// `p0` and `p1` each with a skill that carries a script (`scripts/go.sh`).
+pub fn skills_with_scripts() -> World {
+    let p = Package {
+        root_skill: Some(Skill {
+            script: true,
+            ..skill()
+        }),
+        ..package()
+    };
+    World {
+        packages: vec![p.clone(), p],
+    }
+}
+
+/// `p0` with a skill whose written, empty `tools: []` unlocks none of its own private tool.
+pub fn empty_tools_list() -> World {
+    World {
+        packages: vec![Package {
+            skills: vec![Skill {
+                tools: Some(Vec::new()),
+                scoped: vec![Tool {
+                    expose: false,
+                    ..tool()
+                }],
+                ..skill()
+            }],
+            ..package()
+        }],
+    }
+}
+
+/// `p0`'s exposed agent `a0` declares `p1.t0`, a private tool of `p1`.
+pub fn agent_naming_a_private_tool() -> World {
+    let p0 = Package {
+        agents: vec![Agent {
+            expose: true,
+            tools: vec![Ref {
+                package: 1,
+                name: "t0".into(),
+            }],
+        }],
+        ..package()
+    };
+    let p1 = Package {
+        tools: vec![Tool {
+            expose: false,
+            ..tool()
+        }],
+        ..package()
+    };
+    World {
+        packages: vec![p0, p1],
+    }
+}
+
+/// `p0`'s skill forks into its own private agent `a0`, which calls its package's private
+/// `t0` and then `p1.t0`, an exposed tool of `p1`.
+pub fn fork_into_own_agent() -> World {
+    let r = |package: usize| Ref {
+        package,
+        name: "t0".into(),
+    };
+    let p0 = Package {
+        tools: vec![Tool {
+            expose: false,
+            ..tool()
+        }],
+        root_skill: Some(Skill {
+            fork: Some(Ref {
+                package: 0,
+                name: "a0".into(),
+            }),
+            ..skill()
+        }),
+        agents: vec![Agent {
+            expose: false,
+            tools: vec![r(0), r(1)],
+        }],
+        ..package()
+    };
+    World {
+        packages: vec![p0, one_tool(tool()).packages.remove(0)],
+    }
+}
+
+/// `p0`'s skill `s0` forks into `p0`'s own private agent `a0` and has a private tool `s0k0`.
+pub fn skill_forking_with_its_own_tool() -> World {
+    World {
+        packages: vec![Package {
+            skills: vec![Skill {
+                fork: Some(Ref {
+                    package: 0,
+                    name: "a0".into(),
+                }),
+                scoped: vec![Tool {
+                    expose: false,
+                    ..tool()
+                }],
+                ..skill()
+            }],
+            agents: vec![Agent {
+                expose: false,
+                tools: Vec::new(),
+            }],
             ..package()
         }],
     }

@@ -7,8 +7,9 @@
 //! question parks the run ([`StepOutcome::NeedsPerson`]) with the card's facts and the exact
 //! arguments, and the attempt that follows a person's yes runs with it. An attended run asks
 //! the person waiting on it, while one does: with nobody there (the run driven on by
-//! `quiver approvals`, a timer, the scheduler, or after its caller stopped waiting) or no answer
-//! (no terminal, a timeout), its question parks the run as an unattended one's does. While a
+//! `quiver approvals`, a timer, the scheduler, or after its caller stopped waiting), no answer
+//! (no terminal, a timeout) or a card the person may not answer (an anonymous sender and the
+//! dangerous gate or `human`), its question parks the run as an unattended one's does. While a
 //! question is out the attempt is marked [`ASKING`], so a crash then is a question to ask again,
 //! never a step in doubt. The tool's call context carries the step's idempotency key.
 
@@ -352,7 +353,15 @@ impl Turn<'_> {
             }
             return Ok(None);
         }
-        if !self.unattended {
+        // An anonymous sender answers no card only a named person may (the dangerous gate,
+        // `human`): nobody waiting on the run may answer it, so the run parks for someone who
+        // may, as it does when nobody waits.
+        let named_only = self.sender.is_anonymous()
+            && ask
+                .approval
+                .as_ref()
+                .is_some_and(|q| ask.is_dangerous() || q.reasons.contains(&AskReason::HumanOnly));
+        if !self.unattended && !named_only {
             let step = self.step.clone();
             if let Some(step) = &step {
                 step.mark_asking(self.runtime, true)?;
