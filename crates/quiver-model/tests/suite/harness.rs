@@ -1,9 +1,9 @@
 //! What every driver shares: a generated world written as real package folders, a real
-//! SQLite file, tools run by `BuiltinExecutor` (in process: every generated tool is
-//! registered, so a case takes milliseconds instead of a sandboxed process per call), agents
-//! and forks run by a runner that plays the sub-agent (it calls every tool the agent declares
-//! in a child session), a person who answers as the conversation says, and the checks on what
-//! ran (private items, consent, the emergency stop).
+//! SQLite file, tools and skill scripts run by `BuiltinExecutor` (in process: every generated
+//! tool is registered, so a case takes milliseconds instead of a sandboxed process per call),
+//! the person and the sub-agents a case plays (`players`), and the [`Checker`] of each step,
+//! whose checks on what ran and what it left on record are in `ran`, on skill scripts in
+//! `scripts` and on workflow runs in `runs`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

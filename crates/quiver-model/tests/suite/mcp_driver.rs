@@ -254,6 +254,19 @@ async fn drive(
                         format!("{name} ran without the approval the rules require"),
                     );
                 }
+                let runs_here = !matches!(target, Target::Workflow(..));
+                if runs_here && verdict.runs() && !ran {
+                    let tag = if !verdict.asked().approval && asked_approval {
+                        "preapproval-not-renewed"
+                    } else {
+                        "call-not-run"
+                    };
+                    c.report(
+                        Invariant::VerdictIsModels,
+                        tag,
+                        format!("{name}: model {verdict:?}, runtime did not run it: {body}"),
+                    );
+                }
             }
         }
         if matches!(

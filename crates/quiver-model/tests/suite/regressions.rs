@@ -4,17 +4,16 @@
 //! entry); once removed, the row must hold. Every row must show nothing else. Every MCP row
 //! runs over stdio and again over HTTP, with the client of the same era and turn marking.
 
-use quiver_model::world::{
-    Caller, ListEntry, NameForm, Op, Package, Prompt, Role, Script, Skill, Target, Tool, World,
-};
+use quiver_model::world::{Caller, NameForm, Op, Package, Role, Script, Target, Tool, World};
 
 use super::check::{Front, is_known, known};
 use super::generated::run_through;
 use super::harness::Run;
 use super::small_worlds::{
     agent_naming_a_private_tool, empty_tools_list, exposed_skill_tool, fork_into_own_agent,
-    fork_into_p1, one_tool, owner, package, preapproved_always, skill,
-    skill_forking_with_its_own_tool, skills_with_scripts, step_t0, tool, workflow_of,
+    fork_into_p1, one_tool, owner, package, preapproved_always, required_section,
+    skill_forking_with_its_own_tool, skill_removing, skills_with_scripts, step_t0, tool,
+    workflow_of,
 };
 
 /// One row: a name, the front, the case, and the class it showed (`None`: the case holds).
@@ -174,10 +173,7 @@ fn rows() -> Vec<Row> {
             world: World {
                 packages: vec![Package {
                     tools: vec![tool()],
-                    root_skill: Some(Skill {
-                        disallowed: vec![ListEntry::Bare("t0".into())],
-                        ..skill()
-                    }),
+                    root_skill: Some(skill_removing("t0")),
                     ..package()
                 }],
             },
@@ -222,15 +218,7 @@ fn rows() -> Vec<Row> {
         Row {
             name: "item 4: a required prompt section reaches MCP clients",
             front: Front::McpTurnIds,
-            world: World {
-                packages: vec![Package {
-                    prompts: vec![Prompt {
-                        required: true,
-                        profile: None,
-                    }],
-                    ..package()
-                }],
-            },
+            world: required_section(),
             caller: owner(),
             ops: vec![read("p0")],
             class: Some("required-section-missing"),
@@ -308,10 +296,7 @@ fn rows() -> Vec<Row> {
             front: Front::Runtime,
             world: {
                 let mut w = fork_into_p1(true);
-                w.packages[1].skills = vec![Skill {
-                    disallowed: vec![ListEntry::Bare("a0".into())],
-                    ..skill()
-                }];
+                w.packages[1].skills = vec![skill_removing("a0")];
                 w
             },
             caller: owner(),
@@ -330,6 +315,19 @@ fn rows() -> Vec<Row> {
                 script("p0", Script::Own),
             ],
             class: None,
+        },
+        Row {
+            name: "item 3's sibling (new): without turn ids a skill read again renews its pre-approval for the next call",
+            front: Front::McpNoTurnIds,
+            world: preapproved_always(),
+            caller: owner(),
+            ops: vec![
+                Op::ApprovalAnswer(false),
+                read("p0"),
+                read("p0"),
+                t0(NameForm::Wire),
+            ],
+            class: Some("preapproval-not-renewed"),
         },
         Row {
             name: "item 1, over MCP: the same script",

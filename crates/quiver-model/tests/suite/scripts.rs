@@ -73,6 +73,10 @@ impl Checker<'_> {
         let what = format!("run_skill_script({id}, {})", script.argument());
         if seen.ran != verdict.runs() {
             let tag = match verdict {
+                // Asked the approval that a skill's pre-approval covers, and declined.
+                _ if !seen.ran && !verdict.asked().approval && seen.approval_asked => {
+                    "preapproval-not-renewed"
+                }
                 _ if !seen.ran => "script-refused",
                 Verdict::Unknown if script != Script::Own => "script-outside-its-skill-ran",
                 Verdict::Unknown if !before.active.contains(id) => "script-of-inactive-skill-ran",

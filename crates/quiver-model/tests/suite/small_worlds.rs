@@ -2,8 +2,8 @@
 //! restricted, and the catalogs several rows share.
 
 use quiver_model::world::{
-    Agent, Approval, Caller, Category, ListEntry, Package, Ref, Restrict, Role, Skill, Step, Tool,
-    Workflow, World,
+    Agent, Approval, Caller, Category, ListEntry, Package, Prompt, Ref, Restrict, Role, Skill,
+    Step, Tool, Workflow, World,
 };
 
 /// An exposed `perception` tool with `approval: never` and no restriction.
@@ -257,6 +257,27 @@ pub fn skill_forking_with_its_own_tool() -> World {
             agents: vec![Agent {
                 expose: false,
                 tools: Vec::new(),
+            }],
+            ..package()
+        }],
+    }
+}
+
+/// A skill whose `disallowed-tools` names `name` (in any package).
+pub fn skill_removing(name: &str) -> Skill {
+    Skill {
+        disallowed: vec![ListEntry::Bare(name.into())],
+        ..skill()
+    }
+}
+
+/// `p0` with one `required` prompt section for every profile.
+pub fn required_section() -> World {
+    World {
+        packages: vec![Package {
+            prompts: vec![Prompt {
+                required: true,
+                profile: None,
             }],
             ..package()
         }],
