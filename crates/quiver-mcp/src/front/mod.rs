@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use quiver_catalog::Catalog;
 use quiver_package::tool::{Category, Tool};
-use quiver_policy::{Origin, Principal, TurnState, classify};
+use quiver_policy::{Origin, Principal, classify};
 use quiver_runtime::approver::Approver;
 use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::{CallOutcome, CallStatus, Offer, Runtime, RuntimeError};
@@ -429,10 +429,11 @@ impl Front {
         // run again.
         let place = &call.place;
         let given = place.given.clone();
+        let open: Vec<&str> = given.skills().iter().map(|r| r.skill.as_str()).collect();
         self.hold_turn(
             &place.session,
             place.turn.as_deref(),
-            &given,
+            &open,
             &given,
             given.clone(),
         );
@@ -468,10 +469,14 @@ impl Front {
     ) -> Result<CallResult, FrontError> {
         let (mut outcome, state, delivered) = finished?;
         let session = &place.session;
+        // A skill read (again) renews its widening until the next call.
+        let read = (name == "read_skill")
+            .then(|| outcome.content["skill"].as_str())
+            .flatten();
         self.hold_turn(
             session,
             place.turn.as_deref(),
-            &TurnState::new(),
+            read.as_slice(),
             &place.given,
             state,
         );
@@ -522,14 +527,9 @@ impl Front {
         })
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
-        self.hold_turn(
-            &session,
-            turn_id.as_deref(),
-            &TurnState::new(),
-            &given,
-            state,
-        );
-        if let Some(skill) = outcome.content["skill"].as_str() {
+        let read = outcome.content["skill"].as_str();
+        self.hold_turn(&session, turn_id.as_deref(), read.as_slice(), &given, state);
+        if let Some(skill) = read {
             let mut delivered = slot.delivered(&session);
             delivered.insert(skill.to_owned());
             slot.remember(&session, &delivered);

@@ -60,24 +60,29 @@ impl Front {
         }
     }
 
-    /// Holds `state`, what a request given `given` left, as `session`'s current turn, with the
-    /// pre-approvals of `kept` (a call still waiting for an answer) still open; past
+    /// Holds `state`, what a request given `given` left, as `session`'s current turn. Its
+    /// widenings open until the next call are those the request applied, and those of the
+    /// skills in `open`: the skill a request read again while its pre-approval still held (a
+    /// read renews it), or the skills of a call still waiting for an answer. Past
     /// [`MAX_HELD_TURNS`] the least recently used conversation is ended.
     pub(super) fn hold_turn(
         &self,
         session: &str,
         turn: Option<&str>,
-        kept: &TurnState,
+        open: &[&str],
         given: &TurnState,
         state: TurnState,
     ) {
         let mut widening = applied_widenings(given, &state);
         widening.extend(
-            kept.skills()
+            state
+                .skills()
                 .iter()
-                .filter(|rules| !rules.allowed.is_empty())
+                .filter(|rules| !rules.allowed.is_empty() && open.contains(&rules.skill.as_str()))
                 .map(|rules| rules.skill.clone()),
         );
+        widening.sort();
+        widening.dedup();
         let evicted = {
             let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
             let id = match turn {

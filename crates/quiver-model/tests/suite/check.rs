@@ -83,25 +83,8 @@ pub enum Front {
 /// Violation classes known on `main`, each `Known { tag, item, front }` for every front it is
 /// seen through. A class the model finds is listed here until its fix is merged, which removes
 /// the entry; the generated test then fails if the class comes back. Item 0 marks a class that
-/// no item of issue 22 names.
-pub const KNOWN: &[Known] = &[
-    // Item 3's sibling, over MCP without turn ids (quiver-mcp `front/turns.rs`,
-    // `applied_widenings`): reading a skill again while its `allowed-tools` pre-approval still
-    // holds (the request right after the first read) ends that widening instead of renewing it,
-    // so the next call, which the rules say the re-read pre-approves (a widening lasts until
-    // the next call after each read), is asked its approval. Narrower, not wider: a read
-    // after the widening lapsed does renew it. Seen with `run_skill_script` and with tools.
-    Known {
-        tag: "preapproval-not-renewed",
-        item: 0,
-        front: Front::McpNoTurnIds,
-    },
-    Known {
-        tag: "preapproval-not-renewed",
-        item: 0,
-        front: Front::McpHttpStateless,
-    },
-];
+/// no item of issue 22 names. None is open.
+pub const KNOWN: &[Known] = &[];
 
 /// Whether the class `tag` is known for `front`.
 pub fn is_known(front: Front, tag: &str) -> bool {
