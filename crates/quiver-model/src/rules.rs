@@ -4,6 +4,10 @@
 //!
 //! The model states the rules as the design says they are, not as the runtime happens to do
 //! them: where the two differ, the generated tests report it.
+//!
+//! Here: the session, a call's questions and verdict. Beside it: `presence` (what the
+//! conversation may reach, is offered and may find, and what loads), `skills` (reading a skill,
+//! a fork, what a skill unlocks) and `scripts` (`run_skill_script`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
