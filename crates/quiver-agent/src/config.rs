@@ -105,6 +105,13 @@ fn default_backoff() -> u64 {
 }
 
 impl ProviderConfig {
+    /// `kind`'s vendor as its SDK defaults it: the vendor's API, Quiver's default model for it
+    /// and the SDK's key variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`): what the SDKs'
+    /// variables describe when they name no URL.
+    pub fn vendor(kind: ProviderKind) -> Self {
+        sdk::vendor(kind)
+    }
+
     /// A provider of `kind` at `base_url` serving `model`, with every other field defaulted.
     pub fn new(kind: ProviderKind, base_url: &str, model: &str) -> Self {
         Self {

@@ -56,6 +56,18 @@ pub(super) fn provider(
         })
 }
 
+/// `kind`'s vendor as its SDK defaults it: the vendor's API, Quiver's default model for it and
+/// the SDK's key variable.
+pub(super) fn vendor(kind: ProviderKind) -> ProviderConfig {
+    let vendor = VENDORS
+        .iter()
+        .find(|v| v.kind == kind)
+        .unwrap_or(&VENDORS[0]);
+    let mut config = ProviderConfig::new(vendor.kind, vendor.url, vendor.model);
+    config.api_key_env = Some(vendor.key_var.to_owned());
+    config
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

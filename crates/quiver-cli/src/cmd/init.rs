@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use quiver_agent::AgentConfig;
+use quiver_agent::{AgentConfig, ProviderConfig, ProviderKind};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -52,94 +52,77 @@ pub enum Kind {
     Anthropic,
 }
 
-/// The provider `quiver init` writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Provider {
-    /// `openai` or `anthropic`.
-    pub kind: &'static str,
-    /// The base URL.
-    pub base_url: String,
-    /// The model.
-    pub model: String,
-    /// The variable holding the key.
-    pub api_key_env: String,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Openai => "openai",
-            Kind::Anthropic => "anthropic",
-        }
-    }
-
-    /// The vendor's own URL, model and key variable, used where nothing else says.
-    fn defaults(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Kind::Openai => ("https://api.openai.com/v1", "gpt-4o-mini", "OPENAI_API_KEY"),
-            Kind::Anthropic => (
-                "https://api.anthropic.com",
-                "claude-3-5-haiku-latest",
-                "ANTHROPIC_API_KEY",
-            ),
+impl From<Kind> for ProviderKind {
+    fn from(kind: Kind) -> ProviderKind {
+        match kind {
+            Kind::Openai => ProviderKind::Openai,
+            Kind::Anthropic => ProviderKind::Anthropic,
         }
     }
 }
 
-/// The provider the flags and the environment describe, flags first, then Quiver's own
-/// variables, then the official SDKs' (`OPENAI_*`, `ANTHROPIC_*`); `None` when nothing names
-/// one. An empty variable counts as unset.
-pub fn detect(args: &InitArgs, env: &dyn Fn(&str) -> Option<String>) -> Option<Provider> {
-    let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-    let kind = args.provider.or_else(|| {
-        match var("QUIVER_PROVIDER_KIND").as_deref() {
-            Some("anthropic") => return Some(Kind::Anthropic),
-            Some("openai") => return Some(Kind::Openai),
-            _ => {}
-        }
-        if var("OPENAI_BASE_URL").is_some() || var("OPENAI_API_KEY").is_some() {
-            Some(Kind::Openai)
-        } else if var("ANTHROPIC_BASE_URL").is_some() || var("ANTHROPIC_API_KEY").is_some() {
-            Some(Kind::Anthropic)
-        } else {
-            var("QUIVER_BASE_URL").map(|_| Kind::Openai)
-        }
-    })?;
-    let (url, model, key) = kind.defaults();
-    let vendor = match kind {
-        Kind::Openai => "OPENAI",
-        Kind::Anthropic => "ANTHROPIC",
+/// A provider kind as the configuration file spells it.
+fn kind_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Openai => "openai",
+        ProviderKind::Anthropic => "anthropic",
+    }
+}
+
+/// The provider the flags and the environment describe: the environment read as `quiver chat`
+/// reads it ([`AgentConfig::apply_env`]: Quiver's variables over the official SDKs'; an empty
+/// variable is unset), the flags over it, and the vendor's defaults
+/// ([`ProviderConfig::vendor`]) for what neither names; `None` when nothing names a provider.
+pub fn detect(
+    args: &InitArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> miette::Result<Option<ProviderConfig>> {
+    let mut config = AgentConfig::default();
+    config.apply_env(env).map_err(|e| miette::miette!("{e}"))?;
+    let from_env = config.providers.into_values().next();
+    let wanted = args.provider.map(ProviderKind::from);
+    let provider = match (from_env, wanted) {
+        (Some(found), None) => found,
+        (Some(found), Some(kind)) if found.kind == kind => found,
+        (_, Some(kind)) => ProviderConfig::vendor(kind),
+        (None, None) => return Ok(None),
     };
-    Some(Provider {
-        kind: kind.name(),
-        base_url: args
-            .base_url
-            .clone()
-            .or_else(|| var("QUIVER_BASE_URL"))
-            .or_else(|| var(&format!("{vendor}_BASE_URL")))
-            .unwrap_or_else(|| url.to_owned()),
-        model: args
-            .model
-            .clone()
-            .or_else(|| var("QUIVER_MODEL"))
-            .unwrap_or_else(|| model.to_owned()),
-        api_key_env: args
-            .api_key_env
-            .clone()
-            .or_else(|| var("QUIVER_API_KEY_ENV"))
-            .unwrap_or_else(|| key.to_owned()),
-    })
+    Ok(Some(completed(
+        provider,
+        args.base_url.clone(),
+        args.model.clone(),
+        args.api_key_env.clone(),
+    )))
+}
+
+/// `provider` with the given fields over its own, and its vendor's defaults for what is still
+/// empty.
+fn completed(
+    mut provider: ProviderConfig,
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
+) -> ProviderConfig {
+    let vendor = ProviderConfig::vendor(provider.kind);
+    provider.base_url = base_url
+        .or(Some(provider.base_url).filter(|u| !u.is_empty()))
+        .unwrap_or(vendor.base_url);
+    provider.model = model
+        .or(Some(provider.model).filter(|m| !m.is_empty()))
+        .unwrap_or(vendor.model);
+    provider.api_key_env = api_key_env.or(provider.api_key_env).or(vendor.api_key_env);
+    provider
 }
 
 /// The agent configuration file for `provider`, named after its kind.
-pub fn agent_yaml(provider: &Provider) -> String {
+pub fn agent_yaml(provider: &ProviderConfig) -> String {
     let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
     format!(
         "# Written by `quiver init`. Keys stay in the environment: `api_key_env` names the variable.\ndefault: {kind}\nproviders:\n  {kind}:\n    kind: {kind}\n    base_url: {}\n    api_key_env: {}\n    model: {}\n",
         quoted(&provider.base_url),
-        quoted(&provider.api_key_env),
+        quoted(provider.api_key_env.as_deref().unwrap_or_default()),
         quoted(&provider.model),
-        kind = provider.kind,
+        kind = kind_name(provider.kind),
     )
 }
 
@@ -231,7 +214,7 @@ fn provider_step(args: &InitArgs) -> miette::Result<Step> {
         return Ok(step("provider", "kept", &path));
     }
     let env = |name: &str| std::env::var(name).ok();
-    let provider = match detect(args, &env) {
+    let provider = match detect(args, &env)? {
         Some(provider) => Some(provider),
         None if !args.yes && std::io::stdin().is_terminal() => ask(args)?,
         None => None,
@@ -248,14 +231,16 @@ fn provider_step(args: &InitArgs) -> miette::Result<Step> {
         "provider",
         &format!(
             "{} {} at {}",
-            provider.kind, provider.model, provider.base_url
+            kind_name(provider.kind),
+            provider.model,
+            provider.base_url
         ),
         &path,
     ))
 }
 
 /// Asks for the provider at the terminal (stderr, stdin); an empty answer takes the default.
-fn ask(args: &InitArgs) -> miette::Result<Option<Provider>> {
+fn ask(args: &InitArgs) -> miette::Result<Option<ProviderConfig>> {
     let mut input = std::io::stdin().lock();
     let mut prompt = |question: &str, default: &str| -> String {
         let mut stderr = std::io::stderr();
@@ -272,23 +257,22 @@ fn ask(args: &InitArgs) -> miette::Result<Option<Provider>> {
     )
     .as_str()
     {
-        "anthropic" => Kind::Anthropic,
-        "openai" => Kind::Openai,
+        "anthropic" => ProviderKind::Anthropic,
+        "openai" => ProviderKind::Openai,
         _ => return Ok(None),
     };
-    let (url, model, key) = kind.defaults();
-    Ok(Some(Provider {
-        kind: kind.name(),
-        base_url: args
-            .base_url
-            .clone()
-            .unwrap_or_else(|| prompt("Base URL", url)),
-        model: args.model.clone().unwrap_or_else(|| prompt("Model", model)),
-        api_key_env: args
-            .api_key_env
-            .clone()
-            .unwrap_or_else(|| prompt("Variable holding the API key", key)),
-    }))
+    let vendor = ProviderConfig::vendor(kind);
+    let key = vendor.api_key_env.clone().unwrap_or_default();
+    let base_url = (args.base_url.clone()).unwrap_or_else(|| prompt("Base URL", &vendor.base_url));
+    let model = (args.model.clone()).unwrap_or_else(|| prompt("Model", &vendor.model));
+    let api_key_env =
+        (args.api_key_env.clone()).unwrap_or_else(|| prompt("Variable holding the API key", &key));
+    Ok(Some(completed(
+        vendor,
+        Some(base_url),
+        Some(model),
+        Some(api_key_env),
+    )))
 }
 
 /// This binary, run again with `args` under the package root `root`.
@@ -360,7 +344,6 @@ fn snippets(url: &str, token: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quiver_agent::ProviderKind;
 
     fn args(provider: Option<Kind>, model: Option<&str>) -> InitArgs {
         InitArgs {
@@ -392,7 +375,7 @@ mod tests {
                 Some((
                     "openai",
                     "https://api.openai.com/v1",
-                    "gpt-4o-mini",
+                    "gpt-4.1-mini",
                     "OPENAI_API_KEY",
                 )),
             ),
@@ -402,7 +385,7 @@ mod tests {
                 Some((
                     "anthropic",
                     "http://proxy:8080",
-                    "claude-3-5-haiku-latest",
+                    "claude-sonnet-4-5",
                     "ANTHROPIC_API_KEY",
                 )),
             ),
@@ -429,7 +412,7 @@ mod tests {
                 Some((
                     "openai",
                     "http://127.0.0.1:11434/v1",
-                    "gpt-4o-mini",
+                    "gpt-4.1-mini",
                     "OPENAI_API_KEY",
                 )),
             ),
@@ -450,7 +433,10 @@ mod tests {
                     .find(|(k, _)| *k == name)
                     .map(|(_, v)| (*v).to_owned())
             };
-            let got = detect(&flags, &env_fn).map(|p| (p.kind, p.base_url, p.model, p.api_key_env));
+            let got = detect(&flags, &env_fn).unwrap().map(|p| {
+                let key = p.api_key_env.unwrap_or_default();
+                (kind_name(p.kind), p.base_url, p.model, key)
+            });
             let want = want.map(|(k, u, m, e)| (k, u.to_owned(), m.to_owned(), e.to_owned()));
             assert_eq!(got, want, "{env:?}");
         }
@@ -458,12 +444,12 @@ mod tests {
 
     #[test]
     fn the_written_configuration_reads_back() {
-        let provider = Provider {
-            kind: "openai",
-            base_url: "https://api.deepseek.com/v1".into(),
-            model: "deepseek-chat".into(),
-            api_key_env: "DEEPSEEK_API_KEY".into(),
-        };
+        let mut provider = ProviderConfig::new(
+            ProviderKind::Openai,
+            "https://api.deepseek.com/v1",
+            "deepseek-chat",
+        );
+        provider.api_key_env = Some("DEEPSEEK_API_KEY".into());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.yaml");
         std::fs::write(&path, agent_yaml(&provider)).unwrap();
