@@ -201,13 +201,7 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     }
     turn(&mut c, &mut pending, &mut chat);
     drop(chat);
-    let ran = h
-        .runs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(q, _)| q.clone())
-        .collect();
+    let ran = h.ran();
     Run {
         violations: c.violations,
         ran,

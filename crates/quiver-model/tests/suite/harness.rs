@@ -77,6 +77,18 @@ pub struct Harness {
     pub runs: Arc<Mutex<Vec<(String, String)>>>,
 }
 
+impl Harness {
+    /// The tools that ran in the case, in order (`<package>.<tool>`).
+    pub fn ran(&self) -> Vec<String> {
+        self.runs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(q, _)| q.clone())
+            .collect()
+    }
+}
+
 /// A migrated, empty state database, made once per process: a case copies it (opening a new
 /// database runs every migration, ~25–70 ms on this machine; a copy takes ~2 ms).
 pub fn template_db() -> &'static std::path::Path {

@@ -93,13 +93,7 @@ pub fn run_with(
         drive(&mut c, ops, turn_ids, &mut connected, &person).await;
         connected.close().await;
     });
-    let ran = h
-        .runs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(q, _)| q.clone())
-        .collect();
+    let ran = h.ran();
     Run {
         violations: c.violations,
         ran,

@@ -113,13 +113,7 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
         c.check_offer(&turn);
     }
     drop(turn);
-    let ran = h
-        .runs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(q, _)| q.clone())
-        .collect();
+    let ran = h.ran();
     Run {
         violations: c.violations,
         ran,
