@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod common;
+pub mod declarations;
 pub mod diagnostic;
 pub mod env;
 pub mod events;
