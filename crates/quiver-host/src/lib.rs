@@ -26,13 +26,13 @@ mod front;
 mod host;
 mod notices;
 pub mod paths;
-mod reload;
+pub mod reload;
 pub mod scheduler;
 pub mod search;
 
 use std::path::PathBuf;
 
-pub use config::{Config, SearchWeights};
+pub use config::{Config, ReloadSettings, SearchWeights};
 pub use front::{McpFront, Serving, mcp_front};
 pub use host::{
     CatalogSource, Host, HostOptions, Loaded, State, agent_meta_tools, executor, sandbox_config,
@@ -82,6 +82,9 @@ pub enum HostError {
     /// The workflow scheduler cannot start.
     #[error("cannot start the workflow scheduler: {0}")]
     Scheduler(String),
+    /// The catalog reload cannot start.
+    #[error("the catalog reload: {0}")]
+    Reload(String),
     /// An installed embedding model does not load.
     #[error(
         "{what} does not load: {why}\n\nhint: reinstall it with `quiver models install PATH`, or remove it with `quiver models remove {name}`"
