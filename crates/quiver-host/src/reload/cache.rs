@@ -1,6 +1,6 @@
 //! The last good parse of every package folder under the roots, so a reload reparses only the
 //! packages a change touched, and a package whose edit does not load keeps the version that
-//! did (with the new diagnostics beside it, and `package-reload-kept` saying so).
+//! did cleanly (with the new diagnostics beside it, and `package-reload-kept` saying so).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -24,8 +24,10 @@ pub enum Dirty {
 #[derive(Debug, Clone)]
 struct Cached {
     scope: Scope,
-    /// The last version that loaded, if any did.
+    /// The last version that loaded without an error, else the latest parse's package.
     good: Option<Package>,
+    /// Whether `good` loaded without an error.
+    clean: bool,
     /// The diagnostics of the latest parse.
     diagnostics: Vec<Diagnostic>,
 }
@@ -102,8 +104,9 @@ impl PackageCache {
     }
 }
 
-/// The new parse of `dir` over its `previous` one: the new package when it loaded, else the
-/// last good one, kept with a warning beside the new diagnostics.
+/// The new parse of `dir` over its `previous` one: the new package when it loaded without an
+/// error; else the last version that did, kept with a warning beside the new diagnostics;
+/// else (no clean version ever loaded) whatever the new parse gave, as a fresh load would.
 fn merge(
     dir: &Path,
     scope: Scope,
@@ -114,30 +117,33 @@ fn merge(
         package,
         mut diagnostics,
     } = loaded;
-    let good = match (package, previous.and_then(|p| p.good)) {
-        (Some(new), _) => Some(new),
-        (None, Some(old)) => {
+    let clean = package.is_some() && !diagnostics.iter().any(Diagnostic::is_error);
+    let kept = previous.filter(|p| p.clean).and_then(|p| p.good);
+    let (good, clean) = match (package, kept) {
+        (Some(new), _) if clean => (Some(new), true),
+        (_, Some(old)) => {
             let warning = Diagnostic::warning(
                 "package-reload-kept",
                 dir,
                 format!(
-                    "this edit of package `{}` does not load; the last version that loaded is still served",
+                    "this edit of package `{}` does not load cleanly; the last version that did is still served",
                     old.id
                 ),
             )
-            .with_help("fix the errors above and save again");
+            .with_help("fix the errors and save again");
             tracing::warn!(package = %old.id, folder = %dir.display(), "a package's edit does not load; its last good version is kept");
-            for d in &diagnostics {
+            for d in diagnostics.iter().filter(|d| d.is_error()) {
                 tracing::warn!("{d}");
             }
             diagnostics.push(warning);
-            Some(old)
+            (Some(old), true)
         }
-        (None, None) => None,
+        (new, None) => (new, false),
     };
     Cached {
         scope,
         good,
+        clean,
         diagnostics,
     }
 }
