@@ -147,3 +147,6 @@ fn merge(
         diagnostics,
     }
 }
+
+#[cfg(test)]
+mod tests;
