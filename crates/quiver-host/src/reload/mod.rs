@@ -14,6 +14,7 @@
 //! No cycle: the executor's callback and the watcher hold only the [`Signal`]; the reload
 //! thread holds the runtime and the executor, and ends when its [`Reload`] is dropped.
 
+pub mod bench;
 pub(crate) mod cache;
 mod paths;
 mod quiet;

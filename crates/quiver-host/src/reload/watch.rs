@@ -10,7 +10,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use notify::{ErrorKind, PollWatcher, RecommendedWatcher, RecursiveMode};
+use notify::event::{AccessKind, AccessMode};
+use notify::{ErrorKind, EventKind, PollWatcher, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{
     DebounceEventResult, Debouncer, NoCache, RecommendedCache, new_debouncer_opt,
 };
@@ -129,7 +130,11 @@ fn start_active(
             }
         }
     }
-    let config = notify::Config::default().with_poll_interval(options.poll_interval);
+    // The polling watcher keeps modification times in whole seconds: two saves within one
+    // second would look the same, so it compares contents too (package files are small).
+    let config = notify::Config::default()
+        .with_poll_interval(options.poll_interval)
+        .with_compare_contents(true);
     let started = new_debouncer_opt::<_, PollWatcher, _>(
         options.debounce,
         None,
@@ -194,6 +199,7 @@ fn gather(
             Ok(Message::Events(Ok(batch))) => {
                 let paths: Vec<PathBuf> = batch
                     .iter()
+                    .filter(|e| e.need_rescan() || may_change(&e.kind))
                     .flat_map(|e| {
                         if e.need_rescan() {
                             roots.clone()
@@ -229,4 +235,47 @@ fn gather(
         }
     }
     drop(active);
+}
+
+/// Whether an event of this kind may change what a package holds: not a read, an open or a
+/// close after reading (parsing a package reads its files, which must not reload it again).
+fn may_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(access) => *access == AccessKind::Close(AccessMode::Write),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::event::{CreateKind, DataChange, ModifyKind, RemoveKind, RenameMode};
+
+    use super::*;
+
+    #[test]
+    fn reads_do_not_count_as_changes() {
+        let cases = [
+            (EventKind::Access(AccessKind::Open(AccessMode::Read)), false),
+            (EventKind::Access(AccessKind::Read), false),
+            (
+                EventKind::Access(AccessKind::Close(AccessMode::Read)),
+                false,
+            ),
+            (
+                EventKind::Access(AccessKind::Close(AccessMode::Write)),
+                true,
+            ),
+            (EventKind::Create(CreateKind::File), true),
+            (
+                EventKind::Modify(ModifyKind::Data(DataChange::Content)),
+                true,
+            ),
+            (EventKind::Modify(ModifyKind::Name(RenameMode::Both)), true),
+            (EventKind::Remove(RemoveKind::Folder), true),
+            (EventKind::Any, true),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(may_change(&kind), want, "{kind:?}");
+        }
+    }
 }
