@@ -37,7 +37,7 @@ struct ConfigFile {
 }
 
 /// The config file's `reload` section: how `quiver serve` follows edits of the project and
-/// user roots (`docs/packages.md`, "Hot reload").
+/// user roots (`docs/runtime.md`, "Hot reload").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReloadSettings {

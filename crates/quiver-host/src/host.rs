@@ -385,7 +385,7 @@ impl Host {
     }
 
     /// Watches the project and user roots and reloads the packages an edit touches (see
-    /// `docs/packages.md`, "Hot reload"); the host must have been opened with
+    /// `docs/runtime.md`, "Hot reload"); the host must have been opened with
     /// [`HostOptions::reload`]. Does nothing the second time.
     pub fn watch_roots(&mut self, options: WatchOptions) -> Result<(), HostError> {
         let Some(reload) = &self._reload else {
