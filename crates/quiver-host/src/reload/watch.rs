@@ -252,6 +252,53 @@ mod tests {
 
     use super::*;
 
+    /// Waits up to 20 s for `signal` to hold a changed path that `want` accepts.
+    fn signalled(signal: &Signal, want: impl Fn(&PathBuf) -> bool) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if std::mem::take(&mut signal.lock().files).iter().any(&want) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// The system's watch limit reached while watching (`MaxFilesWatch`, inotify's `ENOSPC`):
+    /// the watcher switches to polling, reloads every root (events may have been lost), and
+    /// goes on seeing edits.
+    #[test]
+    fn the_watch_limit_switches_to_polling_and_reloads_every_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("packages");
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        let options = WatchOptions {
+            poll_interval: Duration::from_millis(50),
+            ..WatchOptions::default()
+        };
+        let (tx, rx) = channel();
+        let active = start_active(std::slice::from_ref(&root), &options, &tx, false);
+        assert!(matches!(active, Some(Active::Native { .. })));
+        let signal = Arc::new(Signal::default());
+        let gathering = {
+            let (signal, events, roots) = (signal.clone(), tx.clone(), vec![root.clone()]);
+            std::thread::spawn(move || gather(active, roots, options, events, rx, &signal))
+        };
+        let limit = notify::Error::new(ErrorKind::MaxFilesWatch);
+        tx.send(Message::Events(Err(vec![limit]))).unwrap();
+        assert!(
+            signalled(&signal, |p| *p == root),
+            "the roots were not reloaded"
+        );
+        std::fs::write(root.join("a/SKILL.md"), "---\nname: a\n---\n").unwrap();
+        assert!(
+            signalled(&signal, |p| p.ends_with("a/SKILL.md")),
+            "no edit seen after the switch"
+        );
+        tx.send(Message::Stop).unwrap();
+        gathering.join().unwrap();
+    }
+
     #[test]
     fn reads_do_not_count_as_changes() {
         let cases = [
