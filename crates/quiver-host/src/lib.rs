@@ -1,7 +1,8 @@
 //! Quiver's host: the application one front runs, assembled once. The config file is read
 //! once into one typed [`Config`] (file and line in its errors); [`Host::open`] builds the
-//! runtime, the sandbox executor and the catalog (with its reload when an external MCP server's
-//! tool list changes) from it, the same for `quiver call`, `quiver chat` and `quiver serve`,
+//! runtime, the sandbox executor and the catalog (with its [`reload`]: when an external MCP
+//! server's tool list changes, when `quiver reload` asks, and, once [`Host::watch_roots`] is
+//! called, when the project and user roots change on disk) from it, the same for `quiver call`, `quiver chat` and `quiver serve`,
 //! and later the console; [`Host::start_scheduler`] starts the workflow [`Scheduler`] a
 //! long-running front runs.
 //!
