@@ -21,7 +21,7 @@ impl Front {
     }
 
     /// A digest of the skills `caller` sees as resources: their ids, URIs, frontmatter, and
-    /// each file's URI and size.
+    /// each file's URI, size and modification time (metadata only, no file is read).
     pub fn skills_fingerprint(&self, caller: &Caller) -> u64 {
         let mut hasher = DefaultHasher::new();
         for skill in self.visible_skills(caller) {
@@ -33,6 +33,7 @@ impl Front {
             for file in &skill.files {
                 file.uri.hash(&mut hasher);
                 file.size.hash(&mut hasher);
+                file.modified().hash(&mut hasher);
             }
         }
         hasher.finish()

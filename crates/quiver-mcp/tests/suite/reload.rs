@@ -10,11 +10,11 @@ use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
 
 use super::harness::{Scripted, connect, front_over};
 
-fn write_skill(root: &Path, description: &str) {
+fn write_skill(root: &Path, description: &str, body: &str) {
     std::fs::create_dir_all(root.join("notes")).unwrap();
     std::fs::write(
         root.join("notes/SKILL.md"),
-        format!("---\nname: notes\ndescription: {description}\n---\nBody.\n"),
+        format!("---\nname: notes\ndescription: {description}\n---\n{body}\n"),
     )
     .unwrap();
 }
@@ -23,7 +23,7 @@ fn write_skill(root: &Path, description: &str) {
 async fn a_swap_that_changed_the_skills_is_announced_on_the_listen_stream() {
     let dir = tempfile::tempdir().unwrap();
     let packages = dir.path().join("packages");
-    write_skill(&packages, "Takes notes.");
+    write_skill(&packages, "Takes notes.", "Body.");
     let front = front_over(
         std::slice::from_ref(&packages),
         dir.path(),
@@ -48,18 +48,24 @@ async fn a_swap_that_changed_the_skills_is_announced_on_the_listen_stream() {
     swap(&front);
     let quiet = tokio::time::timeout(Duration::from_millis(500), subscription.next()).await;
     assert!(quiet.is_err(), "sent without a change: {quiet:?}");
-    // An edited skill: the list changed.
-    write_skill(&packages, "Takes notes, and now much more.");
-    swap(&front);
-    let sent = tokio::time::timeout(Duration::from_secs(10), subscription.next())
-        .await
-        .expect("a notification")
-        .unwrap();
-    assert!(
-        matches!(
-            sent,
-            Some(ServerNotification::ResourceListChangedNotification(_))
-        ),
-        "{sent:?}"
-    );
+    // An edited description, then a body edited to the same size: each is announced.
+    for (description, body) in [
+        ("Takes notes, and now much more.", "Body."),
+        ("Takes notes, and now much more.", "Bodx."),
+    ] {
+        std::thread::sleep(Duration::from_millis(20));
+        write_skill(&packages, description, body);
+        swap(&front);
+        let sent = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+            .await
+            .expect("a notification")
+            .unwrap();
+        assert!(
+            matches!(
+                sent,
+                Some(ServerNotification::ResourceListChangedNotification(_))
+            ),
+            "{body}: {sent:?}"
+        );
+    }
 }
