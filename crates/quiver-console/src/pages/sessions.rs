@@ -1,0 +1,131 @@
+//! `/sessions` and `/runs`: the active sessions with what they hold, and the workflow runs.
+
+use askama::Template;
+use axum::Extension;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use quiver_store::workflow::RunFilter;
+use quiver_store::{SessionFilter, SessionStatus};
+use serde::Serialize;
+
+use crate::pages::{self, Chrome};
+use crate::server::{Ctx, Who};
+use crate::{ConsoleError, escape_invisible};
+
+/// A session, as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SessionRow {
+    pub id: String,
+    pub agent: String,
+    pub principal: String,
+    pub updated: String,
+    pub active_skills: Vec<String>,
+    pub opened_packages: Vec<String>,
+    pub loaded_tools: Vec<String>,
+    pub consents: Vec<String>,
+    pub pending: usize,
+}
+
+#[derive(Template)]
+#[template(path = "sessions.html")]
+struct SessionsPage {
+    chrome: Chrome,
+    sessions: Vec<SessionRow>,
+}
+
+/// `GET /sessions`: the active sessions, most recently used first.
+pub(crate) async fn list(
+    State(ctx): State<Ctx>,
+    Extension(who): Extension<Who>,
+    headers: HeaderMap,
+) -> Result<Response, ConsoleError> {
+    let sessions = pages::with_admin(&ctx, |admin| {
+        let listed = admin.sessions(&SessionFilter {
+            status: SessionStatus::Active,
+            limit: Some(200),
+            ..SessionFilter::default()
+        })?;
+        let mut rows = Vec::new();
+        for session in listed {
+            let Some(view) = admin.session(&session.id)? else {
+                continue;
+            };
+            let pending = admin.pending_approvals(Some(&session.id))?.len();
+            let esc = |v: &[String]| v.iter().map(|s| escape_invisible(s)).collect::<Vec<_>>();
+            rows.push(SessionRow {
+                id: escape_invisible(&session.id),
+                agent: escape_invisible(&session.agent),
+                principal: escape_invisible(&quiver_store::canonical_json(&session.principal)),
+                updated: pages::time_text(session.updated_at),
+                active_skills: esc(&view.active_skills),
+                opened_packages: esc(&view.opened_packages),
+                loaded_tools: esc(&view.loaded_tools),
+                consents: view
+                    .consents
+                    .iter()
+                    .map(|c| {
+                        escape_invisible(&format!(
+                            "{}: {}",
+                            c.package,
+                            if c.granted { "granted" } else { "refused" }
+                        ))
+                    })
+                    .collect(),
+                pending,
+            });
+        }
+        Ok(rows)
+    })
+    .await?;
+    if pages::wants_json(&headers) {
+        return Ok(pages::json(&sessions));
+    }
+    let chrome = pages::chrome(&ctx, &who).await?;
+    pages::html(&SessionsPage { chrome, sessions })
+}
+
+/// A workflow run, as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RunRow {
+    pub id: String,
+    pub workflow: String,
+    pub status: String,
+    pub created: String,
+}
+
+#[derive(Template)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    chrome: Chrome,
+    runs: Vec<RunRow>,
+}
+
+/// `GET /runs`: the workflow runs, newest first.
+pub(crate) async fn runs(
+    State(ctx): State<Ctx>,
+    Extension(who): Extension<Who>,
+    headers: HeaderMap,
+) -> Result<Response, ConsoleError> {
+    let runs = pages::with_admin(&ctx, |admin| {
+        Ok(admin
+            .runs(&RunFilter {
+                limit: Some(200),
+                ..RunFilter::default()
+            })?
+            .into_iter()
+            .map(|run| RunRow {
+                id: escape_invisible(&run.id),
+                workflow: escape_invisible(&run.workflow),
+                status: run.status.to_string(),
+                created: pages::time_text(run.created_at),
+            })
+            .collect())
+    })
+    .await?;
+    if pages::wants_json(&headers) {
+        return Ok(pages::json(&runs));
+    }
+    let chrome = pages::chrome(&ctx, &who).await?;
+    pages::html(&RunsPage { chrome, runs })
+}

@@ -1,0 +1,1 @@
+//! Browser tests (filled in below).
