@@ -42,13 +42,15 @@ fn look(admin: &Admin) -> Option<Seen> {
 }
 
 impl Hints {
-    /// Starts the watcher over `admin`, until `shutdown`.
+    /// Starts the watcher over `admin`, until `shutdown`. Its first look is taken now, so
+    /// every change after the console starts sends a hint.
     pub fn start(admin: Admin, shutdown: CancellationToken) -> Hints {
         let (sender, _) = broadcast::channel(64);
         let hints = Hints { sender };
         let send = hints.sender.clone();
+        let first = look(&admin);
         tokio::spawn(async move {
-            let mut seen: Option<Seen> = None;
+            let mut seen: Option<Seen> = first;
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break,

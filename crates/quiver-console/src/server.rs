@@ -71,6 +71,10 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         )
         .route("/packages", get(pages::packages::list))
         .route("/packages/{id}", get(pages::packages::show))
+        .route(
+            "/packages/{id}/pages/{*path}",
+            get(pages::package_pages::file),
+        )
         .route("/prompts", get(pages::packages::prompts))
         .route("/audit", get(pages::audit::list))
         .route("/audit/export", get(pages::audit::export))
@@ -119,7 +123,9 @@ async fn headers(request: Request, next: Next) -> Response {
     set(h, "content-security-policy", CSP);
     set(h, "x-content-type-options", "nosniff");
     set(h, "x-frame-options", "DENY");
-    set(h, "referrer-policy", "no-referrer");
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` with
+    // a form POST, and the Origin check refuses the console's own forms.
+    set(h, "referrer-policy", "same-origin");
     set(h, "cross-origin-opener-policy", "same-origin");
     set(h, "cross-origin-resource-policy", "same-origin");
     set(h, "cache-control", "no-store");

@@ -16,6 +16,7 @@ pub(crate) mod audit;
 pub(crate) mod control;
 pub(crate) mod login;
 pub(crate) mod overview;
+pub(crate) mod package_pages;
 pub(crate) mod packages;
 pub(crate) mod sessions;
 

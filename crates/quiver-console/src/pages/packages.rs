@@ -98,6 +98,8 @@ pub(crate) struct PackageView {
     pub settings: Vec<String>,
     pub prompts: Vec<PromptRow>,
     pub diagnostics: Vec<DiagnosticRow>,
+    /// Whether it has a `pages/` folder (served sandboxed at `pages/index.html`).
+    pub pages: bool,
 }
 
 fn word<T: Serialize>(value: &T) -> String {
@@ -261,6 +263,7 @@ fn view(catalog: &Catalog, id: &str) -> Option<PackageView> {
         items,
         settings,
         prompts: prompt_rows(catalog, index),
+        pages: package.pages.is_some(),
         diagnostics: diagnostics_of(catalog, &package.root),
     })
 }

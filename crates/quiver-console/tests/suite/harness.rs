@@ -46,6 +46,12 @@ fn fixture(root: &Path) {
     );
     write(
         root,
+        "weather/pages/index.html",
+        "<!doctype html><meta charset=utf-8><title>天气</title><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script>\n",
+    );
+    write(root, "weather/secret.txt", "not a page\n");
+    write(
+        root,
         "notes/quiver.yaml",
         "id: notes\ndescription: Take notes 记笔记\n",
     );

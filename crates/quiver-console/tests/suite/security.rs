@@ -230,7 +230,7 @@ async fn every_page_carries_the_csp_and_the_usual_headers() {
         assert!(csp.contains("frame-ancestors 'none'"), "{path}");
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(h["x-frame-options"], "DENY", "{path}");
-        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(h["referrer-policy"], "same-origin", "{path}");
         let body = response.text().await.unwrap();
         // No inline script: every <script> has a src.
         assert_eq!(
@@ -345,4 +345,46 @@ async fn a_new_card_sends_a_hint_on_the_event_stream() {
         .answer_approval(&card.card.id, quiver_store::Decision::Deny, "test", None)
         .unwrap();
     call.join().unwrap();
+}
+
+#[tokio::test]
+async fn package_pages_are_sandboxed_and_stay_in_their_folder() {
+    let s = serve().await;
+    let (cookie, _) = s.sign_in().await;
+    let get = |path: &str| {
+        s.client()
+            .get(format!("{}{path}", s.base))
+            .header("cookie", &cookie)
+            .send()
+    };
+    let page = get("/packages/weather/pages/index.html").await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.starts_with("sandbox allow-scripts"), "{csp}");
+    assert!(
+        !csp.contains("allow-same-origin") && csp.contains("connect-src 'none'"),
+        "{csp}"
+    );
+    assert!(page.text().await.unwrap().contains("天气页面"));
+    for path in [
+        "/packages/weather/pages/../secret.txt",
+        "/packages/weather/pages/%2e%2e/secret.txt",
+        "/packages/weather/pages/..%2fsecret.txt",
+        "/packages/notes/pages/index.html",
+        "/packages/nope/pages/index.html",
+    ] {
+        let response = get(path).await.unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+    }
+    // Behind the login like every page.
+    let anonymous = s
+        .client()
+        .get(format!("{}/packages/weather/pages/index.html", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 303);
 }
