@@ -211,6 +211,12 @@ struct ListPart {
 }
 
 #[derive(Template)]
+#[template(path = "pending_count.html")]
+struct CountPart {
+    chrome: Chrome,
+}
+
+#[derive(Template)]
 #[template(path = "approval.html")]
 struct CardPage {
     chrome: Chrome,
@@ -231,7 +237,8 @@ struct ConflictPart {
     why: String,
 }
 
-/// A page's query: `part=list` for the fragment htmx re-fetches.
+/// A page's query: `part=list` (the cards) or `part=count` (the frame's count) for the
+/// fragments htmx re-fetches.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct PartQuery {
     #[serde(default)]
@@ -245,6 +252,10 @@ pub(crate) async fn list(
     headers: HeaderMap,
     Query(query): Query<PartQuery>,
 ) -> Result<Response, ConsoleError> {
+    if query.part.as_deref() == Some("count") {
+        let chrome = pages::chrome(&ctx, &who).await?;
+        return pages::html(&CountPart { chrome });
+    }
     let cards = load(&ctx, None).await?;
     if pages::wants_json(&headers) {
         return Ok(pages::json(&cards));

@@ -88,10 +88,6 @@ pub(crate) fn duration_text(seconds: i64) -> String {
 
 /// A Unix-ms time as UTC text (`2026-12-03 19:05:00Z`).
 pub(crate) fn time_text(ms: i64) -> String {
-    chrono_like(ms)
-}
-
-fn chrono_like(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);

@@ -210,6 +210,22 @@ async fn text_of(client: &Client, css: &str) -> String {
     .unwrap_or_default()
 }
 
+/// Waits until the text of `css` is `want`.
+async fn until_text(client: &Client, css: &str, want: &str) {
+    let started = Instant::now();
+    loop {
+        let text = text_of(client, css).await;
+        if text == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "`{css}` shows {text:?}, not {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn click(client: &Client, css: &str) {
     retried(|| async move { client.find(Locator::Css(css)).await?.click().await }).await;
 }
@@ -302,6 +318,8 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
         let id = card.card.id.clone();
         appears(client, &format!("#card-{id}"), Duration::from_secs(5)).await;
         to_screen.push(started.elapsed());
+        // The frame's count follows too.
+        until_text(client, "#pending-count", "1").await;
         let shown = text_of(client, &format!("#card-{id} pre.arguments")).await;
         let want = quiver_console::escape_invisible(&quiver_store::canonical_json(&arguments));
         assert_eq!(shown, want);
