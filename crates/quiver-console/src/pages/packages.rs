@@ -174,7 +174,7 @@ pub(crate) fn error_summary(ctx: &Ctx) -> (usize, Vec<String>) {
     (rows.len(), with_errors)
 }
 
-fn view(catalog: &Catalog, id: &str) -> Option<PackageView> {
+fn view(catalog: &Catalog, id: &str, is_set: &dyn Fn(&str) -> bool) -> Option<PackageView> {
     let index = catalog
         .packages()
         .iter()
@@ -234,7 +234,7 @@ fn view(catalog: &Catalog, id: &str) -> Option<PackageView> {
             }
         })
         .collect();
-    // Declared settings by name only: values (and secrets) are never shown.
+    // Declared settings by name, set or unset: values (and secrets) are never shown.
     let secrets = package.manifest.secret_settings();
     let settings = package
         .manifest
@@ -312,7 +312,7 @@ pub(crate) async fn show(
         .console
         .runtime
         .as_ref()
-        .and_then(|r| view(&r.catalog(), &id))
+        .and_then(|r| view(&r.catalog(), &id, &|key| r.setting_is_set(&id, key)))
         .ok_or_else(|| ConsoleError::NotFound(format!("package `{id}`")))?;
     if pages::wants_json(&headers) {
         return Ok(pages::json(&view));

@@ -405,6 +405,77 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
         .unwrap();
     assert_eq!(outcome.status, quiver_runtime::CallStatus::Ok);
 
+    // Two tabs, one card: the first answer wins, the second tab's answer gets the conflict,
+    // and nothing runs.
+    let call = s.call(&session, "notes__add_note", json!({"text": "two tabs"}));
+    let id = s.pending(1).await.remove(0).card.id;
+    client
+        .goto(&format!("{base}/approvals/{id}"))
+        .await
+        .unwrap();
+    appears(client, &format!("#card-{id}"), Duration::from_secs(5)).await;
+    let first = client.window().await.unwrap();
+    let second = client.new_window(true).await.unwrap();
+    client
+        .switch_to_window(second.handle.clone())
+        .await
+        .unwrap();
+    client
+        .goto(&format!("{base}/approvals/{id}"))
+        .await
+        .unwrap();
+    appears(client, &format!("#card-{id}"), Duration::from_secs(5)).await;
+    let _ = answer(client, &id, "second tab first", "button.deny").await;
+    decided(s, &id).await;
+    client.close_window().await.unwrap();
+    client.switch_to_window(first).await.unwrap();
+    let _ = answer(client, &id, "too late", "button.approve").await;
+    appears(
+        client,
+        &format!("#card-{id}[data-status=conflict]"),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(
+        text_of(client, &format!("#card-{id}"))
+            .await
+            .contains("already resolved")
+    );
+    let answered = s.admin.approval(&id).unwrap().unwrap();
+    assert_eq!(answered.status, ApprovalStatus::Denied);
+    assert_eq!(answered.note.as_deref(), Some("second tab first"));
+    let outcome = tokio::task::spawn_blocking(move || call.join().unwrap())
+        .await
+        .unwrap();
+    assert_ne!(outcome.status, quiver_runtime::CallStatus::Ok);
+    // The refused answer is the one error the log holds so far (a 409, as it should be).
+    let log = console_log(driver, client).await;
+    assert!(
+        log.iter()
+            .all(|e| e["message"].as_str().is_some_and(|m| m.contains("409"))),
+        "{log:#?}"
+    );
+
+    // Audit filters live in the URL: a reload keeps them.
+    client
+        .goto(&format!("{base}/audit?kind=operator"))
+        .await
+        .unwrap();
+    client.refresh().await.unwrap();
+    let kind = client
+        .find(Locator::Css("#audit-filters input[name=kind]"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap();
+    assert_eq!(kind.as_deref(), Some("operator"));
+    let table = text_of(client, "#audit").await;
+    assert!(
+        table.contains("console:owner") && !table.contains("\ncall\n"),
+        "{table}"
+    );
+
     // No CSP violation (nor any other console error) on any page.
     for path in [
         "/",

@@ -19,6 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 pub const TOKEN: &str = "qc_test-token-0123456789abcdefghijklmnopqrstuv";
 
+/// The value of the fixture's secret setting: it must appear on no page.
+pub const SECRET_SETTING: &str = "sk-SECRET-9d1e-never-shown";
+
 /// The text of the fixture's prompt section: it must appear on no page.
 pub const CANARY: &str = "CANARY-7f3a-never-shown";
 
@@ -32,7 +35,7 @@ fn fixture(root: &Path) {
     write(
         root,
         "weather/quiver.yaml",
-        "id: weather\nname: 天气\ndescription: 天气预报 查询城市天气 Weather forecasts\n",
+        "id: weather\nname: 天气\ndescription: 天气预报 查询城市天气 Weather forecasts\nconfig:\n  type: object\n  properties:\n    api_key: {type: string, secret: true}\n    units: {type: string}\n",
     );
     write(
         root,
@@ -125,7 +128,14 @@ pub async fn serve_waiting(wait: Duration) -> Served {
             console: Some(console_queue),
             reviewer: None,
         },
-        RuntimeConfig::default(),
+        RuntimeConfig {
+            settings: [(
+                "weather".to_owned(),
+                serde_json::Map::from_iter([("api_key".to_owned(), json!(SECRET_SETTING))]),
+            )]
+            .into(),
+            ..RuntimeConfig::default()
+        },
     ));
     let admin = Admin::new(store.clone(), store);
     let console = Arc::new(Console::new(

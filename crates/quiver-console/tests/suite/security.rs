@@ -1,7 +1,7 @@
 //! The console's gate over a real socket: login, the Host allowlist, CSRF and Origin, the
 //! headers, and a prompt section's text on no page.
 
-use super::harness::{CANARY, TOKEN, serve};
+use super::harness::{CANARY, SECRET_SETTING, TOKEN, serve};
 
 #[tokio::test]
 async fn without_a_cookie_a_browser_gets_the_login_page_and_a_script_401() {
