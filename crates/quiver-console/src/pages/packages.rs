@@ -247,11 +247,12 @@ fn view(catalog: &Catalog, id: &str, is_set: &dyn Fn(&str) -> bool) -> Option<Pa
                 .keys()
                 .map(|name| {
                     let secret = if secrets.contains(name) {
-                        " (secret)"
+                        ", secret"
                     } else {
                         ""
                     };
-                    format!("{}{secret}", escape_invisible(name))
+                    let set = if is_set(name) { "set" } else { "unset" };
+                    format!("{} ({set}{secret})", escape_invisible(name))
                 })
                 .collect()
         })

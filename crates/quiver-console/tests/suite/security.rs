@@ -276,6 +276,16 @@ async fn a_prompt_sections_text_appears_on_no_page() {
                 !body.contains(CANARY),
                 "{path} ({accept}) shows a prompt section's text"
             );
+            assert!(
+                !body.contains(SECRET_SETTING),
+                "{path} ({accept}) shows a setting's value"
+            );
+            if path == "/packages/weather" {
+                assert!(
+                    body.contains("api_key (set, secret)") && body.contains("units (unset)"),
+                    "{body}"
+                );
+            }
             seen_section |= body.contains("house-rules");
         }
     }
