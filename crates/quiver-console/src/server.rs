@@ -80,6 +80,7 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         .route("/audit/export", get(pages::audit::export))
         .route("/sessions", get(pages::sessions::list))
         .route("/runs", get(pages::sessions::runs))
+        .route("/runs/{id}", get(pages::sessions::run))
         .route("/events", get(events::stream))
         .route("/static/{file}", get(assets::file))
         .fallback(not_found)

@@ -1,8 +1,9 @@
-//! `/sessions` and `/runs`: the active sessions with what they hold, and the workflow runs.
+//! `/sessions` and `/runs`: the active sessions with what they hold, and the workflow runs
+//! with their steps' attempts and what each waits for.
 
 use askama::Template;
 use axum::Extension;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use quiver_store::workflow::RunFilter;
@@ -128,4 +129,93 @@ pub(crate) async fn runs(
     }
     let chrome = pages::chrome(&ctx, &who).await?;
     pages::html(&RunsPage { chrome, runs })
+}
+
+/// A step's attempt, as the run's page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct AttemptRow {
+    pub step: String,
+    pub attempt: i64,
+    pub status: String,
+    pub started: String,
+    pub error: String,
+}
+
+/// What a run waited or waits for.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct WaitRow {
+    pub step: i64,
+    pub kind: String,
+    pub status: String,
+    pub detail: String,
+    pub resolved_by: String,
+}
+
+/// A run with its attempts and waits.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RunDetail {
+    pub run: RunRow,
+    pub error: String,
+    pub attempts: Vec<AttemptRow>,
+    pub waits: Vec<WaitRow>,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    chrome: Chrome,
+    view: RunDetail,
+}
+
+/// `GET /runs/{id}`: a run's steps, their attempts, and what it waits for (a run parked on a
+/// person is answered with `quiver approvals approve run-...`).
+pub(crate) async fn run(
+    State(ctx): State<Ctx>,
+    Extension(who): Extension<Who>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ConsoleError> {
+    let lookup = id.clone();
+    let view = pages::with_admin(&ctx, move |admin| {
+        let Some(found) = admin.run(&lookup)? else {
+            return Err(ConsoleError::NotFound(format!("run `{lookup}`")));
+        };
+        Ok(RunDetail {
+            run: RunRow {
+                id: escape_invisible(&found.run.id),
+                workflow: escape_invisible(&found.run.workflow),
+                status: found.run.status.to_string(),
+                created: pages::time_text(found.run.created_at),
+            },
+            error: escape_invisible(found.run.error.as_deref().unwrap_or("")),
+            attempts: found
+                .attempts
+                .iter()
+                .map(|a| AttemptRow {
+                    step: escape_invisible(&a.step_id),
+                    attempt: a.attempt,
+                    status: a.status.to_string(),
+                    started: pages::time_text(a.started_at),
+                    error: escape_invisible(a.error.as_deref().unwrap_or("")),
+                })
+                .collect(),
+            waits: found
+                .waits
+                .iter()
+                .map(|w| WaitRow {
+                    step: w.step,
+                    kind: w.kind.to_string(),
+                    status: w.status.to_string(),
+                    detail: escape_invisible(&quiver_store::canonical_json(&w.detail)),
+                    resolved_by: escape_invisible(w.resolved_by.as_deref().unwrap_or("")),
+                })
+                .collect(),
+        })
+    })
+    .await?;
+    if pages::wants_json(&headers) {
+        return Ok(pages::json(&view));
+    }
+    let chrome = pages::chrome(&ctx, &who).await?;
+    pages::html(&RunPage { chrome, view })
 }

@@ -211,6 +211,7 @@ async fn every_page_carries_the_csp_and_the_usual_headers() {
         "/audit",
         "/sessions",
         "/runs",
+        "/runs/run-nope",
         "/control",
         "/nope",
     ] {
