@@ -2,5 +2,6 @@
 
 mod approvals;
 mod browser;
+mod figures;
 mod harness;
 mod security;
