@@ -13,8 +13,10 @@ use crate::pages::{self, Chrome};
 use crate::server::{Ctx, Who};
 use crate::{ConsoleError, escape_invisible};
 
-/// Rows per page.
+/// Rows per page, unless the URL asks for up to [`MAX_PAGE`].
 const PAGE: usize = 100;
+/// The most rows one page shows.
+const MAX_PAGE: usize = 500;
 /// Rows in one export at most.
 const MAX_EXPORT: usize = 100_000;
 
@@ -31,6 +33,8 @@ pub(crate) struct Filters {
     pub before: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -60,6 +64,7 @@ impl Filters {
             ("session", non_empty(&self.session)),
             ("tool", non_empty(&self.tool)),
             ("kind", non_empty(&self.kind)),
+            ("limit", self.limit.map(|l| l.to_string())),
             ("before", before.map(|b| b.to_string())),
         ] {
             if let Some(value) = value {
@@ -146,11 +151,12 @@ pub(crate) async fn list(
     headers: HeaderMap,
     Query(filters): Query<Filters>,
 ) -> Result<Response, ConsoleError> {
-    let records = fetch(&ctx, filters.query(PAGE)).await?;
+    let page = filters.limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
+    let records = fetch(&ctx, filters.query(page)).await?;
     if pages::wants_json(&headers) {
         return Ok(pages::json(&records));
     }
-    let older = (records.len() == PAGE)
+    let older = (records.len() == page)
         .then(|| records.last().map(|r| filters.with_before(Some(r.id))))
         .flatten();
     let rows = records.iter().map(row).collect();
@@ -256,6 +262,11 @@ mod tests {
             filters.with_before(Some(7)),
             "session=s%201&kind=call&before=7"
         );
+        let paged = Filters {
+            limit: Some(500),
+            ..Filters::default()
+        };
+        assert_eq!(paged.with_before(Some(3)), "limit=500&before=3");
         assert_eq!(url_encode("群&="), "%E7%BE%A4%26%3D");
     }
 }

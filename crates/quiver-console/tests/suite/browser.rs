@@ -516,9 +516,38 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
             .contains("emergency-stop")
     );
 
+    // The audit page with 500 rows: DOMContentLoaded, ten loads.
+    for i in 0..500 {
+        let mut entry = quiver_store::AuditEntry::new(AuditKind::Call, format!("ses-{}", i % 20));
+        entry.tool = Some(format!("notes.add_note{}", i % 3));
+        quiver_store::Store::append_audit(s.store.as_ref(), &entry).unwrap();
+    }
+    let mut loads = Vec::new();
+    for _ in 0..10 {
+        client
+            .goto(&format!("{base}/audit?limit=500"))
+            .await
+            .unwrap();
+        let ms = client
+            .execute(
+                "const n = performance.getEntriesByType('navigation')[0]; return n.domContentLoadedEventEnd - n.startTime;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        loads.push(Duration::from_secs_f64(ms.as_f64().unwrap() / 1000.0));
+    }
+    let rows = client
+        .find_all(Locator::Css("#audit tr"))
+        .await
+        .unwrap()
+        .len();
+    assert!(rows > 500, "{rows}");
+    let page = p95(loads);
+
     let (screen, stored) = (p95(to_screen), p95(to_stored));
     eprintln!(
-        "figures (10 rounds): pending call -> card on screen p95 {screen:?}; click -> decision stored p95 {stored:?}"
+        "figures (10 rounds): pending call -> card on screen p95 {screen:?}; click -> decision stored p95 {stored:?}; audit page with 500 rows, DOMContentLoaded p95 {page:?}"
     );
     Ok(())
 }

@@ -83,6 +83,8 @@ pub struct Served {
     pub shutdown: CancellationToken,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
     pub admin: Admin,
+    /// The runtime's database, as the test looks at it (the console never does).
+    pub store: Arc<SqliteStore>,
     pub server: tokio::task::JoinHandle<()>,
 }
 
@@ -137,7 +139,7 @@ pub async fn serve_waiting(wait: Duration) -> Served {
             ..RuntimeConfig::default()
         },
     ));
-    let admin = Admin::new(store.clone(), store);
+    let admin = Admin::new(store.clone(), store.clone());
     let console = Arc::new(Console::new(
         admin.clone(),
         Some(runtime.clone()),
@@ -160,6 +162,7 @@ pub async fn serve_waiting(wait: Duration) -> Served {
         shutdown,
         calls,
         admin,
+        store,
         server,
     }
 }
