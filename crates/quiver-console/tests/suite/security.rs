@@ -399,3 +399,28 @@ async fn package_pages_are_sandboxed_and_stay_in_their_folder() {
         .unwrap();
     assert_eq!(anonymous.status(), 303);
 }
+
+#[tokio::test]
+async fn the_control_plane_says_who_when_and_why() {
+    let s = serve().await;
+    let set = |mode: &'static str, reason: &'static str| {
+        s.client()
+            .post(format!("{}/control", s.base))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json")
+            .form(&[("mode", mode), ("reason", reason)])
+            .send()
+    };
+    assert_eq!(set("read-only", "maintenance").await.unwrap().status(), 200);
+    assert!(s.admin.switches().unwrap().control.read_only);
+    let view: serde_json::Value = set("normal", "done").await.unwrap().json().await.unwrap();
+    assert_eq!(view["mode"], "normal");
+    let changes = view["changes"].as_array().unwrap();
+    assert_eq!(changes[0]["mode"], "normal");
+    assert_eq!(changes[0]["why"], "done");
+    assert_eq!(changes[0]["by"], "console:owner");
+    assert_eq!(changes[1]["mode"], "read-only");
+    assert_eq!(changes[1]["why"], "maintenance");
+    assert!(changes[1]["at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(set("off", "").await.unwrap().status(), 400);
+}
