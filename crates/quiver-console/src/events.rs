@@ -1,5 +1,5 @@
-//! Live updates: a task watches the pending cards and the control plane and sends a hint
-//! when either changes; each tab holds one Server-Sent Events stream of hints and re-fetches
+//! Live updates: a task watches the pending cards, the control plane and the audit log and
+//! sends a hint when one changes; each tab holds one Server-Sent Events stream of hints and re-fetches
 //! its fragment after one. Streams end when the console shuts down.
 
 use std::convert::Infallible;
@@ -17,7 +17,7 @@ use crate::server::Ctx;
 /// How often the watcher looks at the state.
 const POLL: Duration = Duration::from_millis(100);
 
-/// The hints sent to the open tabs: `approvals` or `control`.
+/// The hints sent to the open tabs: `approvals`, `control` or `audit`.
 #[derive(Clone)]
 pub(crate) struct Hints {
     sender: broadcast::Sender<&'static str>,
@@ -28,6 +28,7 @@ pub(crate) struct Hints {
 struct Seen {
     pending: Vec<String>,
     control: String,
+    newest_audit: Option<i64>,
 }
 
 fn look(admin: &Admin) -> Option<Seen> {
@@ -38,7 +39,19 @@ fn look(admin: &Admin) -> Option<Seen> {
         .map(|a| a.card.id)
         .collect();
     let control = quiver_runtime::operator::control_name(admin.switches().ok()?.control).to_owned();
-    Some(Seen { pending, control })
+    let newest_audit = admin
+        .audit(&quiver_store::AuditQuery {
+            limit: Some(1),
+            ..quiver_store::AuditQuery::default()
+        })
+        .ok()?
+        .first()
+        .map(|r| r.id);
+    Some(Seen {
+        pending,
+        control,
+        newest_audit,
+    })
 }
 
 impl Hints {
@@ -66,6 +79,9 @@ impl Hints {
                     }
                     if before.control != now.control {
                         let _ = send.send("control");
+                    }
+                    if before.newest_audit != now.newest_audit {
+                        let _ = send.send("audit");
                     }
                 }
                 seen = Some(now);

@@ -8,7 +8,7 @@
     return;
   }
   var source = new EventSource("/events");
-  ["approvals", "control"].forEach(function (hint) {
+  ["approvals", "control", "audit"].forEach(function (hint) {
     source.addEventListener(hint, function () {
       window.htmx.trigger(document.body, "qv-" + hint);
     });

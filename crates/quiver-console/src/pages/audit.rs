@@ -35,6 +35,9 @@ pub(crate) struct Filters {
     pub format: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
+    /// `rows`: the table alone (the live tail re-fetches it).
+    #[serde(default, skip_serializing)]
+    pub part: Option<String>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -138,6 +141,15 @@ struct AuditPage {
     rows: Vec<Row>,
     older: Option<String>,
     export: String,
+    live: bool,
+}
+
+#[derive(Template)]
+#[template(path = "audit_table.html")]
+struct AuditRows {
+    rows: Vec<Row>,
+    export: String,
+    live: bool,
 }
 
 async fn fetch(ctx: &Ctx, query: AuditQuery) -> Result<Vec<AuditRecord>, ConsoleError> {
@@ -160,14 +172,20 @@ pub(crate) async fn list(
         .then(|| records.last().map(|r| filters.with_before(Some(r.id))))
         .flatten();
     let rows = records.iter().map(row).collect();
-    let chrome = pages::chrome(&ctx, &who).await?;
     let export = filters.with_before(None);
+    // The newest page follows the log live; a page further back stays put.
+    let live = filters.before.is_none();
+    if filters.part.as_deref() == Some("rows") {
+        return pages::html(&AuditRows { rows, export, live });
+    }
+    let chrome = pages::chrome(&ctx, &who).await?;
     pages::html(&AuditPage {
         chrome,
         filters,
         rows,
         older,
         export,
+        live,
     })
 }
 

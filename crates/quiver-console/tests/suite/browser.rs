@@ -475,6 +475,19 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
         table.contains("console:owner") && !table.contains("\ncall\n"),
         "{table}"
     );
+    // The newest page follows the log live: a new record shows up without reload.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.admin
+        .record(quiver_runtime::operator::Action::SignIn, "tail-test")
+        .unwrap();
+    let started = Instant::now();
+    while !text_of(client, "#audit").await.contains("tail-test") {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the audit tail did not update"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // No CSP violation (nor any other console error) on any page.
     for path in [
@@ -522,6 +535,8 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
         entry.tool = Some(format!("notes.add_note{}", i % 3));
         quiver_store::Store::append_audit(s.store.as_ref(), &entry).unwrap();
     }
+    // Measured once the watcher has seen them (its hint makes an open page re-fetch rows).
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let mut loads = Vec::new();
     for _ in 0..10 {
         client
