@@ -256,6 +256,8 @@ pub struct Host {
     // external MCP servers; `None` when a given executor runs the tools and no server is set.
     sandbox: Option<Arc<SandboxExecutor>>,
     db: PathBuf,
+    // The operator's door to the same state, for the console.
+    admin: quiver_runtime::admin::Admin,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
     // Dropping it stops the rebuild thread, which holds the runtime and the executor.
@@ -311,6 +313,7 @@ impl Host {
         agent_meta_tools(&mut runtime_config, &loaded.catalog);
         let agent_meta_tools = runtime_config.agent_meta_tools.clone();
         let workflows: Arc<dyn quiver_store::WorkflowStore> = store.clone();
+        let admin = quiver_runtime::admin::Admin::new(store.clone(), workflows.clone());
         let runtime = Arc::new(Runtime::new(
             loaded.catalog,
             store,
@@ -340,10 +343,26 @@ impl Host {
             runtime,
             sandbox,
             db,
+            admin,
             notices: loaded.notices,
             agent_meta_tools,
             _reload: reload,
         })
+    }
+
+    /// The web console over this host's state and catalog (docs/console.md), whose queued
+    /// calls wait `approval_wait`, signed into with a fresh random token: both.
+    pub fn console(
+        &self,
+        approval_wait: std::time::Duration,
+    ) -> Result<(quiver_console::Console, String), HostError> {
+        let token = quiver_console::new_token().map_err(|e| HostError::Console(e.to_string()))?;
+        let console = quiver_console::Console::new(
+            self.admin.clone(),
+            Some(self.runtime.clone()),
+            quiver_console::ConsoleConfig::new(token.clone(), approval_wait),
+        );
+        Ok((console, token))
     }
 
     /// The runtime.

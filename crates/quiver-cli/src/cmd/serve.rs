@@ -133,7 +133,6 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
             Ok((listener, local))
         })
         .transpose()?;
-    let admin = state.admin();
     let approval_wait = mcp.approval_wait;
     let loading = crate::progress::Progress::loading();
     let host = Host::open(
@@ -169,14 +168,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let console = console_listener
         .map(|(listener, local)| {
-            let token = quiver_console::new_token()
-                .map_err(|e| miette::miette!("cannot make the console's token: {e}"))?;
+            let (console, token) = host.console(approval_wait).map_err(crate::roots::fail)?;
             let login = quiver_console::login_url(local, &token);
-            let console = Arc::new(quiver_console::Console::new(
-                admin,
-                Some(host.runtime().clone()),
-                quiver_console::ConsoleConfig::new(token, approval_wait),
-            ));
+            let console = Arc::new(console);
             Ok::<_, miette::Report>((console, listener, local, login))
         })
         .transpose()?;
