@@ -5,7 +5,7 @@ use askama::Template;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use quiver_store::workflow::RunFilter;
 use quiver_store::{SessionFilter, SessionStatus};
 use serde::Serialize;
@@ -155,6 +155,8 @@ pub(crate) struct WaitRow {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RunDetail {
     pub run: RunRow,
+    /// Whether it has not ended (it can be cancelled).
+    pub open: bool,
     pub error: String,
     pub attempts: Vec<AttemptRow>,
     pub waits: Vec<WaitRow>,
@@ -187,6 +189,7 @@ pub(crate) async fn run(
                 status: found.run.status.to_string(),
                 created: pages::time_text(found.run.created_at),
             },
+            open: !found.run.status.is_final(),
             error: escape_invisible(found.run.error.as_deref().unwrap_or("")),
             attempts: found
                 .attempts
@@ -218,4 +221,35 @@ pub(crate) async fn run(
     }
     let chrome = pages::chrome(&ctx, &who).await?;
     pages::html(&RunPage { chrome, view })
+}
+
+/// `POST /runs/{id}/cancel`: cancels a run that has not ended (its waits withdrawn, its
+/// step's process killed, its cards expired; audited with the operator); 409 when it ended.
+pub(crate) async fn cancel(
+    State(ctx): State<Ctx>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ConsoleError> {
+    let runtime = ctx
+        .console
+        .runtime
+        .clone()
+        .ok_or_else(|| ConsoleError::NotFound(format!("run `{id}`")))?;
+    let run_id = id.clone();
+    let cancelled = tokio::task::spawn_blocking(move || {
+        quiver_runtime::RunOps::new(&runtime)?.cancel(&run_id, crate::auth::OPERATOR)
+    })
+    .await
+    .map_err(|e| ConsoleError::Io(std::io::Error::other(e)))?;
+    let cancelled = match cancelled {
+        Ok(cancelled) => cancelled,
+        Err(quiver_runtime::RunError::NoRun(_) | quiver_runtime::RunError::NoEngine) => {
+            return Err(ConsoleError::NotFound(format!("run `{id}`")));
+        }
+        Err(e) => return Err(ConsoleError::Conflict(e.to_string())),
+    };
+    if pages::wants_json(&headers) {
+        return Ok(pages::json(&cancelled));
+    }
+    Ok(axum::response::Redirect::to(&format!("/runs/{id}")).into_response())
 }

@@ -206,3 +206,61 @@ async fn an_expired_card_gets_409() {
     assert_eq!(response.status(), 409);
     assert!(s.calls.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_parked_run_is_shown_and_cancelled_once() {
+    let s = serve().await;
+    let owner = quiver_policy::Principal::user("owner", quiver_package::rules::Role::Master);
+    let ops = quiver_runtime::RunOps::new(&s.runtime).unwrap();
+    let (run, _) = ops
+        .start(
+            "notes.publish",
+            &owner,
+            json!({}),
+            json!("manual"),
+            true,
+            None,
+        )
+        .unwrap();
+    let run = ops.drive(&run.id).unwrap();
+    assert_eq!(run.status.to_string(), "waiting");
+    let page: Value = s
+        .client()
+        .get(format!("{}/runs/{}", s.base, run.id))
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["open"], true);
+    assert_eq!(page["waits"][0]["kind"], "approval");
+    let cancel = || {
+        s.client()
+            .post(format!("{}/runs/{}/cancel", s.base, run.id))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json")
+            .send()
+    };
+    let first = cancel().await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(ops.run(&run.id).unwrap().status.to_string(), "cancelled");
+    assert_eq!(cancel().await.unwrap().status(), 409);
+    // Nothing of the run ran, and the operator's cancel is audited.
+    assert!(s.calls.lock().unwrap().is_empty());
+    let records = s
+        .admin
+        .audit(&quiver_store::AuditQuery {
+            kind: Some(quiver_store::AuditKind::Operator),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(
+        records
+            .iter()
+            .any(|r| r.entry.decisions[0].decision == "cancel"
+                && r.entry.principal["user_id"] == "console:owner")
+    );
+}

@@ -65,6 +65,11 @@ fn fixture(root: &Path) {
     );
     write(
         root,
+        "notes/workflows/publish.yaml",
+        "description: Publish the notes after a review\nexpose: true\nsteps:\n  - id: ok\n    approval: Publish them?\n  - id: add\n    tool: add_note\n    with: {text: published}\n",
+    );
+    write(
+        root,
         "group-admin/quiver.yaml",
         "id: group-admin\ndescription: 群管理 group moderation\n",
     );
@@ -139,6 +144,7 @@ pub async fn serve_waiting(wait: Duration) -> Served {
             ..RuntimeConfig::default()
         },
     ));
+    runtime.set_workflow_store(store.clone());
     let admin = Admin::new(store.clone(), store.clone());
     let console = Arc::new(Console::new(
         admin.clone(),
