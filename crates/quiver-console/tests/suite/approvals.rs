@@ -264,3 +264,49 @@ async fn a_parked_run_is_shown_and_cancelled_once() {
                 && r.entry.principal["user_id"] == "console:owner")
     );
 }
+
+#[tokio::test]
+async fn the_sessions_page_shows_what_a_session_holds() {
+    let s = serve().await;
+    let session = s.session(&["weather"]);
+    let outcome = s
+        .call(&session, "weather__forecast", json!({"city": "北京"}))
+        .join()
+        .unwrap();
+    assert_eq!(
+        outcome.status,
+        quiver_runtime::CallStatus::Ok,
+        "{outcome:?}"
+    );
+    let sessions: Value = s
+        .client()
+        .get(format!("{}/sessions", s.base))
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let row = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == session.as_str())
+        .unwrap_or_else(|| panic!("{sessions:#}"));
+    assert_eq!(row["consents"], json!(["weather: granted"]));
+    assert_eq!(row["pending"], 0);
+    // What the runtime holds for it, as its operator's door reads it.
+    let held = s.admin.session(&session).unwrap().unwrap();
+    assert!(!held.loaded_tools.is_empty());
+    assert_eq!(row["loaded_tools"], json!(held.loaded_tools));
+    assert_eq!(row["opened_packages"], json!(held.opened_packages));
+    assert_eq!(row["active_skills"], json!(held.active_skills));
+    assert!(
+        row["principal"]
+            .as_str()
+            .unwrap()
+            .contains("\"user_id\":\"owner\"")
+    );
+}
