@@ -23,6 +23,10 @@ pub struct ConsoleConfig {
     pub approval_wait: Duration,
     /// Further `name:port` values of `Host` the console answers to (behind a proxy).
     pub extra_hosts: Vec<String>,
+    /// Who the holder of the token is when a workflow run asks a person: the local owner
+    /// (the MCP front's stdio principal), so a run's separation of duties sees one person
+    /// whether they answer here or with `quiver approvals`.
+    pub owner: quiver_policy::Principal,
 }
 
 impl ConsoleConfig {
@@ -32,6 +36,7 @@ impl ConsoleConfig {
             token,
             approval_wait,
             extra_hosts: Vec::new(),
+            owner: quiver_policy::Principal::user("local", quiver_package::rules::Role::Master),
         }
     }
 }

@@ -82,6 +82,7 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         .route("/runs", get(pages::sessions::runs))
         .route("/runs/{id}", get(pages::sessions::run))
         .route("/runs/{id}/cancel", post(pages::sessions::cancel))
+        .route("/runs/{id}/answer", post(pages::sessions::answer))
         .route("/events", get(events::stream))
         .route("/static/{file}", get(assets::file))
         .fallback(not_found)

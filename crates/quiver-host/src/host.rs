@@ -351,17 +351,18 @@ impl Host {
     }
 
     /// The web console over this host's state and catalog (docs/console.md), whose queued
-    /// calls wait `approval_wait`, signed into with a fresh random token: both.
+    /// calls wait `approval_wait`, signed into with a fresh random token by `owner` (the
+    /// local owner, who answers workflow runs there): both.
     pub fn console(
         &self,
         approval_wait: std::time::Duration,
+        owner: quiver_policy::Principal,
     ) -> Result<(quiver_console::Console, String), HostError> {
         let token = quiver_console::new_token().map_err(|e| HostError::Console(e.to_string()))?;
-        let console = quiver_console::Console::new(
-            self.admin.clone(),
-            Some(self.runtime.clone()),
-            quiver_console::ConsoleConfig::new(token.clone(), approval_wait),
-        );
+        let mut config = quiver_console::ConsoleConfig::new(token.clone(), approval_wait);
+        config.owner = owner;
+        let console =
+            quiver_console::Console::new(self.admin.clone(), Some(self.runtime.clone()), config);
         Ok((console, token))
     }
 

@@ -168,7 +168,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let console = console_listener
         .map(|(listener, local)| {
-            let (console, token) = host.console(approval_wait).map_err(crate::roots::fail)?;
+            let (console, token) = host
+                .console(approval_wait, front.config().stdio_principal.clone())
+                .map_err(crate::roots::fail)?;
             let login = quiver_console::login_url(local, &token);
             let console = Arc::new(console);
             Ok::<_, miette::Report>((console, listener, local, login))

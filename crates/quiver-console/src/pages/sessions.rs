@@ -157,6 +157,8 @@ pub(crate) struct RunDetail {
     pub run: RunRow,
     /// Whether it has not ended (it can be cancelled).
     pub open: bool,
+    /// What it waits for a person to answer, when it is parked on one.
+    pub question: Option<String>,
     pub error: String,
     pub attempts: Vec<AttemptRow>,
     pub waits: Vec<WaitRow>,
@@ -182,6 +184,19 @@ pub(crate) async fn run(
         let Some(found) = admin.run(&lookup)? else {
             return Err(ConsoleError::NotFound(format!("run `{lookup}`")));
         };
+        let question = admin
+            .parked_runs()?
+            .into_iter()
+            .find(|p| p.run_id == lookup)
+            .map(|p| {
+                escape_invisible(&format!(
+                    "step `{}`: {}",
+                    p.step_id,
+                    p.title
+                        .as_deref()
+                        .unwrap_or("a call needs a person's approval")
+                ))
+            });
         Ok(RunDetail {
             run: RunRow {
                 id: escape_invisible(&found.run.id),
@@ -190,6 +205,7 @@ pub(crate) async fn run(
                 created: pages::time_text(found.run.created_at),
             },
             open: !found.run.status.is_final(),
+            question,
             error: escape_invisible(found.run.error.as_deref().unwrap_or("")),
             attempts: found
                 .attempts
@@ -250,6 +266,62 @@ pub(crate) async fn cancel(
     };
     if pages::wants_json(&headers) {
         return Ok(pages::json(&cancelled));
+    }
+    Ok(axum::response::Redirect::to(&format!("/runs/{id}")).into_response())
+}
+
+/// A run's answer form.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct RunAnswer {
+    decision: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /runs/{id}/answer`: approve or deny the question a run is parked on, as the local
+/// owner (the run's rules on who may answer apply); the run is driven on. 409 when it is not
+/// parked or the owner may not answer it.
+pub(crate) async fn answer(
+    State(ctx): State<Ctx>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    axum::Form(form): axum::Form<RunAnswer>,
+) -> Result<Response, ConsoleError> {
+    let approve = match form.decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        other => {
+            return Err(ConsoleError::BadRequest(format!(
+                "decision must be `approve` or `deny`, not `{other}`"
+            )));
+        }
+    };
+    let runtime = ctx
+        .console
+        .runtime
+        .clone()
+        .ok_or_else(|| ConsoleError::NotFound(format!("run `{id}`")))?;
+    let owner = ctx.console.config.owner.clone();
+    let (run_id, reason) = (id.clone(), form.reason.trim().to_owned());
+    let answered = tokio::task::spawn_blocking(move || {
+        let answerer = quiver_runtime::Answerer {
+            principal: &owner,
+            authenticated: true,
+        };
+        let note = (!reason.is_empty()).then_some(reason.as_str());
+        quiver_runtime::RunOps::new(&runtime)?.answer(&run_id, approve, &answerer, note)
+    })
+    .await
+    .map_err(|e| ConsoleError::Io(std::io::Error::other(e)))?;
+    let run = match answered {
+        Ok(run) => run,
+        Err(quiver_runtime::RunError::NoRun(_) | quiver_runtime::RunError::NoEngine) => {
+            return Err(ConsoleError::NotFound(format!("run `{id}`")));
+        }
+        Err(e) => return Err(ConsoleError::Conflict(e.to_string())),
+    };
+    if pages::wants_json(&headers) {
+        return Ok(pages::json(&run));
     }
     Ok(axum::response::Redirect::to(&format!("/runs/{id}")).into_response())
 }

@@ -310,3 +310,65 @@ async fn the_sessions_page_shows_what_a_session_holds() {
             .contains("\"user_id\":\"owner\"")
     );
 }
+
+#[tokio::test]
+async fn a_parked_run_is_answered_from_its_page_and_goes_on() {
+    let s = serve().await;
+    let owner = quiver_policy::Principal::user("local", quiver_package::rules::Role::Master);
+    let ops = quiver_runtime::RunOps::new(&s.runtime).unwrap();
+    let start = |ops: &quiver_runtime::RunOps<'_>| {
+        let (run, _) = ops
+            .start(
+                "weather.report",
+                &owner,
+                json!({}),
+                json!("manual"),
+                true,
+                None,
+            )
+            .unwrap();
+        ops.drive(&run.id).unwrap()
+    };
+    let run = start(&ops);
+    assert_eq!(run.status.to_string(), "waiting");
+    let page: Value = s
+        .client()
+        .get(format!("{}/runs/{}", s.base, run.id))
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        page["question"]
+            .as_str()
+            .unwrap()
+            .contains("Look up Beijing?"),
+        "{page:#}"
+    );
+    let answer = |id: String, decision: &'static str| {
+        s.client()
+            .post(format!("{}/runs/{id}/answer", s.base))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json")
+            .form(&[("decision", decision), ("reason", "ok by me")])
+            .send()
+    };
+    let response = answer(run.id.clone(), "approve").await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(ops.run(&run.id).unwrap().status.to_string(), "completed");
+    assert_eq!(s.calls.lock().unwrap().len(), 1);
+    // Answered once: again is 409.
+    assert_eq!(answer(run.id.clone(), "deny").await.unwrap().status(), 409);
+    // A denial fails the run and runs nothing.
+    let denied = start(&ops);
+    assert_eq!(
+        answer(denied.id.clone(), "deny").await.unwrap().status(),
+        200
+    );
+    assert_eq!(ops.run(&denied.id).unwrap().status.to_string(), "failed");
+    assert_eq!(s.calls.lock().unwrap().len(), 1);
+}

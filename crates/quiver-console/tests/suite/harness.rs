@@ -52,6 +52,11 @@ fn fixture(root: &Path) {
         "weather/pages/index.html",
         "<!doctype html><meta charset=utf-8><title>天气</title><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script>\n",
     );
+    write(
+        root,
+        "weather/workflows/report.yaml",
+        "description: Forecast after a review\nexpose: true\nsteps:\n  - id: ok\n    approval: Look up Beijing?\n  - id: look\n    tool: forecast\n    with: {city: 北京}\n",
+    );
     write(root, "weather/secret.txt", "not a page\n");
     write(
         root,
