@@ -201,6 +201,37 @@ async fn load(ctx: &Ctx, one: Option<String>) -> Result<Vec<CardView>, ConsoleEr
 struct ListPage {
     chrome: Chrome,
     cards: Vec<CardView>,
+    runs: Vec<ParkedRun>,
+}
+
+/// A workflow run parked on a person's answer, linked to its own page.
+#[derive(Debug, Clone)]
+pub(crate) struct ParkedRun {
+    pub id: String,
+    pub workflow: String,
+    pub question: String,
+}
+
+/// The runs parked on a person.
+async fn parked(ctx: &Ctx) -> Result<Vec<ParkedRun>, ConsoleError> {
+    pages::with_admin(ctx, |admin| {
+        Ok(admin
+            .parked_runs()?
+            .into_iter()
+            .map(|p| ParkedRun {
+                id: escape_invisible(&p.run_id),
+                workflow: escape_invisible(&p.workflow),
+                question: escape_invisible(&format!(
+                    "step `{}`: {}",
+                    p.step_id,
+                    p.title
+                        .as_deref()
+                        .unwrap_or("a call needs a person's approval")
+                )),
+            })
+            .collect())
+    })
+    .await
 }
 
 #[derive(Template)]
@@ -264,7 +295,12 @@ pub(crate) async fn list(
     if query.part.as_deref() == Some("list") {
         return pages::html(&ListPart { chrome, cards });
     }
-    pages::html(&ListPage { chrome, cards })
+    let runs = parked(&ctx).await?;
+    pages::html(&ListPage {
+        chrome,
+        cards,
+        runs,
+    })
 }
 
 /// `GET /approvals/{id}`: the card's own page (the link other fronts give).

@@ -349,6 +349,21 @@ async fn a_parked_run_is_answered_from_its_page_and_goes_on() {
             .contains("Look up Beijing?"),
         "{page:#}"
     );
+    // The approvals page lists it, linked to its own page.
+    let listed = s
+        .client()
+        .get(format!("{}/approvals", s.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        listed.contains(&format!("href=\"/runs/{}\"", run.id)),
+        "{listed}"
+    );
     let answer = |id: String, decision: &'static str| {
         s.client()
             .post(format!("{}/runs/{id}/answer", s.base))
