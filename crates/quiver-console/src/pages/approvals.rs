@@ -268,6 +268,15 @@ struct ConflictPart {
     why: String,
 }
 
+/// The conflict as a whole page, for a form posted without JavaScript.
+#[derive(Template)]
+#[template(path = "conflict_page.html")]
+struct ConflictPage {
+    chrome: Chrome,
+    id: String,
+    why: String,
+}
+
 /// A page's query: `part=list` (the cards) or `part=count` (the frame's count) for the
 /// fragments htmx re-fetches.
 #[derive(Debug, Default, Deserialize)]
@@ -400,8 +409,13 @@ pub(crate) async fn answer(
             pages::json(&serde_json::json!({"id": id, "error": why})),
         )
             .into_response()),
-        Verdict::Refuse(why) => {
+        Verdict::Refuse(why) if htmx => {
             let page = pages::html(&ConflictPart { id, why })?;
+            Ok((StatusCode::CONFLICT, page).into_response())
+        }
+        Verdict::Refuse(why) => {
+            let chrome = pages::chrome(&ctx, &who).await?;
+            let page = pages::html(&ConflictPage { chrome, id, why })?;
             Ok((StatusCode::CONFLICT, page).into_response())
         }
         Verdict::Arm | Verdict::Answer => {

@@ -93,6 +93,27 @@ async fn a_stale_digest_gets_409_and_nothing_runs() {
         .await
         .unwrap();
     assert_eq!(response.status(), 409);
+    // A browser's plain form (no JavaScript) gets the same refusal as a whole page.
+    let (cookie, csrf) = s.sign_in().await;
+    let page = s
+        .client()
+        .post(format!("{}/approvals/{}", s.base, card.card.id))
+        .header("cookie", &cookie)
+        .header("origin", &s.base)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("digest", digest(&json!({"text": "pay 1"})).as_str()),
+            ("decision", "approve"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 409);
+    let body = page.text().await.unwrap();
+    assert!(
+        body.starts_with("<!doctype html>") && body.contains("are not this card"),
+        "{body}"
+    );
     let still = s.admin.approval(&card.card.id).unwrap().unwrap();
     assert_eq!(still.status, quiver_store::ApprovalStatus::Pending);
     assert!(s.calls.lock().unwrap().is_empty());
