@@ -5,9 +5,11 @@
 #   scripts/install-browser.sh
 #
 # Versions are pinned to what `apt-cache policy` showed (after `apt-get update`) on Debian 12
-# (bookworm, with
-# bookworm-security); a newer security update replaces the pin here. Needs root (or sudo) and
-# Debian's archive. Idempotent: packages already installed at the pinned version are left alone.
+# (bookworm, with bookworm-security) on 2026-12-03. Debian keeps only the newest security build
+# of Chromium in its archive, so when a newer one replaces it the install fails with "Version
+# ... was not found": update the pin here to what `apt-cache policy chromium` then shows. Needs
+# root (or sudo) and Debian's archive. Idempotent: packages already installed at the pinned
+# version are left alone.
 set -euo pipefail
 
 packages=(
