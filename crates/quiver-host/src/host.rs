@@ -277,6 +277,8 @@ pub struct Host {
     // external MCP servers; `None` when a given executor runs the tools and no server is set.
     sandbox: Option<Arc<SandboxExecutor>>,
     db: PathBuf,
+    // The operator's door to the same state, for the console.
+    admin: quiver_runtime::admin::Admin,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
     // Dropped first: it only raises the reload's signal.
@@ -342,6 +344,7 @@ impl Host {
         agent_meta_tools(&mut runtime_config, &loaded.catalog);
         let agent_meta_tools = runtime_config.agent_meta_tools.clone();
         let workflows: Arc<dyn quiver_store::WorkflowStore> = store.clone();
+        let admin = quiver_runtime::admin::Admin::new(store.clone(), workflows.clone());
         let runtime = Arc::new(Runtime::new(
             loaded.catalog,
             store,
@@ -377,6 +380,7 @@ impl Host {
             runtime,
             sandbox,
             db,
+            admin,
             notices: loaded.notices,
             agent_meta_tools,
             watcher: None,
@@ -405,6 +409,22 @@ impl Host {
     /// its clients); `false` when this host has no reload.
     pub fn on_catalog_swap(&self, listener: OnSwap) -> bool {
         self._reload.as_ref().map(|r| r.on_swap(listener)).is_some()
+    }
+
+    /// The web console over this host's state and catalog (docs/console.md), whose queued
+    /// calls wait `approval_wait`, signed into with a fresh random token by `owner` (the
+    /// local owner, who answers workflow runs there): both.
+    pub fn console(
+        &self,
+        approval_wait: std::time::Duration,
+        owner: quiver_policy::Principal,
+    ) -> Result<(quiver_console::Console, String), HostError> {
+        let token = quiver_console::new_token().map_err(|e| HostError::Console(e.to_string()))?;
+        let mut config = quiver_console::ConsoleConfig::new(token.clone(), approval_wait);
+        config.owner = owner;
+        let console =
+            quiver_console::Console::new(self.admin.clone(), Some(self.runtime.clone()), config);
+        Ok((console, token))
     }
 
     /// The runtime.

@@ -86,6 +86,9 @@ pub enum HostError {
     /// The catalog reload cannot start.
     #[error("the catalog reload: {0}")]
     Reload(String),
+    /// The web console cannot be set up (its login token).
+    #[error("cannot set up the console: {0}")]
+    Console(String),
     /// An installed embedding model does not load.
     #[error(
         "{what} does not load: {why}\n\nhint: reinstall it with `quiver models install PATH`, or remove it with `quiver models remove {name}`"

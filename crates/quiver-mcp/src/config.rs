@@ -144,6 +144,10 @@ pub struct McpConfig {
     /// How long a conversation a stateless request started without a handle is kept when no
     /// request names it again (default ten minutes; not read from the file).
     pub provisional_idle: Duration,
+    /// The web console's address (`http://127.0.0.1:8932`) when `quiver serve` runs it: a
+    /// client that cannot show a question is given the card's own page there (not read
+    /// from the file).
+    pub console_url: Option<String>,
 }
 
 impl Default for McpConfig {
@@ -161,6 +165,7 @@ impl Default for McpConfig {
             header_timeout: Duration::from_secs(10),
             conversation_idle: Duration::from_secs(24 * 60 * 60),
             provisional_idle: Duration::from_secs(10 * 60),
+            console_url: None,
         }
     }
 }

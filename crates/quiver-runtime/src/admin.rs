@@ -114,6 +114,17 @@ impl Admin {
         Ok(self.store.answer_approval(id, decision, by, note)?)
     }
 
+    /// The approval card `id`, pending or resolved (`None` when there is none).
+    pub fn approval(&self, id: &str) -> Result<Option<Approval>, RuntimeError> {
+        Ok(self.store.approval(id)?)
+    }
+
+    /// Leaves the audit record of an operator's `action` outside the switches (an answer
+    /// given or a sign-in in the console), naming `by`.
+    pub fn record(&self, action: operator::Action<'_>, by: &str) -> Result<(), RuntimeError> {
+        Ok(operator::record(self.store.as_ref(), action, by)?)
+    }
+
     /// The operator's switches.
     pub fn switches(&self) -> Result<OperatorState, RuntimeError> {
         Ok(operator::read(self.store.as_ref())?)
@@ -122,6 +133,21 @@ impl Admin {
     /// Sets the control plane for every process on this state (audited, naming `by`).
     pub fn set_control(&self, control: ControlPlane, by: &str) -> Result<(), RuntimeError> {
         Ok(operator::set_control(self.store.as_ref(), control, by)?)
+    }
+
+    /// [`Admin::set_control`], keeping the reason the operator gave in the audit record.
+    pub fn set_control_because(
+        &self,
+        control: ControlPlane,
+        by: &str,
+        why: Option<&str>,
+    ) -> Result<(), RuntimeError> {
+        Ok(operator::set_control_because(
+            self.store.as_ref(),
+            control,
+            by,
+            why,
+        )?)
     }
 
     /// Switches `package` on or off for everyone (audited, naming `by`).

@@ -8,7 +8,9 @@
 use std::collections::BTreeSet;
 
 use quiver_policy::ControlPlane;
-use quiver_store::{AuditDecision, AuditEntry, AuditKind, AuditStep, EndedSkill, Result, Store};
+use quiver_store::{
+    AuditDecision, AuditEntry, AuditKind, AuditStep, Decision, EndedSkill, Result, Store,
+};
 use serde_json::{Value, json};
 
 /// The store key of the control plane.
@@ -42,9 +44,19 @@ pub fn read(store: &dyn Store) -> Result<OperatorState> {
 
 /// Sets the control plane (audited); `by` names the operator.
 pub fn set_control(store: &dyn Store, control: ControlPlane, by: &str) -> Result<()> {
+    set_control_because(store, control, by, None)
+}
+
+/// Sets the control plane (audited with `why`, when given); `by` names the operator.
+pub fn set_control_because(
+    store: &dyn Store,
+    control: ControlPlane,
+    by: &str,
+    why: Option<&str>,
+) -> Result<()> {
     let value = serde_json::to_value(control).unwrap_or_default();
     store.set_operator_value(CONTROL_KEY, &value, by)?;
-    record(store, Action::Control(control), by)
+    record_because(store, Action::Control(control), by, why)
 }
 
 /// Switches `package` off (or back on) for everyone (audited); `by` names the operator.
@@ -112,6 +124,20 @@ pub enum Action<'a> {
     EndSession(&'a str),
     /// Package consent was granted to a session (its id, the package) outside any call.
     GrantConsent(&'a str, &'a str),
+    /// A pending card was answered in the console: the card, its session, the decision and
+    /// the person's reason.
+    Answer {
+        /// The card's id.
+        card: &'a str,
+        /// The session of the call it asked about.
+        session: &'a str,
+        /// Approve or deny.
+        decision: Decision,
+        /// The reason the person gave, if any.
+        note: Option<&'a str>,
+    },
+    /// An operator signed in to the console.
+    SignIn,
 }
 
 impl Action<'_> {
@@ -125,6 +151,15 @@ impl Action<'_> {
             Action::CancelRun(_) => "cancel",
             Action::EndSession(_) => "end-session",
             Action::GrantConsent(..) => "grant-consent",
+            Action::Answer {
+                decision: Decision::Approve,
+                ..
+            } => "approve",
+            Action::Answer {
+                decision: Decision::Deny,
+                ..
+            } => "deny",
+            Action::SignIn => "sign-in",
         }
     }
 
@@ -137,6 +172,8 @@ impl Action<'_> {
             Action::CancelRun(run) => format!("run `{run}` cancelled"),
             Action::EndSession(s) => format!("session `{s}` ended"),
             Action::GrantConsent(s, p) => format!("package `{p}` allowed in session `{s}`"),
+            Action::Answer { card, .. } => format!("card `{card}` {} in the console", self.word()),
+            Action::SignIn => "signed in to the console".into(),
         }
     }
 }
@@ -161,10 +198,24 @@ pub const OPERATOR_SESSION: &str = "operator";
 /// action as its one decision, and what it concerned in `detail`; filed under the session it
 /// concerned (a session ended, a run's session), else [`OPERATOR_SESSION`].
 pub fn record(store: &dyn Store, action: Action<'_>, by: &str) -> Result<()> {
+    record_because(store, action, by, None)
+}
+
+/// [`record`], with the reason the operator gave (`why` in its detail).
+pub fn record_because(
+    store: &dyn Store,
+    action: Action<'_>,
+    by: &str,
+    why: Option<&str>,
+) -> Result<()> {
     let session = match action {
-        Action::EndSession(session) | Action::GrantConsent(session, _) => session.to_owned(),
+        Action::EndSession(session)
+        | Action::GrantConsent(session, _)
+        | Action::Answer { session, .. } => session.to_owned(),
         Action::CancelRun(run) => crate::runtime::run_session_id(run),
-        Action::Control(_) | Action::Enable(_) | Action::Disable(_) => OPERATOR_SESSION.into(),
+        Action::Control(_) | Action::Enable(_) | Action::Disable(_) | Action::SignIn => {
+            OPERATOR_SESSION.into()
+        }
     };
     let mut entry = AuditEntry::new(AuditKind::Operator, session);
     entry.principal = json!({ "user_id": by });
@@ -181,7 +232,17 @@ pub fn record(store: &dyn Store, action: Action<'_>, by: &str) -> Result<()> {
         Action::GrantConsent(session, package) => {
             json!({ "session": session, "package": package })
         }
+        Action::Answer {
+            card,
+            decision,
+            note,
+            ..
+        } => json!({ "card": card, "decision": decision, "note": note }),
+        Action::SignIn => json!({ "front": "console" }),
     });
+    if let (Some(why), Some(Value::Object(detail))) = (why, entry.detail.as_mut()) {
+        detail.insert("why".into(), Value::String(why.to_owned()));
+    }
     store.append_audit(&entry)?;
     Ok(())
 }

@@ -386,6 +386,15 @@ impl Runtime {
         }
     }
 
+    /// Whether `package`'s setting `key` is set (its value is never handed out: the console
+    /// shows settings as set or unset only).
+    pub fn setting_is_set(&self, package: &str, key: &str) -> bool {
+        self.config
+            .settings
+            .get(package)
+            .is_some_and(|s| s.contains_key(key))
+    }
+
     /// The `always_loaded` tools of the current catalog left deferred by the limit of 8.
     pub fn deferred_always_loaded(&self) -> Vec<String> {
         self.always_loaded(&self.catalog()).deferred.clone()

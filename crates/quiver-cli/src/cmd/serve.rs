@@ -1,5 +1,6 @@
 //! `quiver serve`: the MCP front over stdio or Streamable HTTP (with webhooks beside it),
-//! and the workflow scheduler (schedules, events, timers, resumed runs) while it serves.
+//! the web console on its own port (docs/console.md), and the workflow scheduler
+//! (schedules, events, timers, resumed runs) while it serves.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -37,6 +38,13 @@ pub struct ServeArgs {
     /// the owner's, made at the first start and kept in the state folder's `mcp-token`.
     #[arg(long)]
     pub allow_anonymous: bool,
+    /// Serve the web console at `ADDR` (default `127.0.0.1:8932` when serving HTTP; over
+    /// stdio only when given). A login link with a fresh token is printed at each start.
+    #[arg(long, value_name = "ADDR")]
+    pub console: Option<SocketAddr>,
+    /// Do not serve the web console.
+    #[arg(long, conflicts_with = "console")]
+    pub no_console: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -71,7 +79,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let db = state.path.clone();
     let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
     let McpFront {
-        config: mcp,
+        config: mut mcp,
         owner_token,
     } = quiver_host::mcp_front(
         &config,
@@ -89,6 +97,44 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         console: Some(state.console_approver(mcp.approval_wait)),
         reviewer: None,
     };
+    // The console binds before the MCP front is made, so the front can link to it.
+    // The default port taken (another `quiver serve`): a free loopback port instead, printed
+    // with the login link; an address given with `--console` must be free.
+    let console_addr = match (args.console, args.no_console, stdio) {
+        (_, true, _) | (None, false, true) => None,
+        (Some(addr), false, _) => Some((addr, false)),
+        (None, false, false) => Some((
+            quiver_console::DEFAULT_ADDR
+                .parse()
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8932))),
+            true,
+        )),
+    };
+    let console_listener = console_addr
+        .map(|(addr, default)| {
+            let listener = match std::net::TcpListener::bind(addr) {
+                Ok(listener) => listener,
+                Err(e) if default && e.kind() == std::io::ErrorKind::AddrInUse => {
+                    std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+                        .map_err(|e| miette::miette!("cannot listen for the console: {e}"))?
+                }
+                Err(e) => {
+                    return Err(miette::miette!(
+                        "cannot listen on {addr} for the console: {e}"
+                    ));
+                }
+            };
+            listener
+                .set_nonblocking(true)
+                .map_err(|e| miette::miette!("{e}"))?;
+            let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
+            // No sandboxed tool is ever proxied to the console, whatever it declares.
+            quiver_sandbox::proxy::register_own_listener(local);
+            mcp.console_url = Some(console_base(local));
+            Ok((listener, local))
+        })
+        .transpose()?;
+    let approval_wait = mcp.approval_wait;
     let loading = crate::progress::Progress::loading();
     let mut host = Host::open(
         config,
@@ -138,55 +184,110 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         .build()
         .map_err(|e| miette::miette!("cannot start the async runtime: {e}"))?;
     let shutdown = CancellationToken::new();
-    let on_signal = shutdown.clone();
+    let console = console_listener
+        .map(|(listener, local)| {
+            let (console, token) = host
+                .console(approval_wait, front.config().stdio_principal.clone())
+                .map_err(crate::roots::fail)?;
+            let login = quiver_console::login_url(local, &token);
+            let console = Arc::new(console);
+            Ok::<_, miette::Report>((console, listener, local, login))
+        })
+        .transpose()?;
     tokio.block_on(async move {
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
-        if stdio {
-            crate::err(&format!(
-                "quiver: MCP over stdio (packages: {loaded}; state: {})",
-                db.display()
-            ));
-            quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
-                .await
-                .map_err(|e| miette::miette!("{e}"))
-        } else {
-            let addr = args
-                .http
-                .unwrap_or_else(|| DEFAULT_HTTP.parse().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8931))));
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| miette::miette!("cannot listen on {addr}: {e}"))?;
-            let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
-            // No sandboxed tool is ever proxied to this front, whatever it declares.
-            quiver_sandbox::proxy::register_own_listener(local);
-            if !local.ip().is_loopback() && front.config().allow_anonymous {
+        let console_task = match console {
+            Some((console, listener, local, login)) => {
+                let listener = tokio::net::TcpListener::from_std(listener)
+                    .map_err(|e| miette::miette!("{e}"))?;
                 crate::err(&format!(
-                    "warning: serving on {local}, reachable from other machines, to anonymous callers (--allow-anonymous)"
+                    "quiver: console at {}; sign in with this link (a new one at each start):\n  {login}",
+                    console_base(local)
                 ));
+                let stop = shutdown.clone();
+                Some(tokio::spawn(async move {
+                    if let Err(e) = quiver_console::serve(console, listener, stop).await {
+                        tracing::warn!("the console stopped: {e}");
+                    }
+                }))
             }
-            crate::err(&format!(
-                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {}); Ctrl-C stops",
-                quiver_mcp::http::MCP_PATH,
-                db.display()
-            ));
-            if let Some(token) = owner_token.filter(|t| t.created) {
-                let url = format!("http://{local}{}", quiver_mcp::http::MCP_PATH);
-                crate::err(&format!(
-                    "quiver: made the owner's bearer token, kept in `{}` (shown this once); paste into your MCP client:\n{}",
-                    token.path.display(),
-                    quiver_mcp::owner_token::client_config(&url, &token.token)
-                ));
-            }
-            quiver_mcp::serve_http(front, listener, shutdown)
-                .await
-                .map_err(|e| miette::miette!("{e}"))
+            None => None,
+        };
+        let served = serve_mcp(stdio, front, shutdown.clone(), args.http, owner_token, &db, &loaded).await;
+        // The console ends with the front (stdio: the client left).
+        shutdown.cancel();
+        if let Some(task) = console_task {
+            let _ = task.await;
         }
+        served
     })?;
     scheduler.stop();
     drop(host);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The console's base URL for a listener on `local`.
+fn console_base(local: SocketAddr) -> String {
+    quiver_console::login_url(local, "")
+        .trim_end_matches("/login?token=")
+        .to_owned()
+}
+
+/// Serves the MCP front over stdio or HTTP until the client leaves or `shutdown`.
+async fn serve_mcp(
+    stdio: bool,
+    front: Arc<Front>,
+    shutdown: CancellationToken,
+    http: Option<SocketAddr>,
+    owner_token: Option<quiver_mcp::owner_token::OwnerToken>,
+    db: &Path,
+    loaded: &str,
+) -> miette::Result<()> {
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    if stdio {
+        crate::err(&format!(
+            "quiver: MCP over stdio (packages: {loaded}; state: {})",
+            db.display()
+        ));
+        quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
+            .await
+            .map_err(|e| miette::miette!("{e}"))
+    } else {
+        let addr = http.unwrap_or_else(|| {
+            DEFAULT_HTTP
+                .parse()
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8931)))
+        });
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| miette::miette!("cannot listen on {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| miette::miette!("{e}"))?;
+        // No sandboxed tool is ever proxied to this front, whatever it declares.
+        quiver_sandbox::proxy::register_own_listener(local);
+        if !local.ip().is_loopback() && front.config().allow_anonymous {
+            crate::err(&format!(
+                "warning: serving on {local}, reachable from other machines, to anonymous callers (--allow-anonymous)"
+            ));
+        }
+        crate::err(&format!(
+            "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {}); Ctrl-C stops",
+            quiver_mcp::http::MCP_PATH,
+            db.display()
+        ));
+        if let Some(token) = owner_token.filter(|t| t.created) {
+            let url = format!("http://{local}{}", quiver_mcp::http::MCP_PATH);
+            crate::err(&format!(
+                "quiver: made the owner's bearer token, kept in `{}` (shown this once); paste into your MCP client:\n{}",
+                token.path.display(),
+                quiver_mcp::owner_token::client_config(&url, &token.token)
+            ));
+        }
+        quiver_mcp::serve_http(front, listener, shutdown)
+            .await
+            .map_err(|e| miette::miette!("{e}"))
+    }
 }

@@ -488,7 +488,8 @@ impl Front {
         if outcome.status == CallStatus::Pending
             && let Some(card) = waiting.last()
         {
-            outcome.content = questions::waiting_for_a_person(name, card);
+            outcome.content =
+                questions::waiting_for_a_person(name, card, self.config().console_url.as_deref());
         }
         Ok(CallResult::Done {
             handle: self.handle_for(session, caller),

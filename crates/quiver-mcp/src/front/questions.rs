@@ -182,9 +182,14 @@ pub fn card_message(card: &Card) -> String {
 }
 
 /// What a client that cannot show questions reads when `name` waits for a person's answer to
-/// `card`: what is needed, the exact command that answers it, and that the same call retried
-/// runs once it is answered. One message for every such question.
-pub(super) fn waiting_for_a_person(name: &str, card: &ApprovalCard) -> Value {
+/// `card`: what is needed, where to answer it (the card's page in the console at `console`
+/// when it runs, and the exact command), and that the same call retried runs once it is
+/// answered. One message for every such question.
+pub(super) fn waiting_for_a_person(
+    name: &str,
+    card: &ApprovalCard,
+    console: Option<&str>,
+) -> Value {
     let what = match card.question {
         CardQuestion::Consent => format!(
             "the user's consent to use the package `{}` in this conversation",
@@ -196,18 +201,31 @@ pub(super) fn waiting_for_a_person(name: &str, card: &ApprovalCard) -> Value {
         ),
     };
     let minutes = quiver_runtime::approver::RETRY_CARD_TTL.as_secs() / 60;
+    let id = &card.id;
+    let page = console.map(|url| format!("{}/approvals/{id}", url.trim_end_matches('/')));
+    let where_ = match &page {
+        Some(page) => format!(
+            "in the Quiver console at {page} (or from a terminal: `quiver approvals approve {id}` or `quiver approvals deny {id}`)"
+        ),
+        None => {
+            format!("in Quiver: `quiver approvals approve {id}` (or `quiver approvals deny {id}`)")
+        }
+    };
+    let mut waiting = json!({
+        "approval": card.id,
+        "question": card.question,
+        "package": card.package,
+        "tool": card.tool,
+        "answer_with": format!("quiver approvals approve {id}"),
+    });
+    if let (Some(page), Value::Object(map)) = (page, &mut waiting) {
+        map.insert("answer_at".into(), Value::String(page));
+    }
     json!({
         "error": format!(
-            "`{name}` has not run: it needs {what}, and this MCP client cannot show questions. Ask the user to answer it in Quiver: `quiver approvals approve {id}` (or `quiver approvals deny {id}`). Once they have, call `{name}` again with the same arguments in this conversation: it then runs. The question stays open for {minutes} minutes.",
-            id = card.id,
+            "`{name}` has not run: it needs {what}, and this MCP client cannot show questions. Ask the user to answer it {where_}. Once they have, call `{name}` again with the same arguments in this conversation: it then runs. The question stays open for {minutes} minutes.",
         ),
-        "waiting_for": {
-            "approval": card.id,
-            "question": card.question,
-            "package": card.package,
-            "tool": card.tool,
-            "answer_with": format!("quiver approvals approve {}", card.id),
-        },
+        "waiting_for": waiting,
     })
 }
 
@@ -250,5 +268,47 @@ impl Front {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waiting_question_links_to_its_console_page_when_the_console_runs() {
+        let card = ApprovalCard {
+            id: "apr-1".into(),
+            session: "s".into(),
+            package: "notes".into(),
+            tool: "notes.add_note".into(),
+            arguments: json!({}),
+            reason: String::new(),
+            risk_category: None,
+            created_at: 0,
+            permissions: vec![],
+            waiter: None,
+            question: CardQuestion::Approval,
+        };
+        let cases = [
+            (None, None),
+            (
+                Some("http://127.0.0.1:8932"),
+                Some("http://127.0.0.1:8932/approvals/apr-1"),
+            ),
+            (
+                Some("http://127.0.0.1:8932/"),
+                Some("http://127.0.0.1:8932/approvals/apr-1"),
+            ),
+        ];
+        for (console, page) in cases {
+            let message = waiting_for_a_person("notes__add_note", &card, console);
+            let text = message["error"].as_str().unwrap_or_default();
+            assert!(text.contains("quiver approvals approve apr-1"), "{text}");
+            assert_eq!(message["waiting_for"]["answer_at"].as_str(), page);
+            if let Some(page) = page {
+                assert!(text.contains(page), "{text}");
+            }
+        }
     }
 }

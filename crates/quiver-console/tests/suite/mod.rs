@@ -1,0 +1,7 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod approvals;
+mod browser;
+mod figures;
+mod harness;
+mod security;
