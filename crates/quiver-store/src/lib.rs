@@ -291,6 +291,12 @@ pub trait Store: Send + Sync {
     fn unfinished_calls(&self) -> Result<Vec<AuditRecord>>;
 }
 
+/// A store that keeps workflow runs too: what a host opens ([`SqliteStore`],
+/// [`PostgresStore`]) and hands to the runtime as both traits.
+pub trait StateStore: Store + WorkflowStore {}
+
+impl<T: Store + WorkflowStore> StateStore for T {}
+
 /// Trimmed results a session keeps for `tool_output` (the oldest is dropped first).
 pub const KEPT_OUTPUTS: usize = 32;
 

@@ -168,8 +168,8 @@ impl PostgresStore {
                     .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
                     .await
                     .or_else(|error| {
-                        // Two instances creating it at once: the loser's violation is harmless.
-                        if error.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+                        // Two instances creating it at once: the loser's error is harmless.
+                        if lost_create_race(&error) {
                             Ok(())
                         } else {
                             Err(error)
@@ -228,6 +228,21 @@ fn describe(config: &tokio_postgres::Config) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let db = config.get_dbname().unwrap_or("");
     format!("postgres {host}:{port}/{db}")
+}
+
+/// Whether a `CREATE ... IF NOT EXISTS` failed only because another session created the same
+/// object at the same moment (PostgreSQL checks "if not exists" before it inserts into its
+/// catalogs, so the loser of the race gets a duplicate error instead).
+fn lost_create_race(error: &tokio_postgres::Error) -> bool {
+    matches!(
+        error.code(),
+        Some(
+            &SqlState::UNIQUE_VIOLATION
+                | &SqlState::DUPLICATE_OBJECT
+                | &SqlState::DUPLICATE_TABLE
+                | &SqlState::DUPLICATE_SCHEMA
+        )
+    )
 }
 
 pub(crate) fn pool_error<E: fmt::Display>(error: E) -> StoreError {

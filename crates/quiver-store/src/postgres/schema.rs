@@ -40,7 +40,7 @@ pub const PG_SCHEMA_VERSION: i64 = 2;
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
 pub(crate) async fn migrate(client: &mut Client) -> Result<()> {
-    // Two instances creating the table at once: the loser's unique violation is harmless.
+    // Two instances creating the table at once: the loser's error is harmless.
     let created = client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS quiver_migrations (
@@ -51,7 +51,7 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<()> {
         )
         .await;
     if let Err(error) = created
-        && error.code() != Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+        && !super::lost_create_race(&error)
     {
         return Err(error.into());
     }

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod backend;
+mod postgres_only;
 mod race_cases;
 mod sqlite_only;
 mod store_cases;

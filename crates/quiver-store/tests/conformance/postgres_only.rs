@@ -1,0 +1,201 @@
+//! What only PostgreSQL shows: the migration runner (once, recorded, a newer schema refused),
+//! the audit table refusing changes behind the store's back, and the synchronous store called
+//! from inside tokio runtimes of every kind without a panic or a deadlock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_store::{
+    AuditEntry, AuditKind, AuditQuery, NewSession, PG_SCHEMA_VERSION, PostgresOptions,
+    PostgresStore, Store, StoreError,
+};
+
+use crate::backend::postgres_url;
+
+/// A fresh schema of the test database, dropped afterwards, and a raw client on it.
+struct Schema {
+    url: String,
+    name: String,
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Schema {
+    fn new(tag: &str) -> Option<Schema> {
+        let url = postgres_url()?;
+        let name = format!("p_{tag}_{}", std::process::id());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}; SET search_path = {name}"
+                ))
+                .await
+                .unwrap();
+            client
+        });
+        Some(Schema {
+            url,
+            name,
+            runtime,
+            client,
+        })
+    }
+
+    fn open(&self) -> Result<PostgresStore, StoreError> {
+        let options = PostgresOptions {
+            pool_size: 4,
+            schema: Some(self.name.clone()),
+            ..PostgresOptions::default()
+        };
+        PostgresStore::open_with(&self.url, &options)
+    }
+
+    fn sql(&self, sql: &str) -> Result<u64, tokio_postgres::Error> {
+        self.runtime.block_on(self.client.execute(sql, &[]))
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        self.runtime
+            .block_on(self.client.query_one(sql, &[]))
+            .unwrap()
+            .get(0)
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let _ = self.runtime.block_on(
+            self.client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name)),
+        );
+    }
+}
+
+#[test]
+fn migrations_run_once_each_recorded_and_a_newer_schema_is_refused() {
+    let Some(schema) = Schema::new("migrate") else {
+        return;
+    };
+    // Eight instances starting together on a fresh database.
+    let opened: Vec<_> = (0..8)
+        .map(|_| {
+            let (url, name) = (schema.url.clone(), schema.name.clone());
+            std::thread::spawn(move || {
+                let options = PostgresOptions {
+                    pool_size: 2,
+                    schema: Some(name),
+                    ..PostgresOptions::default()
+                };
+                PostgresStore::open_with(&url, &options).map(drop)
+            })
+        })
+        .collect();
+    for handle in opened {
+        handle.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        schema.count("SELECT count(*) FROM quiver_migrations"),
+        PG_SCHEMA_VERSION
+    );
+    assert_eq!(
+        schema.count("SELECT max(version) FROM quiver_migrations"),
+        PG_SCHEMA_VERSION
+    );
+    // A database a newer Quiver migrated is refused, and left as it was.
+    schema
+        .sql("INSERT INTO quiver_migrations (version, name) VALUES (999, 'from the future')")
+        .unwrap();
+    assert!(matches!(
+        schema.open(),
+        Err(StoreError::SchemaTooNew { found: 999, known }) if known == PG_SCHEMA_VERSION
+    ));
+    assert_eq!(
+        schema.count("SELECT count(*) FROM quiver_migrations"),
+        PG_SCHEMA_VERSION + 1
+    );
+}
+
+#[test]
+fn audit_records_cannot_be_changed_or_deleted_behind_the_store() {
+    let Some(schema) = Schema::new("audit") else {
+        return;
+    };
+    let store = schema.open().unwrap();
+    store
+        .append_audit(&AuditEntry::new(AuditKind::Call, "s1"))
+        .unwrap();
+    for change in [
+        "UPDATE audit SET status = 'ok'",
+        "DELETE FROM audit",
+        "TRUNCATE audit",
+    ] {
+        let refused = schema.sql(change).unwrap_err();
+        assert!(
+            refused
+                .as_db_error()
+                .is_some_and(|e| e.message().contains("append-only")),
+            "{change}: {refused:?}"
+        );
+    }
+    assert_eq!(store.query_audit(&AuditQuery::default()).unwrap().len(), 1);
+}
+
+/// The store is synchronous over an async driver: called from a plain thread, a tokio
+/// worker of a multi-thread runtime, a current-thread runtime (where `block_on` or
+/// `block_in_place` would panic) and many tasks at once, it answers and never hangs.
+#[test]
+fn the_store_answers_from_inside_any_tokio_runtime() {
+    let Some(schema) = Schema::new("tokio") else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(schema.open().unwrap());
+    store
+        .create_session(&NewSession::new("s1", "chat"))
+        .unwrap();
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let from_current = Arc::clone(&store);
+    current.block_on(async move {
+        from_current.load_tool("s1", "a.t", 3).unwrap();
+    });
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            multi.spawn(async move {
+                store.load_tool("s1", &format!("t{i}.x"), 3).unwrap();
+                store.loaded_tools("s1").unwrap().len()
+            })
+        })
+        .collect();
+    let lens = multi.block_on(async {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            let mut lens = Vec::new();
+            for task in tasks {
+                lens.push(task.await.unwrap());
+            }
+            lens
+        })
+        .await
+        .expect("the store hung inside a runtime")
+    });
+    assert!(lens.iter().all(|n| *n <= 3), "{lens:?}");
+    // Dropped inside a runtime, the store shuts its own down without a panic.
+    let last = Arc::clone(&store);
+    drop(store);
+    multi.block_on(async move { drop(last) });
+}
