@@ -32,6 +32,8 @@ struct ConfigFile {
     mcp_servers: McpServersSection,
     #[serde(default)]
     limits: LimitsSection,
+    /// The state database: a PostgreSQL URL (several instances share it); SQLite without it.
+    database: Option<String>,
 }
 
 /// The config file's `limits` section.
@@ -96,6 +98,9 @@ pub struct Config {
     pub limits_ceiling: ResourceLimits,
     /// Values that were left at their default, each a whole message naming the file and line.
     pub warnings: Vec<String>,
+    /// `database:`: the PostgreSQL database holding the state (`postgres://...`), which
+    /// several `quiver serve` instances share; the SQLite file in the state folder without it.
+    pub database: Option<String>,
 }
 
 impl Config {
@@ -148,6 +153,15 @@ impl Config {
             }
         };
         let mcp = file.mcp.map(|section| (section, key_line(&text, "mcp")));
+        if let Some(url) = &file.database
+            && !quiver_store::is_postgres_url(url)
+        {
+            return Err(HostError::Config(format!(
+                "{}: `database` must be a PostgreSQL URL (`postgres://user@host:port/db`); \
+                 without it the state is the SQLite file in the state folder",
+                at("database")
+            )));
+        }
         Ok(Config {
             path: Some(path.to_owned()),
             mcp,
@@ -159,6 +173,7 @@ impl Config {
             mcp_servers,
             limits_ceiling: file.limits.ceiling,
             warnings,
+            database: file.database,
         })
     }
 
@@ -193,6 +208,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_state_database_is_sqlite_unless_a_postgres_url_is_set() {
+        let read = |text: &str| Config::parse(Path::new("/q.yaml"), text.into()).unwrap();
+        assert_eq!(read("roots: []\n").database, None);
+        for url in ["postgres://q@db/quiver", "postgresql://q@db:5433/quiver"] {
+            assert_eq!(
+                read(&format!("database: {url}\n")).database.as_deref(),
+                Some(url)
+            );
+        }
+    }
+
+    #[test]
     fn errors_name_the_file_and_the_line_of_their_section() {
         let cases = [
             (
@@ -214,6 +241,10 @@ mod tests {
             (
                 "roots: []\nmcp:\n  stdio: {role: king}\n",
                 "/etc/q.yaml:2: unknown role `king`",
+            ),
+            (
+                "roots: []\ndatabase: /var/lib/quiver/state.db\n",
+                "/etc/q.yaml:2: `database` must be a PostgreSQL URL",
             ),
         ];
         let env = |_: &str| None;

@@ -13,7 +13,7 @@ use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::sandboxed::SandboxExecutor;
 use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig};
 use quiver_sandbox::SandboxConfig;
-use quiver_store::SqliteStore;
+use quiver_store::{PostgresStore, SqliteStore, StateStore};
 
 use crate::HostError;
 use crate::config::Config;
@@ -180,15 +180,21 @@ pub fn agent_meta_tools(config: &mut RuntimeConfig, catalog: &Catalog) {
 }
 
 /// The state of an invocation: Quiver's state folder (tools' data folders, external MCP
-/// servers' caches) and the state database.
+/// servers' caches) and the state database: an SQLite file (the default) or a PostgreSQL
+/// database that several instances share.
 #[derive(Clone)]
 pub struct State {
     /// The state folder.
     pub dir: PathBuf,
-    /// The database's file.
+    /// The SQLite database's file. With PostgreSQL, where this machine's files that sit beside
+    /// a database go (the MCP secret, the workflow engines' owner locks): `state.db` in the
+    /// state folder, never opened.
     pub path: PathBuf,
+    /// The PostgreSQL database holding the state (host, port and name; never a password),
+    /// `None` for SQLite.
+    pub database: Option<String>,
     // The store over it: the runtime's (and the admin's) alone, never a front's.
-    store: Arc<SqliteStore>,
+    store: Arc<dyn StateStore>,
 }
 
 impl State {
@@ -196,6 +202,30 @@ impl State {
     /// else its `state.db`.
     pub fn open(db: Option<&Path>) -> Result<State, HostError> {
         State::in_dir(&crate::paths::require_state_dir()?, db)
+    }
+
+    /// The state folder of this environment with the state in the PostgreSQL database at
+    /// `url` (`postgres://user@host:port/db`), migrated to this build's schema.
+    pub fn open_postgres(url: &str) -> Result<State, HostError> {
+        let dir = crate::paths::require_state_dir()?;
+        let store = PostgresStore::open(url).map_err(|e| HostError::State {
+            path: PathBuf::from(redact(url)),
+            why: e.to_string(),
+        })?;
+        Ok(State {
+            path: dir.join("state.db"),
+            dir,
+            database: Some(store.target().to_owned()),
+            store: Arc::new(store),
+        })
+    }
+
+    /// Where the state is, for a person: the PostgreSQL database or the SQLite file.
+    pub fn describe(&self) -> String {
+        match &self.database {
+            Some(database) => database.clone(),
+            None => self.path.display().to_string(),
+        }
     }
 
     /// The operator's door to this state ([`quiver_runtime::admin::Admin`]): fronts read and
@@ -226,8 +256,21 @@ impl State {
         Ok(State {
             dir: dir.to_owned(),
             path,
+            database: None,
             store: Arc::new(store),
         })
+    }
+}
+
+/// A connection URL without its password (`postgres://user:secret@h/db` → `postgres://user@h/db`).
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -256,6 +299,8 @@ pub struct Host {
     // external MCP servers; `None` when a given executor runs the tools and no server is set.
     sandbox: Option<Arc<SandboxExecutor>>,
     db: PathBuf,
+    // The state is in a database other machines' instances share (PostgreSQL).
+    shared: bool,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
     // Dropping it stops the rebuild thread, which holds the runtime and the executor.
@@ -305,7 +350,10 @@ impl Host {
         };
         let loaded = source.build(sandbox.as_deref());
         let State {
-            path: db, store, ..
+            path: db,
+            store,
+            database,
+            ..
         } = options.state;
         let mut runtime_config = config.runtime.clone();
         agent_meta_tools(&mut runtime_config, &loaded.catalog);
@@ -313,7 +361,7 @@ impl Host {
         let workflows: Arc<dyn quiver_store::WorkflowStore> = store.clone();
         let runtime = Arc::new(Runtime::new(
             loaded.catalog,
-            store,
+            store as Arc<dyn quiver_store::Store>,
             runs_tools,
             options.approvers,
             runtime_config,
@@ -340,6 +388,7 @@ impl Host {
             runtime,
             sandbox,
             db,
+            shared: database.is_some(),
             notices: loaded.notices,
             agent_meta_tools,
             _reload: reload,
@@ -410,7 +459,7 @@ impl Host {
         // This process outlives its calls: a call of a workflow waits for its run at most
         // `workflow_call_wait`, and the run goes on.
         self.runtime.drive_workflow_calls_in_background();
-        crate::Scheduler::start(self.runtime.clone(), &self.db, workers)
+        crate::Scheduler::start(self.runtime.clone(), &self.db, self.shared, workers)
     }
 
     /// The secret that seals the MCP front's conversation handles and pending questions: 32
@@ -458,6 +507,22 @@ fn mcp_secret(state_db: &Path) -> Result<Vec<u8>, HostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_url_is_shown_without_its_password() {
+        let cases = [
+            (
+                "postgres://q:s3cret@db:5432/quiver",
+                "postgres://q@db:5432/quiver",
+            ),
+            ("postgres://q@db/quiver", "postgres://q@db/quiver"),
+            ("postgresql://db/quiver", "postgresql://db/quiver"),
+            ("postgres://q:p@ss@db/quiver", "postgres://q@db/quiver"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
 
     /// No state file is ever a skill file, wherever the state lies (a `--db` or a state
     /// folder inside a skill's folder): skill listings leave out every name this names.

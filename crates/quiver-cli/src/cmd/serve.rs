@@ -66,8 +66,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let config = crate::roots::config()?;
     let roots = roots(root_args, &config);
     let search = crate::roots::search_models(&config);
-    let state = args.state.state()?;
+    let state = args.state.state_with(&config)?;
     let db = state.path.clone();
+    let where_state = state.describe();
     let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
     let McpFront {
         config: mcp,
@@ -129,8 +130,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         });
         if stdio {
             crate::err(&format!(
-                "quiver: MCP over stdio (packages: {loaded}; state: {})",
-                db.display()
+                "quiver: MCP over stdio (packages: {loaded}; state: {where_state})"
             ));
             quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
                 .await
@@ -151,9 +151,8 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
                 ));
             }
             crate::err(&format!(
-                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {}); Ctrl-C stops",
+                "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {where_state}); Ctrl-C stops",
                 quiver_mcp::http::MCP_PATH,
-                db.display()
             ));
             if let Some(token) = owner_token.filter(|t| t.created) {
                 let url = format!("http://{local}{}", quiver_mcp::http::MCP_PATH);

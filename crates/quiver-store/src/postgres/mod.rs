@@ -151,7 +151,7 @@ impl PostgresStore {
             .wait_timeout(Some(options.connect_timeout))
             .create_timeout(Some(options.connect_timeout))
             .build()
-            .map_err(|error| StoreError::Connect(error.to_string()))?;
+            .map_err(pool_error)?;
         let store = PostgresStore {
             handle: runtime.handle().clone(),
             runtime: Some(runtime),
@@ -245,8 +245,20 @@ fn lost_create_race(error: &tokio_postgres::Error) -> bool {
     )
 }
 
-pub(crate) fn pool_error<E: fmt::Display>(error: E) -> StoreError {
-    StoreError::Connect(error.to_string())
+/// A pool's error with its causes (a refused connection says why: the pool's own message
+/// only says that it could not connect).
+pub(crate) fn pool_error<E: std::error::Error>(error: E) -> StoreError {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let text = inner.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = inner.source();
+    }
+    StoreError::Connect(message)
 }
 
 /// Whether a transaction failed only because it raced another (a serialization failure or a
