@@ -41,6 +41,25 @@ impl Fixture {
         Arc::clone(&self.store)
     }
 
+    /// How many rows `table` holds, read behind the store's back.
+    pub fn rows(&self, table: &str) -> i64 {
+        let sql = format!("SELECT count(*) FROM {table}");
+        match (&self.dir, &self.postgres) {
+            (Some(dir), _) => rusqlite::Connection::open(dir.path().join("quiver.db"))
+                .unwrap()
+                .query_row(&sql, [], |r| r.get(0))
+                .unwrap(),
+            (_, Some((url, schema))) => on_postgres(url, |client| async move {
+                client
+                    .query_one(&format!("SELECT count(*) FROM {schema}.{table}"), &[])
+                    .await
+                    .unwrap()
+                    .get(0)
+            }),
+            _ => unreachable!("a fixture has a file or a schema"),
+        }
+    }
+
     /// Another store on the same database, as a second process opens it.
     pub fn reopen(&self) -> Arc<dyn Both> {
         match (&self.dir, &self.postgres) {
@@ -68,19 +87,28 @@ fn postgres(url: &str, schema: &str) -> PostgresStore {
     PostgresStore::open_with(url, &options).unwrap()
 }
 
-fn drop_schema(url: &str, schema: &str) {
+/// Runs `work` with a raw client of the test database.
+fn on_postgres<T, F>(url: &str, work: impl FnOnce(tokio_postgres::Client) -> F) -> T
+where
+    F: std::future::Future<Output = T>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        if let Ok((client, connection)) = tokio_postgres::connect(url, tokio_postgres::NoTls).await
-        {
-            tokio::spawn(connection);
-            let _ = client
-                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                .await;
-        }
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        work(client).await
+    })
+}
+
+fn drop_schema(url: &str, schema: &str) {
+    let sql = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+    on_postgres(url, |client| async move {
+        let _ = client.batch_execute(&sql).await;
     });
 }
 

@@ -49,6 +49,7 @@ suite!(
     store_cases::once_approvals_of_a_session_are_listed_together,
     store_cases::kept_outputs_are_per_session_and_bounded,
     store_cases::the_perception_cache_answers_fresh_results_under_their_own_key_only,
+    store_cases::the_perception_cache_is_bounded_expired_rows_first_then_the_oldest,
     store_cases::unfinished_calls_are_started_records_without_an_end,
     store_cases::a_retried_call_finds_its_card_and_uses_the_answer_once,
     store_cases::approvals_are_answered_exactly_once,

@@ -16,56 +16,6 @@ fn open() -> (tempfile::TempDir, SqliteStore) {
 }
 
 #[test]
-fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest() {
-    let (dir, store) = open();
-    let bound = quiver_store::CACHED_RESULTS;
-    // One result that expires early, then more than the bound of long-lived ones.
-    store.cache_result("short", &json!("s"), 0, 10).unwrap();
-    for i in 0..bound + 5 {
-        let now = 100 + i64::try_from(i).unwrap();
-        store
-            .cache_result(&format!("k{i}"), &json!(i), now, 1_000_000)
-            .unwrap();
-    }
-    let rows = |db: &std::path::Path| -> i64 {
-        rusqlite::Connection::open(db)
-            .unwrap()
-            .query_row("SELECT count(*) FROM perception_cache", [], |r| r.get(0))
-            .unwrap()
-    };
-    assert_eq!(
-        rows(&dir.path().join("quiver.db")),
-        i64::try_from(bound).unwrap()
-    );
-    let now = 5_000;
-    let cases = [
-        ("the expired row went first", "short".to_owned(), None),
-        ("then the oldest", "k0".to_owned(), None),
-        ("the oldest kept", "k5".to_owned(), Some(json!(5))),
-        (
-            "the newest",
-            format!("k{}", bound + 4),
-            Some(json!(bound + 4)),
-        ),
-    ];
-    for (name, key, want) in cases {
-        assert_eq!(store.cached_result(&key, now).unwrap(), want, "{name}");
-    }
-    // A result stored again counts as new: it outlives those stored before it.
-    store
-        .cache_result("k5", &json!("again"), 6_000, 1_000_000)
-        .unwrap();
-    store
-        .cache_result("extra", &json!("x"), 6_001, 1_000_000)
-        .unwrap();
-    assert_eq!(store.cached_result("k6", now).unwrap(), None);
-    assert_eq!(
-        store.cached_result("k5", now).unwrap(),
-        Some(json!("again"))
-    );
-}
-
-#[test]
 fn a_stored_step_this_build_has_no_name_for_never_fails_a_query() {
     let (dir, store) = open();
     store
