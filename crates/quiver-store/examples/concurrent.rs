@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use quiver_store::{
-    AuditDecision, AuditEntry, AuditKind, AuditStatus, AuditStep, DEFAULT_LOADED_TOOLS, NewSession,
-    PostgresOptions, PostgresStore, SqliteStore, Store, StoreError, StoreOptions, Synchronous,
-    argument_digest, is_postgres_url,
+    AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditStatus, AuditStep, DEFAULT_LOADED_TOOLS,
+    NewSession, PostgresOptions, PostgresStore, SqliteStore, Store, StoreError, StoreOptions,
+    Synchronous, argument_digest, is_postgres_url,
 };
 
 struct Args {
@@ -216,9 +216,18 @@ fn main() -> ExitCode {
     let wall = started.elapsed();
     latencies.sort_unstable();
 
-    let stored = rusqlite::Connection::open(&db).and_then(|conn| {
-        conn.query_row("SELECT count(*) FROM audit", [], |row| row.get::<_, i64>(0))
-    });
+    let stored: Result<i64, String> = if is_postgres_url(&url) {
+        store
+            .query_audit(&AuditQuery::default())
+            .map(|records| i64::try_from(records.len()).unwrap_or(i64::MAX))
+            .map_err(|e| e.to_string())
+    } else {
+        rusqlite::Connection::open(&db)
+            .and_then(|conn| {
+                conn.query_row("SELECT count(*) FROM audit", [], |row| row.get::<_, i64>(0))
+            })
+            .map_err(|e| e.to_string())
+    };
     let calls = latencies.len();
     let errors = errors.load(Ordering::Relaxed);
     let per_second = calls as f64 / wall.as_secs_f64();
