@@ -126,6 +126,7 @@ pub(super) async fn pending_approvals<C: GenericClient>(
 /// only to the one transaction that moved it.
 pub(super) async fn resolve_approval<C: GenericClient>(
     c: &C,
+    channel: &str,
     id: &str,
     status: ApprovalStatus,
     by: Option<&str>,
@@ -137,6 +138,8 @@ pub(super) async fn resolve_approval<C: GenericClient>(
          WHERE id = $1 AND status = 'pending' RETURNING {APPROVAL_COLUMNS}"
     );
     if let Some(moved) = row(c, &sql, &[&id, &status.as_str(), &by, &now, &note]).await? {
+        // Sent on commit: waiters in other processes wake at once (see `listen`).
+        exec(c, "SELECT pg_notify($1, $2)", &[&channel, &id]).await?;
         return approval_row(&moved);
     }
     match approval(c, id).await? {

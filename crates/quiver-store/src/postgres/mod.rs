@@ -32,6 +32,7 @@
 
 mod approvals;
 mod audit;
+mod listen;
 mod ops;
 mod schema;
 mod store;
@@ -88,6 +89,7 @@ pub struct PostgresStore {
     notify: Arc<Notify>,
     poll_interval: Duration,
     target: String,
+    channel: String,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -132,6 +134,8 @@ impl PostgresStore {
             config.options(format!("-c search_path={schema}"));
         }
         let target = describe(&config);
+        let channel = listen::channel(options.schema.as_deref());
+        let listener = (config.clone(), channel.clone());
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("quiver-pg")
@@ -159,6 +163,7 @@ impl PostgresStore {
             notify: Arc::new(Notify::default()),
             poll_interval: options.poll_interval,
             target,
+            channel,
         };
         let (pool, schema) = (store.pool.clone(), options.schema.clone());
         store.block(async move {
@@ -178,6 +183,10 @@ impl PostgresStore {
             }
             schema::migrate(&mut client).await
         })?;
+        let (config, channel) = listener;
+        store
+            .handle
+            .spawn(listen::listen(config, channel, Arc::clone(&store.notify)));
         Ok(store)
     }
 

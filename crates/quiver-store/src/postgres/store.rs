@@ -259,21 +259,38 @@ impl Store for PostgresStore {
         note: Option<&str>,
     ) -> Result<Approval> {
         let (id, by, note) = (id.to_owned(), by.to_owned(), note.map(str::to_owned));
+        let channel = self.channel.clone();
         let status = match decision {
             Decision::Approve => ApprovalStatus::Approved,
             Decision::Deny => ApprovalStatus::Denied,
         };
         write!(self, |tx| {
-            approvals::resolve_approval(&tx, &id, status, Some(&by), note.as_deref(), now_ms())
-                .await
+            approvals::resolve_approval(
+                &tx,
+                &channel,
+                &id,
+                status,
+                Some(&by),
+                note.as_deref(),
+                now_ms(),
+            )
+            .await
         })
     }
 
     fn expire_approval(&self, id: &str) -> Result<Approval> {
-        let id = id.to_owned();
+        let (id, channel) = (id.to_owned(), self.channel.clone());
         write!(self, |tx| {
-            approvals::resolve_approval(&tx, &id, ApprovalStatus::Expired, None, None, now_ms())
-                .await
+            approvals::resolve_approval(
+                &tx,
+                &channel,
+                &id,
+                ApprovalStatus::Expired,
+                None,
+                None,
+                now_ms(),
+            )
+            .await
         })
     }
 
@@ -287,6 +304,7 @@ impl Store for PostgresStore {
         if gone.is_empty() {
             return Ok(Vec::new());
         }
+        let channel = self.channel.clone();
         write!(self, |tx| {
             let mut withdrawn = Vec::new();
             for id in &gone {
@@ -294,6 +312,7 @@ impl Store for PostgresStore {
                 let now = now_ms();
                 match approvals::resolve_approval(
                     &tx,
+                    &channel,
                     id,
                     ApprovalStatus::Withdrawn,
                     None,
@@ -341,8 +360,8 @@ impl Store for PostgresStore {
                 }
                 wait = wait.min(left);
             }
-            // An answer written by this process wakes the wait at once; another process's
-            // answer is seen at the next poll.
+            // An answer written by this process, or notified by another one (`listen`),
+            // wakes the wait at once; the poll covers a notification lost on the way.
             self.notify.wait_past(seen, wait);
         }
     }

@@ -199,3 +199,69 @@ fn the_store_answers_from_inside_any_tokio_runtime() {
     drop(store);
     multi.block_on(async move { drop(last) });
 }
+
+/// An answer given through one store wakes a wait on another at once, by `NOTIFY`: the
+/// waiting store polls only every 10 s, so each wake-up well under that came by notification.
+/// Prints the wake-ups' p50 and p99 (the issue's cross-instance approval figure).
+#[test]
+#[allow(clippy::print_stderr)]
+fn an_answer_from_another_store_wakes_a_wait_by_notification() {
+    let Some(schema) = Schema::new("notify") else {
+        return;
+    };
+    let answering = schema.open().unwrap();
+    let waiting = PostgresStore::open_with(
+        &schema.url,
+        &PostgresOptions {
+            pool_size: 2,
+            schema: Some(schema.name.clone()),
+            poll_interval: Duration::from_secs(10),
+            ..PostgresOptions::default()
+        },
+    )
+    .unwrap();
+    answering
+        .create_session(&NewSession::new("s1", "chat"))
+        .unwrap();
+    let waiting = Arc::new(waiting);
+    let mut wakeups = Vec::new();
+    for round in 0..30 {
+        let id = format!("a{round}");
+        let card = quiver_store::ApprovalCard {
+            id: id.clone(),
+            session: "s1".into(),
+            package: "p".into(),
+            tool: "p.t".into(),
+            arguments: serde_json::json!({}),
+            reason: "r".into(),
+            risk_category: None,
+            created_at: round,
+            permissions: Vec::new(),
+            waiter: None,
+            question: Default::default(),
+        };
+        answering.enqueue_approval(&card).unwrap();
+        let waiter = Arc::clone(&waiting);
+        let wait = std::thread::spawn(move || {
+            let seen = waiter.wait_approval(&id, Duration::from_secs(20)).unwrap();
+            (seen.status, std::time::Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        let answered = std::time::Instant::now();
+        answering
+            .answer_approval(
+                &format!("a{round}"),
+                quiver_store::Decision::Approve,
+                "u",
+                None,
+            )
+            .unwrap();
+        let (status, woke) = wait.join().unwrap();
+        assert_eq!(status, quiver_store::ApprovalStatus::Approved);
+        wakeups.push(woke.saturating_duration_since(answered));
+    }
+    wakeups.sort_unstable();
+    let (p50, p99) = (wakeups[wakeups.len() / 2], wakeups[wakeups.len() - 1]);
+    eprintln!("cross-store approval wake-up: p50 {p50:.2?}, p99 {p99:.2?} (30 rounds)");
+    assert!(p99 < Duration::from_secs(2), "{wakeups:?}");
+}
