@@ -15,6 +15,7 @@ pub mod mcp_bench;
 pub mod models;
 pub mod new;
 pub mod operator;
+pub mod reload;
 pub mod resume_bench;
 pub mod runs;
 pub mod runs_ops;
