@@ -278,7 +278,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         )
     })?;
     let config = crate::roots::config()?;
-    let state = args.state.state()?;
+    let state = args.state.state_with(&config)?;
     let sender = args.sender.principal(args.platform.as_deref())?;
     let interactive = std::io::stdin().is_terminal();
     let person = TerminalApprover::new(
