@@ -4,6 +4,7 @@
 # fsync off (its data is thrown away). Starts in about a second.
 #
 #   scripts/pg-cluster.sh start DIR   # prints the connection URL (QUIVER_TEST_POSTGRES)
+#   scripts/pg-cluster.sh restart DIR # restarts it on the same port (fault tests)
 #   scripts/pg-cluster.sh stop DIR    # stops it and removes DIR
 #
 # The binaries are found through `pg_config --bindir`, else /usr/lib/postgresql/*/bin (newest
@@ -41,7 +42,7 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-[ $# -eq 2 ] || die "usage: $0 start|stop DIR"
+[ $# -eq 2 ] || die "usage: $0 start|restart|stop DIR"
 command="$1"
 dir="$2"
 
@@ -61,6 +62,11 @@ start)
     echo "$port" >"$dir/port"
     echo "postgresql://postgres@127.0.0.1:$port/postgres"
     ;;
+restart)
+    bin="$(bindir)"
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 restart >/dev/null ||
+        { cat "$dir/server.log" >&2; die "the PostgreSQL server did not restart"; }
+    ;;
 stop)
     [ -d "$dir/data" ] || exit 0
     bin="$(bindir)"
@@ -68,6 +74,6 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    die "usage: $0 start|stop DIR"
+    die "usage: $0 start|restart|stop DIR"
     ;;
 esac

@@ -282,37 +282,82 @@ fn retryable(error: &StoreError) -> bool {
     }
 }
 
-/// How many times a write that raced another is run again before its error is returned.
-const RETRIES: usize = 8;
+/// Whether the server could not be reached or dropped the connection (a restart, a failover):
+/// a read, or a write that had not asked to commit yet, is safe to run again on a new
+/// connection. A connection lost while committing is never retried: the commit may have
+/// happened.
+fn transient(error: &StoreError) -> bool {
+    match error {
+        StoreError::Connect(_) => true,
+        StoreError::Postgres(error) => {
+            error.is_closed()
+                || matches!(
+                    error.code(),
+                    Some(
+                        &SqlState::ADMIN_SHUTDOWN
+                            | &SqlState::CANNOT_CONNECT_NOW
+                            | &SqlState::CRASH_SHUTDOWN
+                    )
+                )
+        }
+        _ => false,
+    }
+}
+
+/// How many times an operation that raced another transaction, or lost its connection
+/// before committing, is run again before its error is returned.
+const RETRIES: u32 = 8;
+
+/// The pause before running again an operation that lost its connection (growing with each
+/// try: about 3.6 s in all, what a server restart takes).
+fn backoff(tries: u32) -> Duration {
+    Duration::from_millis(100 * u64::from(tries))
+}
 
 /// Runs `$body` (an expression that may `.await` and uses the transaction `$tx`) in a
-/// transaction on a pooled connection and commits it; retried from the start when it raced
-/// another transaction. Evaluates to the body's `Result`, on the caller's thread.
+/// transaction on a pooled connection and commits it; run again from the start when it raced
+/// another transaction or lost its connection before committing. Evaluates to the body's
+/// `Result`, on the caller's thread.
 macro_rules! write {
     ($store:expr, |$tx:ident| $body:expr) => {{
         let pool = $store.pool.clone();
         let notify = std::sync::Arc::clone(&$store.notify);
         $store.block(async move {
-            let mut client = pool.get().await.map_err($crate::postgres::pool_error)?;
             let mut tries = 0;
             loop {
-                let $tx = client.transaction().await?;
-                let outcome: $crate::error::Result<_> = $body;
-                let outcome = match outcome {
-                    Ok(value) => $tx.commit().await.map(|()| value).map_err(Into::into),
-                    Err(error) => {
-                        let _ = $tx.rollback().await;
-                        Err(error)
+                let mut committing = false;
+                let outcome: $crate::error::Result<_> = async {
+                    let mut client = pool.get().await.map_err($crate::postgres::pool_error)?;
+                    let $tx = client.transaction().await?;
+                    let outcome: $crate::error::Result<_> = $body;
+                    match outcome {
+                        Ok(value) => {
+                            committing = true;
+                            $tx.commit().await?;
+                            Ok(value)
+                        }
+                        Err(error) => {
+                            let _ = $tx.rollback().await;
+                            Err(error)
+                        }
                     }
-                };
+                }
+                .await;
                 match outcome {
-                    Err(error) if $crate::postgres::retryable(&error) && tries < $crate::postgres::RETRIES => {
-                        tries += 1;
-                        tracing::debug!(%error, tries, "a store transaction raced another; again");
-                    }
                     Ok(value) => {
                         notify.bump();
                         return Ok(value);
+                    }
+                    Err(error)
+                        if tries < $crate::postgres::RETRIES
+                            && ($crate::postgres::retryable(&error)
+                                || (!committing && $crate::postgres::transient(&error))) =>
+                    {
+                        tries += 1;
+                        tracing::debug!(%error, tries, "a store transaction is run again");
+                        if $crate::postgres::transient(&error) {
+                            tokio::time::sleep($crate::postgres::backoff(tries)).await;
+                        }
                     }
                     Err(error) => return Err(error),
                 }
@@ -322,13 +367,31 @@ macro_rules! write {
 }
 
 /// Runs `$body` (an expression that may `.await` and uses the pooled connection `$c`) on a
-/// pooled connection, outside any explicit transaction.
+/// pooled connection, outside any explicit transaction; run again on a new connection when
+/// the server could not be reached.
 macro_rules! read {
     ($store:expr, |$c:ident| $body:expr) => {{
         let pool = $store.pool.clone();
         $store.block(async move {
-            let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
-            $body
+            let mut tries = 0;
+            loop {
+                let outcome: $crate::error::Result<_> = async {
+                    let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
+                    $body
+                }
+                .await;
+                match outcome {
+                    Err(error)
+                        if tries < $crate::postgres::RETRIES
+                            && $crate::postgres::transient(&error) =>
+                    {
+                        tries += 1;
+                        tracing::debug!(%error, tries, "a store read is run again");
+                        tokio::time::sleep($crate::postgres::backoff(tries)).await;
+                    }
+                    outcome => return outcome,
+                }
+            }
         })
     }};
 }

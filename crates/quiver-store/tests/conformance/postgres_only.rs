@@ -265,3 +265,101 @@ fn an_answer_from_another_store_wakes_a_wait_by_notification() {
     eprintln!("cross-store approval wake-up: p50 {p50:.2?}, p99 {p99:.2?} (30 rounds)");
     assert!(p99 < Duration::from_secs(2), "{wakeups:?}");
 }
+
+/// A cluster of this test's own (scripts/pg-cluster.sh), stopped and removed on drop.
+struct Cluster {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Cluster {
+    fn script() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg-cluster.sh")
+    }
+
+    fn run(command: &str, dir: &std::path::Path) -> String {
+        let out = std::process::Command::new(Cluster::script())
+            .args([command, dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg-cluster.sh {command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn start() -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("quiver-pg-restart")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let url = Cluster::run("start", dir.path());
+        Cluster { dir, url }
+    }
+
+    fn restart(&self) {
+        Cluster::run("restart", self.dir.path());
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(Cluster::script())
+            .args(["stop", self.dir.path().to_str().unwrap_or_default()])
+            .output();
+    }
+}
+
+/// The server restarts under a running store (issue 26's fault list): the pooled connections
+/// it closed are replaced, the next calls answer, and a wait started before the restart
+/// still sees an answer given after it.
+#[test]
+fn a_restarted_server_is_reconnected() {
+    if postgres_url().is_none() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let store = Arc::new(PostgresStore::open(&cluster.url).unwrap());
+    store
+        .create_session(&NewSession::new("s1", "chat"))
+        .unwrap();
+    store.load_tool("s1", "a.t", 3).unwrap();
+    let card = quiver_store::ApprovalCard {
+        id: "a1".into(),
+        session: "s1".into(),
+        package: "p".into(),
+        tool: "p.t".into(),
+        arguments: serde_json::json!({}),
+        reason: "r".into(),
+        risk_category: None,
+        created_at: 1,
+        permissions: Vec::new(),
+        waiter: None,
+        question: Default::default(),
+    };
+    store.enqueue_approval(&card).unwrap();
+    let waiter = Arc::clone(&store);
+    let wait = std::thread::spawn(move || waiter.wait_approval("a1", Duration::from_secs(30)));
+    std::thread::sleep(Duration::from_millis(200));
+    cluster.restart();
+    // A connection the restart closed may fail one call; the next ones get new connections.
+    let mut loaded = Err(StoreError::Closed);
+    for _ in 0..5 {
+        loaded = store.load_tool("s1", "b.t", 3);
+        if loaded.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    loaded.unwrap();
+    assert_eq!(store.loaded_tools("s1").unwrap(), ["b.t", "a.t"]);
+    // Another process (a second store) answers; the wait from before the restart sees it.
+    let other = PostgresStore::open(&cluster.url).unwrap();
+    other
+        .answer_approval("a1", quiver_store::Decision::Deny, "u", None)
+        .unwrap();
+    let seen = wait.join().unwrap().unwrap();
+    assert_eq!(seen.status, quiver_store::ApprovalStatus::Denied);
+}
