@@ -45,9 +45,11 @@
 //!   the file, so every process on it shares it; rows are keyed by a digest the runtime
 //!   computes from everything a result depends on, an expired row is never read, and at most
 //!   [`CACHED_RESULTS`] are kept.
-//! - **PostgreSQL** ([`PostgresStore`]): the same semantics, each write one transaction; why
-//!   its synchronous methods over an async driver cannot deadlock a tokio worker is in its
-//!   module's doc.
+//! - **PostgreSQL** ([`PostgresStore`]): the same semantics, each write one transaction
+//!   (session mutations behind the session row's lock, resolutions by conditional update);
+//!   answers wake other processes' waits by `NOTIFY`; a restart of the server costs a pause,
+//!   not an error. Why its synchronous methods over an async driver cannot deadlock a tokio
+//!   worker is in its module's doc.
 //! - **Schema** versions (SQLite) are `PRAGMA user_version`, migrated in one transaction at open; a file
 //!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
 //!   foreign `application_id` is not touched either.
