@@ -91,6 +91,12 @@ if command -v apt-get >/dev/null 2>&1; then
     "$script_dir/install-browser.sh"
 else
     echo "warning: apt-get not found; the console's browser tests will fail under scripts/test.sh" >&2
+# The PostgreSQL server for scripts/pg-cluster.sh (the store's PostgreSQL backend), from
+# Debian, major version pinned; skipped when its binaries are already there.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "PostgreSQL is missing and there is no apt-get: install postgresql-15"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15 >&2
 fi
 
 # Smoke check: the tools the tests call are there.

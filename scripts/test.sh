@@ -11,6 +11,13 @@ scripts/install-test-deps.sh
 export QUIVER_REQUIRE_MODELS=1
 # The browser is installed now: the console's browser tests fail instead of skipping.
 export QUIVER_REQUIRE_BROWSER=1
+# A throwaway PostgreSQL cluster for the store's second backend, removed on any exit; tests
+# that need it fail instead of skipping.
+pg_dir="$(mktemp -d /tmp/quiver-pg.XXXXXX)"
+trap 'scripts/pg-cluster.sh stop "$pg_dir"' EXIT
+QUIVER_TEST_POSTGRES="$(scripts/pg-cluster.sh start "$pg_dir")"
+export QUIVER_TEST_POSTGRES
+export QUIVER_REQUIRE_POSTGRES=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 if command -v cargo-nextest >/dev/null 2>&1; then

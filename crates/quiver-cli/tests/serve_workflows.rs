@@ -84,22 +84,81 @@ fn package(root: &Path, tick: bool) {
 struct Env {
     home: tempfile::TempDir,
     packages: tempfile::TempDir,
+    // A PostgreSQL database of its own, dropped with the test: (server URL, name).
+    database: Option<(String, String)>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some((server, name)) = &self.database {
+            psql(
+                server,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            );
+        }
+    }
+}
+
+/// Runs one statement with `psql` against the server at `url`.
+fn psql(url: &str, sql: &str) {
+    let status = Command::new("psql")
+        .args([url, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "psql {sql}");
+}
+
+/// The test server's URL (`QUIVER_TEST_POSTGRES`), or `None` after saying why the test skips;
+/// a failure instead when `QUIVER_REQUIRE_POSTGRES=1` (scripts/test.sh starts a cluster).
+#[allow(clippy::print_stderr)]
+fn postgres() -> Option<String> {
+    match std::env::var("QUIVER_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("QUIVER_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "QUIVER_REQUIRE_POSTGRES=1 but QUIVER_TEST_POSTGRES is not set"
+            );
+            eprintln!("skipped: QUIVER_TEST_POSTGRES is not set (scripts/pg-cluster.sh start DIR)");
+            None
+        }
+    }
 }
 
 impl Env {
     /// A state folder and the `clock` package (`tick`: with the workflow fired every second;
     /// without it nothing wakes the scheduler but what the test does).
     fn new(tick: bool) -> Env {
+        Env::with_state(tick, None)
+    }
+
+    /// The same with the state in a fresh database of the PostgreSQL server at `server`
+    /// (the config's `database:`), or in the state folder's SQLite file.
+    fn with_state(tick: bool, server: Option<&str>) -> Env {
+        let database = server.map(|server| {
+            let name = format!("serve_{}_{}", std::process::id(), now_secs());
+            psql(server, &format!("CREATE DATABASE {name}"));
+            (server.to_owned(), name)
+        });
         let env = Env {
             home: tempfile::tempdir().unwrap(),
             packages: tempfile::tempdir().unwrap(),
+            database,
         };
         package(env.packages.path(), tick);
+        let database = match &env.database {
+            Some((server, name)) => {
+                let base = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
+                format!("database: {base}/{name}\n")
+            }
+            None => String::new(),
+        };
         write(
             env.home.path(),
             "config.yaml",
             &format!(
-                "runtime:\n  workflow_call_wait: 0.5\n  settings:\n    clock:\n      hook_secret: {SECRET}\nmcp:\n  tokens:\n    - {{token: alice-token, user: alice, role: trusted}}\n    - {{token: bob-token, user: bob, role: user}}\n"
+                "{database}runtime:\n  workflow_call_wait: 0.5\n  settings:\n    clock:\n      hook_secret: {SECRET}\nmcp:\n  tokens:\n    - {{token: alice-token, user: alice, role: trusted}}\n    - {{token: bob-token, user: bob, role: user}}\n"
             ),
         );
         env
@@ -232,7 +291,26 @@ fn a_schedule_fires_while_serve_runs() {
 
 #[test]
 fn two_servers_on_one_database_fire_each_fire_once() {
-    let env = Env::new(true);
+    fires_once_across_two_servers(&Env::new(true));
+}
+
+/// Two `quiver serve` processes on one PostgreSQL database (issue 26): each fire starts one
+/// run, each step runs once, whichever instance claimed the fire and drove the run.
+#[test]
+fn two_servers_on_one_postgres_database_fire_each_fire_once() {
+    if let Some(server) = postgres() {
+        let env = Env::with_state(true, Some(&server));
+        fires_once_across_two_servers(&env);
+        // The state was in PostgreSQL: no SQLite file was made.
+        assert!(
+            !find(env.home.path(), "state.db")
+                .iter()
+                .any(|p| p.is_file())
+        );
+    }
+}
+
+fn fires_once_across_two_servers(env: &Env) {
     let (first, _) = env.serve();
     let (second, _) = env.serve();
     let runs = env.wait_for("five fires completed", |runs| {

@@ -34,6 +34,8 @@ struct ConfigFile {
     limits: LimitsSection,
     #[serde(default)]
     reload: ReloadSettings,
+    /// The state database: a PostgreSQL URL (several instances share it); SQLite without it.
+    database: Option<String>,
 }
 
 /// The config file's `reload` section: how `quiver serve` follows edits of the project and
@@ -128,6 +130,9 @@ pub struct Config {
     pub reload: ReloadSettings,
     /// Values that were left at their default, each a whole message naming the file and line.
     pub warnings: Vec<String>,
+    /// `database:`: the PostgreSQL database holding the state (`postgres://...`), which
+    /// several `quiver serve` instances share; the SQLite file in the state folder without it.
+    pub database: Option<String>,
 }
 
 impl Config {
@@ -180,6 +185,15 @@ impl Config {
             }
         };
         let mcp = file.mcp.map(|section| (section, key_line(&text, "mcp")));
+        if let Some(url) = &file.database
+            && !quiver_store::is_postgres_url(url)
+        {
+            return Err(HostError::Config(format!(
+                "{}: `database` must be a PostgreSQL URL (`postgres://user@host:port/db`); \
+                 without it the state is the SQLite file in the state folder",
+                at("database")
+            )));
+        }
         Ok(Config {
             path: Some(path.to_owned()),
             mcp,
@@ -192,6 +206,7 @@ impl Config {
             limits_ceiling: file.limits.ceiling,
             reload: file.reload,
             warnings,
+            database: file.database,
         })
     }
 
@@ -226,6 +241,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_state_database_is_sqlite_unless_a_postgres_url_is_set() {
+        let read = |text: &str| Config::parse(Path::new("/q.yaml"), text.into()).unwrap();
+        assert_eq!(read("roots: []\n").database, None);
+        for url in ["postgres://q@db/quiver", "postgresql://q@db:5433/quiver"] {
+            assert_eq!(
+                read(&format!("database: {url}\n")).database.as_deref(),
+                Some(url)
+            );
+        }
+    }
+
+    #[test]
     fn errors_name_the_file_and_the_line_of_their_section() {
         let cases = [
             (
@@ -247,6 +274,10 @@ mod tests {
             (
                 "roots: []\nmcp:\n  stdio: {role: king}\n",
                 "/etc/q.yaml:2: unknown role `king`",
+            ),
+            (
+                "roots: []\ndatabase: /var/lib/quiver/state.db\n",
+                "/etc/q.yaml:2: `database` must be a PostgreSQL URL",
             ),
         ];
         let env = |_: &str| None;

@@ -14,7 +14,7 @@ use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::sandboxed::SandboxExecutor;
 use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig};
 use quiver_sandbox::SandboxConfig;
-use quiver_store::SqliteStore;
+use quiver_store::{PostgresStore, SqliteStore, StateStore};
 
 use crate::HostError;
 use crate::config::Config;
@@ -201,15 +201,21 @@ pub fn agent_meta_tools(config: &mut RuntimeConfig, catalog: &Catalog) {
 }
 
 /// The state of an invocation: Quiver's state folder (tools' data folders, external MCP
-/// servers' caches) and the state database.
+/// servers' caches) and the state database: an SQLite file (the default) or a PostgreSQL
+/// database that several instances share.
 #[derive(Clone)]
 pub struct State {
     /// The state folder.
     pub dir: PathBuf,
-    /// The database's file.
+    /// The SQLite database's file. With PostgreSQL, where this machine's files that sit beside
+    /// a database go (the MCP secret, the workflow engines' owner locks): `state.db` in the
+    /// state folder, never opened.
     pub path: PathBuf,
+    /// The PostgreSQL database holding the state (host, port and name; never a password),
+    /// `None` for SQLite.
+    pub database: Option<String>,
     // The store over it: the runtime's (and the admin's) alone, never a front's.
-    store: Arc<SqliteStore>,
+    store: Arc<dyn StateStore>,
 }
 
 impl State {
@@ -217,6 +223,30 @@ impl State {
     /// else its `state.db`.
     pub fn open(db: Option<&Path>) -> Result<State, HostError> {
         State::in_dir(&crate::paths::require_state_dir()?, db)
+    }
+
+    /// The state folder of this environment with the state in the PostgreSQL database at
+    /// `url` (`postgres://user@host:port/db`), migrated to this build's schema.
+    pub fn open_postgres(url: &str) -> Result<State, HostError> {
+        let dir = crate::paths::require_state_dir()?;
+        let store = PostgresStore::open(url).map_err(|e| HostError::State {
+            path: PathBuf::from(redact(url)),
+            why: e.to_string(),
+        })?;
+        Ok(State {
+            path: dir.join("state.db"),
+            dir,
+            database: Some(store.target().to_owned()),
+            store: Arc::new(store),
+        })
+    }
+
+    /// Where the state is, for a person: the PostgreSQL database or the SQLite file.
+    pub fn describe(&self) -> String {
+        match &self.database {
+            Some(database) => database.clone(),
+            None => self.path.display().to_string(),
+        }
     }
 
     /// The operator's door to this state ([`quiver_runtime::admin::Admin`]): fronts read and
@@ -247,8 +277,21 @@ impl State {
         Ok(State {
             dir: dir.to_owned(),
             path,
+            database: None,
             store: Arc::new(store),
         })
+    }
+}
+
+/// A connection URL without its password (`postgres://user:secret@h/db` → `postgres://user@h/db`).
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -279,6 +322,8 @@ pub struct Host {
     db: PathBuf,
     // The operator's door to the same state, for the console.
     admin: quiver_runtime::admin::Admin,
+    // The state is in a database other machines' instances share (PostgreSQL).
+    shared: bool,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
     // Dropped first: it only raises the reload's signal.
@@ -338,6 +383,7 @@ impl Host {
         let State {
             path: db,
             store,
+            database,
             dir: state_dir,
         } = options.state;
         let mut runtime_config = config.runtime.clone();
@@ -347,7 +393,7 @@ impl Host {
         let admin = quiver_runtime::admin::Admin::new(store.clone(), workflows.clone());
         let runtime = Arc::new(Runtime::new(
             loaded.catalog,
-            store,
+            store as Arc<dyn quiver_store::Store>,
             runs_tools,
             options.approvers,
             runtime_config,
@@ -381,6 +427,7 @@ impl Host {
             sandbox,
             db,
             admin,
+            shared: database.is_some(),
             notices: loaded.notices,
             agent_meta_tools,
             watcher: None,
@@ -491,7 +538,7 @@ impl Host {
         // This process outlives its calls: a call of a workflow waits for its run at most
         // `workflow_call_wait`, and the run goes on.
         self.runtime.drive_workflow_calls_in_background();
-        crate::Scheduler::start(self.runtime.clone(), &self.db, workers)
+        crate::Scheduler::start(self.runtime.clone(), &self.db, self.shared, workers)
     }
 
     /// The secret that seals the MCP front's conversation handles and pending questions: 32
@@ -539,6 +586,22 @@ fn mcp_secret(state_db: &Path) -> Result<Vec<u8>, HostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_url_is_shown_without_its_password() {
+        let cases = [
+            (
+                "postgres://q:s3cret@db:5432/quiver",
+                "postgres://q@db:5432/quiver",
+            ),
+            ("postgres://q@db/quiver", "postgres://q@db/quiver"),
+            ("postgresql://db/quiver", "postgresql://db/quiver"),
+            ("postgres://q:p@ss@db/quiver", "postgres://q@db/quiver"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
 
     /// No state file is ever a skill file, wherever the state lies (a `--db` or a state
     /// folder inside a skill's folder): skill listings leave out every name this names.

@@ -125,14 +125,25 @@ pub struct Scheduler {
 impl Scheduler {
     /// Starts the scheduler over `runtime` (whose workflow store is the state database `db`)
     /// with `workers` threads driving runs, and tells the runtime to hand it the runs it
-    /// starts (webhook deliveries).
-    pub fn start(runtime: Arc<Runtime>, db: &Path, workers: usize) -> Result<Scheduler, HostError> {
+    /// starts (webhook deliveries). When the database is `shared` with other machines
+    /// (PostgreSQL), the owner id names this machine too, so no two instances take one id.
+    pub fn start(
+        runtime: Arc<Runtime>,
+        db: &Path,
+        shared: bool,
+        workers: usize,
+    ) -> Result<Scheduler, HostError> {
         let Some(store) = runtime.workflow_store().cloned() else {
             return Err(HostError::Scheduler("no workflow store is set".into()));
         };
         let owner = match OwnerLock::acquire(db) {
             Ok(lock) => {
-                runtime.set_workflow_owner(lock.id.clone());
+                let id = if shared {
+                    format!("{}@{}", lock.id, machine())
+                } else {
+                    lock.id.clone()
+                };
+                runtime.set_workflow_owner(id);
                 Some(lock)
             }
             Err(error) => {
@@ -346,6 +357,22 @@ fn report(logged: &mut HashSet<String>, problems: Vec<String>) {
             tracing::warn!(%problem, "a workflow trigger could not be handled");
         }
     }
+}
+
+/// This machine, for owner ids in a database that several machines share: its host name
+/// and the start of its boot id (containers on one host differ by name, hosts by boot).
+fn machine() -> String {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|text| text.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let boot = read("/proc/sys/kernel/random/boot_id");
+    format!(
+        "{}:{}",
+        read("/proc/sys/kernel/hostname"),
+        boot.get(..8).unwrap_or(&boot)
+    )
 }
 
 /// Where the lock files of `db`'s engine owner ids live.

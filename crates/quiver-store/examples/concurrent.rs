@@ -4,8 +4,11 @@
 //!
 //! ```text
 //! cargo run --release -p quiver-store --example concurrent -- --sessions 1000 --calls 100
-//!     [--sync full|normal] [--readers 4] [--tools 20] [--db PATH]
+//!     [--sync full|normal] [--readers 4] [--tools 20] [--db PATH | --db postgres://URL]
 //! ```
+//!
+//! With a PostgreSQL URL the sessions go into a new schema `bench_<pid>` of that database,
+//! left there afterwards (drop it with `DROP SCHEMA bench_<pid> CASCADE`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -19,8 +22,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use quiver_store::{
-    AuditDecision, AuditEntry, AuditKind, AuditStatus, AuditStep, DEFAULT_LOADED_TOOLS, NewSession,
-    SqliteStore, Store, StoreError, StoreOptions, Synchronous, argument_digest,
+    AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditStatus, AuditStep, DEFAULT_LOADED_TOOLS,
+    NewSession, PostgresOptions, PostgresStore, SqliteStore, Store, StoreError, StoreOptions,
+    Synchronous, argument_digest, is_postgres_url,
 };
 
 struct Args {
@@ -132,8 +136,20 @@ fn main() -> ExitCode {
         synchronous: args.sync,
         ..StoreOptions::default()
     };
-    let store: Arc<dyn Store> = match SqliteStore::open_with(&db, &options) {
-        Ok(store) => Arc::new(store),
+    let url = db.to_string_lossy().into_owned();
+    let opened: Result<Arc<dyn Store>, StoreError> = if is_postgres_url(&url) {
+        let schema = format!("bench_{}", std::process::id());
+        eprintln!("PostgreSQL, schema {schema}");
+        let options = PostgresOptions {
+            schema: Some(schema),
+            ..PostgresOptions::default()
+        };
+        PostgresStore::open_with(&url, &options).map(|s| Arc::new(s) as Arc<dyn Store>)
+    } else {
+        SqliteStore::open_with(&db, &options).map(|s| Arc::new(s) as Arc<dyn Store>)
+    };
+    let store: Arc<dyn Store> = match opened {
+        Ok(store) => store,
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::FAILURE;
@@ -200,9 +216,18 @@ fn main() -> ExitCode {
     let wall = started.elapsed();
     latencies.sort_unstable();
 
-    let stored = rusqlite::Connection::open(&db).and_then(|conn| {
-        conn.query_row("SELECT count(*) FROM audit", [], |row| row.get::<_, i64>(0))
-    });
+    let stored: Result<i64, String> = if is_postgres_url(&url) {
+        store
+            .query_audit(&AuditQuery::default())
+            .map(|records| i64::try_from(records.len()).unwrap_or(i64::MAX))
+            .map_err(|e| e.to_string())
+    } else {
+        rusqlite::Connection::open(&db)
+            .and_then(|conn| {
+                conn.query_row("SELECT count(*) FROM audit", [], |row| row.get::<_, i64>(0))
+            })
+            .map_err(|e| e.to_string())
+    };
     let calls = latencies.len();
     let errors = errors.load(Ordering::Relaxed);
     let per_second = calls as f64 / wall.as_secs_f64();

@@ -12,6 +12,15 @@ pub enum StoreError {
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
 
+    /// PostgreSQL reported an error (the server's message, with its SQLSTATE when it sent one).
+    #[error("postgres: {}", postgres_message(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+
+    /// No PostgreSQL connection could be had: the server cannot be reached, refused the
+    /// login, or every pooled connection stayed busy past the pool's wait timeout.
+    #[error("cannot connect to PostgreSQL: {0}")]
+    Connect(String),
+
     /// The database file could not be opened or set up.
     #[error("cannot open the store at {path}: {source}")]
     Open {
@@ -130,6 +139,15 @@ pub enum StoreError {
     /// The store's writer has stopped (the store is being dropped, or its thread died).
     #[error("the store is closed")]
     Closed,
+}
+
+/// The server's own message of a PostgreSQL error (`tokio_postgres::Error` displays only
+/// "db error"), with its SQLSTATE.
+fn postgres_message(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    }
 }
 
 /// Shorthand for results of store operations.

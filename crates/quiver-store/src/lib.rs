@@ -1,8 +1,9 @@
 //! Quiver's state store: sessions, loaded tools, opened packages, active skills, consents,
 //! approvals and the audit log, behind the object-safe [`Store`] trait, with [`SqliteStore`] as
-//! the embedded implementation (PostgreSQL will implement the same trait). Workflow runs are
-//! kept behind a trait of their own, [`WorkflowStore`] (module [`workflow`]), which the
-//! [`SqliteStore`] implements on the same file.
+//! the embedded implementation and [`PostgresStore`] for several Quiver instances sharing one
+//! PostgreSQL database. Workflow runs are kept behind a trait of their own, [`WorkflowStore`]
+//! (module [`workflow`]), which both implement on the same database. One conformance suite
+//! (`tests/conformance`) runs every case on both.
 //!
 //! ```no_run
 //! use quiver_store::{NewSession, SqliteStore, Store, DEFAULT_LOADED_TOOLS};
@@ -44,12 +45,20 @@
 //!   the file, so every process on it shares it; rows are keyed by a digest the runtime
 //!   computes from everything a result depends on, an expired row is never read, and at most
 //!   [`CACHED_RESULTS`] are kept.
-//! - **Schema** versions are `PRAGMA user_version`, migrated in one transaction at open; a file
+//! - **PostgreSQL** ([`PostgresStore`]): the same semantics, each write one transaction
+//!   (session mutations behind the session row's lock, resolutions by conditional update);
+//!   answers wake other processes' waits by `NOTIFY`; a restart of the server costs a pause,
+//!   not an error. Why its synchronous methods over an async driver cannot deadlock a tokio
+//!   worker is in its module's doc.
+//! - **Schema** versions (SQLite) are `PRAGMA user_version`, migrated in one transaction at open; a file
 //!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
 //!   foreign `application_id` is not touched either.
 
+mod codec;
 mod digest;
 mod error;
+mod notify;
+mod postgres;
 mod sqlite;
 mod types;
 pub mod waiter;
@@ -61,6 +70,7 @@ use serde_json::Value;
 
 pub use digest::{argument_digest, canonical_json};
 pub use error::{Result, StoreError};
+pub use postgres::{PG_SCHEMA_VERSION, PostgresOptions, PostgresStore, is_postgres_url};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
@@ -282,6 +292,12 @@ pub trait Store: Send + Sync {
     /// flight, and removed by the call's record (one transaction).
     fn unfinished_calls(&self) -> Result<Vec<AuditRecord>>;
 }
+
+/// A store that keeps workflow runs too: what a host opens ([`SqliteStore`],
+/// [`PostgresStore`]) and hands to the runtime as both traits.
+pub trait StateStore: Store + WorkflowStore {}
+
+impl<T: Store + WorkflowStore> StateStore for T {}
 
 /// Trimmed results a session keeps for `tool_output` (the oldest is dropped first).
 pub const KEPT_OUTPUTS: usize = 32;

@@ -271,12 +271,13 @@ pub fn chat(roots: &RootArgs, args: ChatArgs) -> miette::Result<ExitCode> {
     };
     let config = crate::roots::config()?;
     let search = quiver_host::SearchModels::load(config.search);
+    let state = args.state.state_with(&config)?;
     let loading = crate::progress::Progress::loading();
     let host = Host::open(
         config,
         HostOptions {
             roots: roots.roots.clone(),
-            state: args.state.state()?,
+            state,
             search: Some(search),
             approvers: ApproverSet {
                 person: Some(person.clone()),

@@ -53,12 +53,13 @@ fn fraction(text: &str) -> Result<f64, String> {
 fn eval_host(roots: &RootArgs, state: &StateArgs) -> miette::Result<Host> {
     let config = crate::roots::config()?;
     let search = quiver_host::SearchModels::load(config.search);
+    let state = state.state_with(&config)?;
     let loading = crate::progress::Progress::loading();
     let host = Host::open_with_executor(
         config,
         HostOptions {
             roots: roots.roots.clone(),
-            state: state.state()?,
+            state,
             search: Some(search),
             approvers: ApproverSet {
                 person: Some(Arc::new(eval::EvalApprover)),

@@ -75,7 +75,7 @@ pub enum RunsCommand {
 /// terminal's person answers questions when `person` is set.
 pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> miette::Result<Host> {
     let config = crate::roots::config()?;
-    let state = state.state()?;
+    let state = state.state_with(&config)?;
     let person = person.then(|| {
         Arc::new(quiver_runtime::approver::TerminalApprover::new(
             std::io::BufReader::new(std::io::stdin()),

@@ -22,11 +22,41 @@ pub struct StateArgs {
     /// The SQLite database (default: `state.db` in Quiver's state folder).
     #[arg(long, value_name = "PATH", global = true)]
     pub db: Option<PathBuf>,
+    /// The PostgreSQL database holding the state (`postgres://user@host:port/db`), which
+    /// several `quiver serve` instances share (default: the config file's `database:`, else
+    /// the SQLite file).
+    #[arg(long, value_name = "URL", global = true, conflicts_with = "db")]
+    pub database: Option<String>,
 }
 
 impl StateArgs {
     pub(crate) fn state(&self) -> miette::Result<quiver_host::State> {
-        quiver_host::State::open(self.db.as_deref()).map_err(crate::roots::fail)
+        // Only `database:` is read here: the caller reports the config's warnings.
+        let config = quiver_host::Config::load().map_err(crate::roots::fail)?;
+        self.state_with(&config)
+    }
+
+    /// The state: `--database`, else `--db`, else the config's `database:`, else the SQLite
+    /// file in the state folder.
+    pub(crate) fn state_with(
+        &self,
+        config: &quiver_host::Config,
+    ) -> miette::Result<quiver_host::State> {
+        let database = match (&self.database, &self.db) {
+            (Some(url), _) => Some(url.as_str()),
+            (None, Some(_)) => None,
+            (None, None) => config.database.as_deref(),
+        };
+        match database {
+            Some(url) if quiver_store::is_postgres_url(url) => {
+                quiver_host::State::open_postgres(url).map_err(crate::roots::fail)
+            }
+            Some(_) => Err(miette::miette!(
+                "`--database` must be a PostgreSQL URL (`postgres://user@host:port/db`); \
+                 use `--db PATH` for an SQLite file"
+            )),
+            None => quiver_host::State::open(self.db.as_deref()).map_err(crate::roots::fail),
+        }
     }
 
     /// The operator's door to the state ([`quiver_runtime::admin::Admin`]).
@@ -248,7 +278,7 @@ pub fn call(roots: &RootArgs, args: CallArgs) -> miette::Result<ExitCode> {
         )
     })?;
     let config = crate::roots::config()?;
-    let state = args.state.state()?;
+    let state = args.state.state_with(&config)?;
     let sender = args.sender.principal(args.platform.as_deref())?;
     let interactive = std::io::stdin().is_terminal();
     let person = TerminalApprover::new(

@@ -75,8 +75,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     let config = crate::roots::config()?;
     let roots = roots(root_args, &config);
     let search = crate::roots::search_models(&config);
-    let state = args.state.state()?;
+    let state = args.state.state_with(&config)?;
     let db = state.path.clone();
+    let where_state = state.describe();
     let stdio = args.stdio || (args.http.is_none() && !std::io::stdin().is_terminal());
     let McpFront {
         config: mut mcp,
@@ -212,7 +213,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
             }
             None => None,
         };
-        let served = serve_mcp(stdio, front, shutdown.clone(), args.http, owner_token, &db, &loaded).await;
+        let served = serve_mcp(stdio, front, shutdown.clone(), args.http, owner_token, &where_state, &loaded).await;
         // The console ends with the front (stdio: the client left).
         shutdown.cancel();
         if let Some(task) = console_task {
@@ -239,7 +240,7 @@ async fn serve_mcp(
     shutdown: CancellationToken,
     http: Option<SocketAddr>,
     owner_token: Option<quiver_mcp::owner_token::OwnerToken>,
-    db: &Path,
+    where_state: &str,
     loaded: &str,
 ) -> miette::Result<()> {
     let on_signal = shutdown.clone();
@@ -250,8 +251,7 @@ async fn serve_mcp(
     });
     if stdio {
         crate::err(&format!(
-            "quiver: MCP over stdio (packages: {loaded}; state: {})",
-            db.display()
+            "quiver: MCP over stdio (packages: {loaded}; state: {where_state})"
         ));
         quiver_mcp::serve_stdio(front, (tokio::io::stdin(), tokio::io::stdout()), shutdown)
             .await
@@ -274,9 +274,8 @@ async fn serve_mcp(
             ));
         }
         crate::err(&format!(
-            "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {}); Ctrl-C stops",
+            "quiver: MCP over Streamable HTTP at http://{local}{}, webhooks at http://{local}/hooks/<package>/<name> (packages: {loaded}; state: {where_state}); Ctrl-C stops",
             quiver_mcp::http::MCP_PATH,
-            db.display()
         ));
         if let Some(token) = owner_token.filter(|t| t.created) {
             let url = format!("http://{local}{}", quiver_mcp::http::MCP_PATH);

@@ -5,7 +5,8 @@
 use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
-use super::ops::{collect, decode, encode, ensure_session, require};
+use super::ops::{collect, ensure_session};
+use crate::codec::{decode, encode, require};
 use crate::digest::argument_digest;
 use crate::error::{Result, StoreError};
 use crate::types::{Approval, ApprovalCard, ApprovalStatus, CardQuestion, Decision};

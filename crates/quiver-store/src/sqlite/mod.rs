@@ -24,8 +24,9 @@ use crate::types::{
     now_ms,
 };
 
+use crate::notify::Notify;
 use ops::SetTable;
-use pool::{Notify, Readers, Writer};
+use pool::{Readers, Writer};
 
 pub use schema::SCHEMA_VERSION;
 
@@ -281,12 +282,12 @@ impl Store for SqliteStore {
     }
 
     fn set_session_state(&self, id: &str, state: &Value) -> Result<()> {
-        let (id, state) = (id.to_owned(), ops::encode(state));
+        let (id, state) = (id.to_owned(), crate::codec::encode(state));
         self.write(move |c| ops::set_session_state(c, &id, &state, now_ms()))
     }
 
     fn set_operator_value(&self, key: &str, value: &Value, by: &str) -> Result<()> {
-        let (key, value, by) = (key.to_owned(), ops::encode(value), by.to_owned());
+        let (key, value, by) = (key.to_owned(), crate::codec::encode(value), by.to_owned());
         self.write(move |c| ops::set_operator_value(c, &key, &value, &by, now_ms()))
     }
 
@@ -421,7 +422,7 @@ impl Store for SqliteStore {
     }
 
     fn cache_result(&self, key: &str, result: &Value, now: i64, expires_at: i64) -> Result<()> {
-        let (key, result) = (key.to_owned(), ops::encode(result));
+        let (key, result) = (key.to_owned(), crate::codec::encode(result));
         self.write(move |c| ops::cache_result(c, &key, &result, now, expires_at))
     }
 
@@ -508,7 +509,7 @@ impl Store for SqliteStore {
     }
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
-        let entry = ops::EncodedAudit::new(entry)?;
+        let entry = crate::codec::EncodedAudit::new(entry)?;
         self.write(move |c| ops::append_audit(c, &entry))
     }
 

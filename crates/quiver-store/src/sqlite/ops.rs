@@ -5,32 +5,14 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::Value;
 
+use crate::codec::{EncodedAudit, decode, encode, require};
 use crate::error::{Result, StoreError};
 use crate::types::{
-    AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, AuditStep, Consent,
-    EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
-    SessionStatus,
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, Consent, EndedSkill, NewSession,
+    OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionStatus,
 };
 
 // --- helpers ---
-
-/// A JSON value as compact text.
-pub(crate) fn encode(value: &Value) -> String {
-    // `Value`'s Display writes compact JSON and cannot fail.
-    value.to_string()
-}
-
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
-    text: &str,
-    table: &'static str,
-    column: &'static str,
-) -> Result<T> {
-    serde_json::from_str(text).map_err(|source| StoreError::CorruptJson {
-        table,
-        column,
-        source,
-    })
-}
 
 fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -38,13 +20,6 @@ fn to_i64(n: usize) -> i64 {
 
 fn limit_of(limit: Option<usize>) -> i64 {
     limit.map_or(-1, to_i64)
-}
-
-pub(super) fn require(value: &str, what: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(StoreError::Invalid(format!("{what} must not be empty")));
-    }
-    Ok(())
 }
 
 /// [`StoreError::NotFound`] unless the session exists.
@@ -644,48 +619,6 @@ pub(crate) fn cache_result(
 
 // --- audit ---
 
-/// An audit entry with its JSON already encoded, so the encoding happens on the caller's
-/// thread and the writer only binds text.
-pub(crate) struct EncodedAudit {
-    time: i64,
-    kind: String,
-    session: String,
-    call_id: Option<String>,
-    principal: String,
-    origin: String,
-    tool: Option<String>,
-    skill: Option<String>,
-    argument_digest: Option<String>,
-    decisions: String,
-    status: String,
-    duration_ms: i64,
-    cached: bool,
-    detail: Option<String>,
-}
-
-impl EncodedAudit {
-    /// Encodes an entry; an empty session id is [`StoreError::Invalid`].
-    pub(crate) fn new(entry: &AuditEntry) -> Result<EncodedAudit> {
-        require(&entry.session, "session id")?;
-        Ok(EncodedAudit {
-            time: entry.time,
-            kind: entry.kind.as_str().to_owned(),
-            session: entry.session.clone(),
-            call_id: entry.call_id.clone(),
-            principal: encode(&entry.principal),
-            origin: encode(&entry.origin),
-            tool: entry.tool.clone(),
-            skill: entry.skill.clone(),
-            argument_digest: entry.argument_digest.clone(),
-            decisions: serde_json::to_string(&entry.decisions).map_err(StoreError::Encode)?,
-            status: entry.status.as_str().to_owned(),
-            duration_ms: i64::try_from(entry.duration_ms).unwrap_or(i64::MAX),
-            cached: entry.cached,
-            detail: entry.detail.as_ref().map(encode),
-        })
-    }
-}
-
 /// Appends an audit record. A call's start goes to `calls_in_flight` instead (replacing an
 /// earlier start of the same call: one recorded before its questions, then before it runs),
 /// and a call's record removes its start in the same transaction.
@@ -725,34 +658,6 @@ pub(crate) fn append_audit(conn: &Connection, entry: &EncodedAudit) -> Result<i6
     Ok(conn.last_insert_rowid())
 }
 
-/// An audit decision as stored, its step not yet read.
-#[derive(serde::Deserialize)]
-struct StoredDecision {
-    step: String,
-    decision: String,
-    reason: String,
-}
-
-impl StoredDecision {
-    /// The decision with its step read; a step this build has no name for is
-    /// [`AuditStep::Unrecognized`], its spelling kept at the start of the reason, so one old or
-    /// foreign record never fails a query of the log.
-    fn read(self) -> AuditDecision {
-        let (step, reason) = match self.step.parse::<AuditStep>() {
-            Ok(step) => (step, self.reason),
-            Err(_) => (
-                AuditStep::Unrecognized,
-                format!("recorded as step `{}`: {}", self.step, self.reason),
-            ),
-        };
-        AuditDecision {
-            step,
-            decision: self.decision,
-            reason,
-        }
-    }
-}
-
 const AUDIT_COLUMNS: &str = "id, time, kind, session_id, call_id, principal, origin, tool, skill, \
      argument_digest, decisions, status, duration_ms, cached, detail";
 
@@ -762,8 +667,7 @@ fn audit_row(row: &Row<'_>) -> Result<AuditRecord> {
         decode(&text, "audit", column)
     };
     let decisions: String = row.get(10)?;
-    let decisions: Vec<StoredDecision> = decode(&decisions, "audit", "decisions")?;
-    let decisions = decisions.into_iter().map(StoredDecision::read).collect();
+    let decisions = crate::codec::decisions(&decisions)?;
     let detail: Option<String> = row.get(14)?;
     let duration: i64 = row.get(12)?;
     Ok(AuditRecord {

@@ -10,11 +10,11 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
 use crate::error::{Result, StoreError};
+use crate::notify::Notify;
 
 /// A queued write: run on the writer connection inside the group's transaction, then told how
 /// the commit went.
@@ -188,52 +188,6 @@ fn in_savepoint<T>(conn: &Connection, op: impl FnOnce(&Connection) -> Result<T>)
     }
     conn.prepare_cached("RELEASE write")?.execute([])?;
     result
-}
-
-/// Wakes [`wait_approval`](crate::Store::wait_approval) callers after each commit.
-#[derive(Default)]
-pub(crate) struct Notify {
-    generation: Mutex<u64>,
-    changed: Condvar,
-}
-
-impl Notify {
-    /// The current commit generation.
-    pub(crate) fn generation(&self) -> u64 {
-        *self
-            .generation
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn bump(&self) {
-        let mut generation = self
-            .generation
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        *generation = generation.wrapping_add(1);
-        self.changed.notify_all();
-    }
-
-    /// Waits until the generation moves past `seen` or `timeout` passes.
-    pub(crate) fn wait_past(&self, seen: u64, timeout: Duration) {
-        let start = Instant::now();
-        let mut generation = self
-            .generation
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        while *generation == seen {
-            let left = timeout.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                return;
-            }
-            generation = self
-                .changed
-                .wait_timeout(generation, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
 }
 
 fn run_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::SqliteStore;
-use super::ops::{EncodedAudit, encode};
 use super::workflow_ops::{self as ops, KeyedTable};
+use crate::codec::{EncodedAudit, encode};
 use crate::error::Result;
 use crate::types::{AuditEntry, now_ms};
 use crate::workflow::{

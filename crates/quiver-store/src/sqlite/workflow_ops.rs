@@ -4,7 +4,8 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::Value;
 
-use super::ops::{EncodedAudit, append_audit, decode, encode};
+use super::ops::append_audit;
+use crate::codec::{EncodedAudit, decode, encode};
 use crate::error::{Result, StoreError};
 use crate::workflow::{
     Advance, Attempt, AttemptStatus, Definition, Event, Lease, NewRun, Run, RunFilter, RunState,

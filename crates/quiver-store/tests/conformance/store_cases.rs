@@ -1,6 +1,5 @@
-//! Every table of the store, case by case, on a real database file.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Every table of the store, case by case: sessions, the per-session sets, consents, `once`
+//! approvals, kept outputs, the perception cache, the approval queue and the audit log.
 
 use std::sync::Arc;
 use std::thread;
@@ -10,24 +9,18 @@ use serde_json::json;
 
 use quiver_store::{
     ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery, AuditStatus,
-    AuditStep, Decision, NewSession, SessionFilter, SessionStatus, SqliteStore, Store, StoreError,
+    AuditStep, Decision, NewSession, SessionFilter, SessionStatus, Store, StoreError,
     argument_digest,
 };
 
-fn open() -> (tempfile::TempDir, SqliteStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("quiver.db")).unwrap();
-    (dir, store)
-}
+use crate::backend::Fixture;
 
-fn session(store: &dyn Store, id: &str) {
+pub fn session(store: &dyn Store, id: &str) {
     store.create_session(&NewSession::new(id, "chat")).unwrap();
 }
 
-#[test]
-fn the_store_is_object_safe_and_shareable() {
-    let (_dir, store) = open();
-    let shared: Arc<dyn Store> = Arc::new(store);
+pub fn the_store_is_object_safe_and_shareable(f: &Fixture) {
+    let shared: Arc<dyn Store> = f.shared();
     let other = Arc::clone(&shared);
     thread::spawn(move || session(other.as_ref(), "s1"))
         .join()
@@ -35,9 +28,8 @@ fn the_store_is_object_safe_and_shareable() {
     assert!(shared.session("s1").unwrap().is_some());
 }
 
-#[test]
-fn sessions() {
-    let (_dir, store) = open();
+pub fn sessions(f: &Fixture) {
+    let store = f.store();
     let new = NewSession {
         id: "s1".into(),
         parent: None,
@@ -60,7 +52,7 @@ fn sessions() {
         store.create_session(&child).unwrap().parent.as_deref(),
         Some("s1")
     );
-    session(&store, "s3");
+    session(store, "s3");
 
     store.set_session_state("s1", &json!({"turn": 1})).unwrap();
     assert_eq!(
@@ -135,13 +127,12 @@ fn sessions() {
     assert!(store.session("nope").unwrap().is_none());
 }
 
-#[test]
-fn idle_sessions_of_one_agent_are_purged_with_what_they_hold() {
-    let (_dir, store) = open();
+pub fn idle_sessions_of_one_agent_are_purged_with_what_they_hold(f: &Fixture) {
+    let store = f.store();
     let mcp = |id: &str| store.create_session(&NewSession::new(id, "mcp")).unwrap();
     mcp("old");
     mcp("old2");
-    session(&store, "chat-old");
+    session(store, "chat-old");
     store.load_tool("old", "weather.forecast", 12).unwrap();
     store.open_package("old", "weather").unwrap();
     store.activate_skill("old", "weather").unwrap();
@@ -191,10 +182,9 @@ fn idle_sessions_of_one_agent_are_purged_with_what_they_hold() {
     assert!(store.session("chat-old").unwrap().is_some());
 }
 
-#[test]
-fn session_errors() {
-    let (_dir, store) = open();
-    session(&store, "s1");
+pub fn session_errors(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
     let mut orphan = NewSession::new("s2", "chat");
     orphan.parent = Some("missing".into());
     let cases: Vec<(&str, Result<(), StoreError>, &str)> = vec![
@@ -262,8 +252,7 @@ enum Op {
     Unload(&'static str, bool),
 }
 
-#[test]
-fn loaded_tools_are_an_lru_set() {
+pub fn loaded_tools_are_an_lru_set(f: &Fixture) {
     use Op::{Load, Touch, Unload};
     let cases: [(&str, usize, Vec<Op>, &[&str]); 6] = [
         (
@@ -341,10 +330,10 @@ fn loaded_tools_are_an_lru_set() {
             ],
         ),
     ];
-    let (_dir, store) = open();
+    let store = f.store();
     for (i, (name, capacity, ops, want)) in cases.into_iter().enumerate() {
         let id = format!("s{i}");
-        session(&store, &id);
+        session(store, &id);
         for op in ops {
             match op {
                 Load(tool, evicted) => {
@@ -366,11 +355,10 @@ fn loaded_tools_are_an_lru_set() {
     }
 }
 
-#[test]
-fn a_shrunk_capacity_evicts_down_to_it_and_sessions_never_share() {
-    let (_dir, store) = open();
-    session(&store, "parent");
-    session(&store, "child");
+pub fn a_shrunk_capacity_evicts_down_to_it_and_sessions_never_share(f: &Fixture) {
+    let store = f.store();
+    session(store, "parent");
+    session(store, "child");
     for tool in ["a", "b", "c", "d", "e"] {
         store.load_tool("parent", tool, 12).unwrap();
     }
@@ -388,11 +376,10 @@ fn a_shrunk_capacity_evicts_down_to_it_and_sessions_never_share() {
     ));
 }
 
-#[test]
-fn opened_packages_and_active_skills() {
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+pub fn opened_packages_and_active_skills(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     let cases = [
         (store.open_package("s1", "weather").unwrap(), true),
         (store.open_package("s1", "weather").unwrap(), false),
@@ -430,14 +417,13 @@ fn opened_packages_and_active_skills() {
     );
 }
 
-#[test]
-fn every_presence_change_moves_the_stamp_and_nothing_else_does() {
-    let (_dir, store) = open();
+pub fn every_presence_change_moves_the_stamp_and_nothing_else_does(f: &Fixture) {
+    let store = f.store();
     assert_eq!(store.presence_stamp("nope").unwrap(), None);
-    session(&store, "s1");
-    session(&store, "s2");
+    session(store, "s1");
+    session(store, "s2");
     let stamp = |s: &str| store.presence_stamp(s).unwrap().unwrap();
-    type Change = fn(&SqliteStore);
+    type Change = fn(&dyn Store);
     // (what, a write, whether it changes s1's presence)
     let cases: [(&str, Change, bool); 13] = [
         ("load", |s| drop(s.load_tool("s1", "a.t", 2)), true),
@@ -479,16 +465,15 @@ fn every_presence_change_moves_the_stamp_and_nothing_else_does() {
     ];
     for (what, change, moves) in cases {
         let before = stamp("s1");
-        change(&store);
+        change(store);
         assert_eq!(stamp("s1") != before, moves, "{what}");
     }
 }
 
-#[test]
-fn consents() {
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+pub fn consents(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     // (session, package, granted, by): each answer replaces the earlier one.
     let answers = [
         ("s1", "weather", true, "u1"),
@@ -531,11 +516,10 @@ fn consents() {
     assert_eq!(listed, ["mail", "weather"]);
 }
 
-#[test]
-fn once_approvals_are_keyed_on_session_and_tool() {
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+pub fn once_approvals_are_keyed_on_session_and_tool(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     let first = store.grant_once("s1", "mail.send", "u1").unwrap();
     let again = store.grant_once("s1", "mail.send", "u2").unwrap();
     assert_eq!(first, again, "the first approval is kept");
@@ -553,11 +537,10 @@ fn once_approvals_are_keyed_on_session_and_tool() {
     }
 }
 
-#[test]
-fn once_approvals_of_a_session_are_listed_together() {
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+pub fn once_approvals_of_a_session_are_listed_together(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     store.grant_once("s1", "b.t", "alice").unwrap();
     store.grant_once("s1", "a.t", "alice").unwrap();
     store.grant_once("s2", "c.t", "bob").unwrap();
@@ -571,11 +554,10 @@ fn once_approvals_of_a_session_are_listed_together() {
     assert!(store.once_approvals("nope").unwrap().is_empty());
 }
 
-#[test]
-fn kept_outputs_are_per_session_and_bounded() {
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+pub fn kept_outputs_are_per_session_and_bounded(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     let total = quiver_store::KEPT_OUTPUTS + 3;
     for i in 0..total {
         store
@@ -609,16 +591,15 @@ fn kept_outputs_are_per_session_and_bounded() {
 
 /// A perception cache key as the runtime makes it: the digest of everything the result
 /// depends on.
-fn cache_key(tool: &str, principal: &str, origin: &str) -> String {
+pub fn cache_key(tool: &str, principal: &str, origin: &str) -> String {
     argument_digest(
         &json!([tool, {"city": "北京"}, {"user": principal}, {"platform": origin}]),
         &[],
     )
 }
 
-#[test]
-fn the_perception_cache_answers_fresh_results_under_their_own_key_only() {
-    let (_dir, store) = open();
+pub fn the_perception_cache_answers_fresh_results_under_their_own_key_only(f: &Fixture) {
+    let store = f.store();
     let key = cache_key("weather.forecast", "u1", "cli");
     store
         .cache_result(&key, &json!({"temp": 21}), 1_000, 61_000)
@@ -669,9 +650,8 @@ fn the_perception_cache_answers_fresh_results_under_their_own_key_only() {
     ));
 }
 
-#[test]
-fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest() {
-    let (dir, store) = open();
+pub fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest(f: &Fixture) {
+    let store = f.store();
     let bound = quiver_store::CACHED_RESULTS;
     // One result that expires early, then more than the bound of long-lived ones.
     store.cache_result("short", &json!("s"), 0, 10).unwrap();
@@ -681,16 +661,7 @@ fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest() {
             .cache_result(&format!("k{i}"), &json!(i), now, 1_000_000)
             .unwrap();
     }
-    let rows = |db: &std::path::Path| -> i64 {
-        rusqlite::Connection::open(db)
-            .unwrap()
-            .query_row("SELECT count(*) FROM perception_cache", [], |r| r.get(0))
-            .unwrap()
-    };
-    assert_eq!(
-        rows(&dir.path().join("quiver.db")),
-        i64::try_from(bound).unwrap()
-    );
+    assert_eq!(f.rows("perception_cache"), i64::try_from(bound).unwrap());
     let now = 5_000;
     let cases = [
         ("the expired row went first", "short".to_owned(), None),
@@ -719,10 +690,9 @@ fn the_perception_cache_is_bounded_expired_rows_first_then_the_oldest() {
     );
 }
 
-#[test]
-fn unfinished_calls_are_started_records_without_an_end() {
-    let (_dir, store) = open();
-    session(&store, "s1");
+pub fn unfinished_calls_are_started_records_without_an_end(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
     let record = |kind: AuditKind, call: &str| {
         let mut entry = AuditEntry::new(kind, "s1");
         entry.call_id = Some(call.to_owned());
@@ -743,7 +713,7 @@ fn unfinished_calls_are_started_records_without_an_end() {
     assert!(store.unfinished_calls().unwrap().is_empty());
 }
 
-fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
+pub fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
     ApprovalCard {
         id: id.into(),
         session: session.into(),
@@ -761,12 +731,11 @@ fn card(id: &str, session: &str, created_at: i64) -> ApprovalCard {
 
 /// A client that cannot ask retries the call: the retry finds the card asked for that very
 /// call, and uses its answer once.
-#[test]
-fn a_retried_call_finds_its_card_and_uses_the_answer_once() {
+pub fn a_retried_call_finds_its_card_and_uses_the_answer_once(f: &Fixture) {
     use quiver_store::CardQuestion;
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     store.enqueue_approval(&card("old", "s1", 10)).unwrap();
     store.enqueue_approval(&card("new", "s1", 20)).unwrap();
     let found = |call: &ApprovalCard| store.card_for_call(call).unwrap().map(|a| a.card.id);
@@ -830,11 +799,10 @@ fn a_retried_call_finds_its_card_and_uses_the_answer_once() {
     assert_eq!(stored.card.question, CardQuestion::Consent);
 }
 
-#[test]
-fn approvals_are_answered_exactly_once() {
-    let (_dir, store) = open();
-    session(&store, "s1");
-    session(&store, "s2");
+pub fn approvals_are_answered_exactly_once(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
+    session(store, "s2");
     for (id, s, at) in [("a1", "s1", 10), ("a2", "s2", 20), ("a3", "s1", 30)] {
         let queued = store.enqueue_approval(&card(id, s, at)).unwrap();
         assert_eq!(queued.status, ApprovalStatus::Pending);
@@ -923,10 +891,9 @@ fn approvals_are_answered_exactly_once() {
     assert_eq!(polled.answered_by.as_deref(), Some("operator"));
 }
 
-#[test]
-fn a_card_whose_waiter_is_gone_is_withdrawn_and_cannot_be_approved() {
-    let (_dir, store) = open();
-    session(&store, "s1");
+pub fn a_card_whose_waiter_is_gone_is_withdrawn_and_cannot_be_approved(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
     let me = quiver_store::waiter::current().unwrap();
     let (head, _) = me.rsplit_once(':').unwrap();
     // This process with another start time: a pid reused after the waiter died.
@@ -968,12 +935,11 @@ fn a_card_whose_waiter_is_gone_is_withdrawn_and_cannot_be_approved() {
     );
 }
 
-#[test]
-fn racing_answers_resolve_once() {
-    let (_dir, store) = open();
-    session(&store, "s1");
+pub fn racing_answers_resolve_once(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
     store.enqueue_approval(&card("a1", "s1", 1)).unwrap();
-    let store = Arc::new(store);
+    let store = f.shared();
     let handles: Vec<_> = (0..16)
         .map(|i| {
             let store = Arc::clone(&store);
@@ -996,13 +962,12 @@ fn racing_answers_resolve_once() {
     assert_eq!(winners, 1);
 }
 
-#[test]
-fn waiting_for_an_approval() {
-    let (_dir, store) = open();
-    session(&store, "s1");
+pub fn waiting_for_an_approval(f: &Fixture) {
+    let store = f.store();
+    session(store, "s1");
     store.enqueue_approval(&card("a1", "s1", 1)).unwrap();
     store.enqueue_approval(&card("a2", "s1", 2)).unwrap();
-    let store = Arc::new(store);
+    let store = f.shared();
 
     let start = Instant::now();
     let timed_out = store
@@ -1029,7 +994,7 @@ fn waiting_for_an_approval() {
     ));
 }
 
-fn call(session: &str, tool: &str, time: i64, status: AuditStatus) -> AuditEntry {
+pub fn call(session: &str, tool: &str, time: i64, status: AuditStatus) -> AuditEntry {
     let mut entry = AuditEntry::new(AuditKind::Call, session);
     entry.time = time;
     entry.tool = Some(tool.into());
@@ -1053,9 +1018,8 @@ fn call(session: &str, tool: &str, time: i64, status: AuditStatus) -> AuditEntry
     entry
 }
 
-#[test]
-fn audit_records_are_queried_newest_first() {
-    let (_dir, store) = open();
+pub fn audit_records_are_queried_newest_first(f: &Fixture) {
+    let store = f.store();
     let entries = [
         call("s1", "weather.forecast", 100, AuditStatus::Ok),
         call("s1", "mail.send", 200, AuditStatus::Refused),
@@ -1175,9 +1139,8 @@ fn audit_records_are_queried_newest_first() {
     assert_eq!(round_trip, entries, "every field round-trips");
 }
 
-#[test]
-fn audit_lists_in_commit_order_when_the_clock_steps_back() {
-    let (_dir, store) = open();
+pub fn audit_lists_in_commit_order_when_the_clock_steps_back(f: &Fixture) {
+    let store = f.store();
     // The host's clock stepped back between the second and third record.
     let ids: Vec<i64> = [(1000, "s1"), (2000, "s2"), (1500, "s1"), (1600, "s2")]
         .iter()
@@ -1229,9 +1192,8 @@ fn audit_lists_in_commit_order_when_the_clock_steps_back() {
     assert_eq!(paged, newest_first);
 }
 
-#[test]
-fn every_audit_step_round_trips_through_serde_and_the_store() {
-    let (_dir, store) = open();
+pub fn every_audit_step_round_trips_through_serde_and_the_store(f: &Fixture) {
+    let store = f.store();
     let mut entry = AuditEntry::new(AuditKind::Call, "s1");
     entry.decisions = AuditStep::ALL
         .into_iter()
@@ -1258,160 +1220,4 @@ fn every_audit_step_round_trips_through_serde_and_the_store() {
     // The spellings the docs promise.
     assert_eq!(AuditStep::DangerousGate.as_str(), "dangerous-gate");
     assert_eq!(AuditStep::ApprovalMode.as_str(), "approval-mode");
-}
-
-#[test]
-fn a_stored_step_this_build_has_no_name_for_never_fails_a_query() {
-    let (dir, store) = open();
-    store
-        .append_audit(&call("s1", "w.f", 1, AuditStatus::Ok))
-        .unwrap();
-    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
-    raw.execute(
-        "INSERT INTO audit (time, kind, session_id, principal, origin, decisions, status, \
-         duration_ms, cached) VALUES (2, 'call', 's1', '{}', '{}', ?1, 'ok', 0, 0)",
-        [json!([
-            {"step": "dangerousgate", "decision": "ask", "reason": "an older Quiver"},
-            {"step": "rule(\"role(master)\")", "decision": "allow", "reason": "r"},
-            {"step": "approvalmode", "decision": "ask", "reason": "m"},
-            {"step": "from-the-future", "decision": "allow", "reason": "a newer Quiver"},
-        ])
-        .to_string()],
-    )
-    .unwrap();
-    let records = store.query_audit(&AuditQuery::default()).unwrap();
-    assert_eq!(records.len(), 2, "the other record is read too");
-    let read: Vec<(AuditStep, &str)> = records[0]
-        .entry
-        .decisions
-        .iter()
-        .map(|d| (d.step, d.reason.as_str()))
-        .collect();
-    assert_eq!(
-        read,
-        [
-            (AuditStep::DangerousGate, "an older Quiver"),
-            (AuditStep::Rule, "r"),
-            (AuditStep::ApprovalMode, "m"),
-            (
-                AuditStep::Unrecognized,
-                "recorded as step `from-the-future`: a newer Quiver"
-            ),
-        ]
-    );
-    // Outside the store a spelling that names no step is an error, never a guess.
-    assert!(serde_json::from_value::<AuditStep>(json!("from-the-future")).is_err());
-    assert_eq!(
-        "from-the-future"
-            .parse::<AuditStep>()
-            .unwrap_err()
-            .to_string(),
-        "unknown audit step `from-the-future`"
-    );
-}
-
-#[test]
-fn audit_is_append_only() {
-    let (dir, store) = open();
-    store
-        .append_audit(&call("s1", "t", 1, AuditStatus::Ok))
-        .unwrap();
-    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
-    for sql in ["UPDATE audit SET status = 'ok'", "DELETE FROM audit"] {
-        let error = raw.execute(sql, []).unwrap_err();
-        assert!(error.to_string().contains("append-only"), "{sql}: {error}");
-    }
-}
-
-#[test]
-fn corrupt_rows_are_errors_not_panics() {
-    let (dir, store) = open();
-    session(&store, "s1");
-    store.enqueue_approval(&card("a1", "s1", 1)).unwrap();
-    let raw = rusqlite::Connection::open(dir.path().join("quiver.db")).unwrap();
-    raw.execute_batch(
-        "UPDATE sessions SET state = '{not json' WHERE id = 's1';
-         UPDATE approvals SET arguments = '[' WHERE id = 'a1';",
-    )
-    .unwrap();
-    let cases: [(&str, StoreError, &str); 3] = [
-        (
-            "session",
-            store.session("s1").unwrap_err(),
-            "corrupt JSON in sessions.state",
-        ),
-        (
-            "session list",
-            store.list_sessions(&SessionFilter::default()).unwrap_err(),
-            "corrupt JSON in sessions.state",
-        ),
-        (
-            "approval",
-            store.approval("a1").unwrap_err(),
-            "corrupt JSON in approvals.arguments",
-        ),
-    ];
-    for (name, error, want) in cases {
-        assert!(error.to_string().contains(want), "{name}: {error}");
-    }
-}
-
-#[test]
-fn digests_ignore_key_order_and_secret_fields() {
-    let base = json!({"city": "北京", "days": 3, "auth": {"token": "s3cret", "user": "u"}});
-    let secrets = ["token", "api_key"];
-    let want = argument_digest(&base, &secrets);
-    assert_eq!(want.len(), 64);
-    assert!(
-        want.chars()
-            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-    );
-    let same = [
-        (
-            "key order",
-            json!({"days": 3, "auth": {"user": "u", "token": "s3cret"}, "city": "北京"}),
-        ),
-        (
-            "another secret value",
-            json!({"city": "北京", "days": 3, "auth": {"token": "other", "user": "u"}}),
-        ),
-        (
-            "secret absent",
-            json!({"city": "北京", "days": 3, "auth": {"user": "u"}}),
-        ),
-        (
-            "an extra top-level secret",
-            json!({"api_key": "k", "city": "北京", "days": 3, "auth": {"user": "u"}}),
-        ),
-    ];
-    for (name, args) in same {
-        assert_eq!(argument_digest(&args, &secrets), want, "{name}");
-    }
-    let different = [
-        (
-            "another value",
-            json!({"city": "上海", "days": 3, "auth": {"user": "u"}}),
-        ),
-        (
-            "a number as a string",
-            json!({"city": "北京", "days": "3", "auth": {"user": "u"}}),
-        ),
-        (
-            "a missing field",
-            json!({"city": "北京", "auth": {"user": "u"}}),
-        ),
-    ];
-    for (name, args) in different {
-        assert_ne!(argument_digest(&args, &secrets), want, "{name}");
-    }
-    assert_ne!(
-        argument_digest(&base, &[]),
-        want,
-        "without the secret list the secret counts"
-    );
-    // Secrets inside arrays of objects are removed too.
-    assert_eq!(
-        argument_digest(&json!([{"token": "a", "x": 1}]), &secrets),
-        argument_digest(&json!([{"x": 1, "token": "b"}]), &secrets)
-    );
 }

@@ -1,8 +1,6 @@
-//! The workflow tables on real SQLite files: idempotent run creation under 50 threads,
-//! conditional progress (a late result is discarded), schedule fires and webhook deliveries
-//! once each across two store instances, waits resolved once, events after a point.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The workflow tables: idempotent run creation under 50 threads, conditional progress (a late
+//! result is discarded), schedule fires and webhook deliveries once each across two store
+//! instances, waits resolved once, events after a point.
 
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -13,11 +11,9 @@ use quiver_store::workflow::{
     Advance, AttemptStatus, AttemptWrite, Definition, Expect, NewRun, NewWait, RunFilter, RunMove,
     RunStatus, WaitKind, WaitResolution, WaitStatus,
 };
-use quiver_store::{SqliteStore, StoreError, WorkflowStore};
+use quiver_store::{StoreError, WorkflowStore};
 
-fn store(dir: &tempfile::TempDir) -> SqliteStore {
-    SqliteStore::open(dir.path().join("q.db")).unwrap()
-}
+use crate::backend::Fixture;
 
 fn definition(store: &dyn WorkflowStore) -> String {
     let digest = "d1".to_owned();
@@ -103,10 +99,8 @@ fn finish(run: &str, step: i64, attempt: i64, output: serde_json::Value) -> Adva
     a
 }
 
-#[test]
-fn fifty_threads_with_one_key_make_one_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(store(&dir));
+pub fn fifty_threads_with_one_key_make_one_run(f: &Fixture) {
+    let store = f.shared();
     definition(&*store);
     let barrier = Arc::new(Barrier::new(50));
     let handles: Vec<_> = (0..50)
@@ -140,11 +134,9 @@ fn fifty_threads_with_one_key_make_one_run() {
     ));
 }
 
-#[test]
-fn progress_is_conditional_and_late_results_are_discarded() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn progress_is_conditional_and_late_results_are_discarded(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     store.create_run(&new_run("r", None)).unwrap();
     assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
     // A second start of the same attempt (another process saw the same state) loses.
@@ -170,11 +162,9 @@ fn progress_is_conditional_and_late_results_are_discarded() {
     );
 }
 
-#[test]
-fn an_attempts_process_is_recorded_only_while_the_run_runs_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn an_attempts_process_is_recorded_only_while_the_run_runs_it(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     store.create_run(&new_run("r", None)).unwrap();
     // No attempt started yet.
     assert!(
@@ -221,11 +211,9 @@ fn an_attempts_process_is_recorded_only_while_the_run_runs_it() {
     );
 }
 
-#[test]
-fn a_step_result_its_move_and_its_audit_commit_together() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn a_step_result_its_move_and_its_audit_commit_together(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     store.create_run(&new_run("r", None)).unwrap();
     assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
     let mut done = finish("r", 0, 1, json!({"n": 3}));
@@ -248,7 +236,7 @@ fn a_step_result_its_move_and_its_audit_commit_together() {
     assert!(store.advance(&done).unwrap());
     drop(store);
     // After a reopen everything is there.
-    let store = SqliteStore::open(dir.path().join("q.db")).unwrap();
+    let store = f.reopen();
     let run = store.run("r").unwrap().unwrap();
     assert_eq!(
         (run.status, run.step, run.attempt),
@@ -258,15 +246,13 @@ fn a_step_result_its_move_and_its_audit_commit_together() {
     assert_eq!(attempts[0].output, Some(json!({"n": 3})));
     assert!(attempts[0].finished_at.is_some());
     let audit =
-        quiver_store::Store::query_audit(&store, &quiver_store::AuditQuery::default()).unwrap();
+        quiver_store::Store::query_audit(&*store, &quiver_store::AuditQuery::default()).unwrap();
     assert_eq!(audit.len(), 1);
 }
 
-#[test]
-fn waits_are_stored_then_resolved_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn waits_are_stored_then_resolved_once(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     store.create_run(&new_run("r", None)).unwrap();
     let mut park = start("r", 0, 1, 0);
     park.attempts[0].status = AttemptStatus::Waiting;
@@ -326,11 +312,9 @@ fn waits_are_stored_then_resolved_once() {
     assert_eq!(store.run("r").unwrap().unwrap().attempt, 0);
 }
 
-#[test]
-fn fires_and_deliveries_start_once_across_two_stores() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = Arc::new(store(&dir));
-    let b = Arc::new(store(&dir));
+pub fn fires_and_deliveries_start_once_across_two_stores(f: &Fixture) {
+    let a = f.shared();
+    let b = f.reopen();
     definition(&*a);
     let barrier = Arc::new(Barrier::new(2));
     let handles: Vec<_> = [Arc::clone(&a), Arc::clone(&b)]
@@ -366,10 +350,8 @@ fn fires_and_deliveries_start_once_across_two_stores() {
     assert_eq!(a.runs(&RunFilter::default()).unwrap().len(), 3);
 }
 
-#[test]
-fn events_are_read_after_a_point() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
+pub fn events_are_read_after_a_point(f: &Fixture) {
+    let store = f.shared();
     assert_eq!(store.last_event_id().unwrap(), 0);
     let first = store
         .emit_event("paid", "shop", &json!({"id": 1}), 10)
@@ -394,11 +376,9 @@ fn events_are_read_after_a_point() {
     ));
 }
 
-#[test]
-fn the_fan_out_reads_every_event_after_a_point_and_the_last_fire() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn the_fan_out_reads_every_event_after_a_point_and_the_last_fire(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     let ids: Vec<i64> = ["a", "b", "a", "c"]
         .iter()
         .map(|name| store.emit_event(name, "shop", &json!({}), 10).unwrap())
@@ -425,10 +405,8 @@ fn the_fan_out_reads_every_event_after_a_point_and_the_last_fire() {
     assert_eq!(store.last_schedule_fire("pkg.wf").unwrap(), Some(120_000));
 }
 
-#[test]
-fn cursors_start_once_and_only_move_forward_across_two_stores() {
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (store(&dir), store(&dir));
+pub fn cursors_start_once_and_only_move_forward_across_two_stores(f: &Fixture) {
+    let (a, b) = (f.shared(), f.reopen());
     assert_eq!(a.cursor("events").unwrap(), None);
     // The first writer's start stays.
     assert_eq!(a.init_cursor("schedule:pkg.wf", 500).unwrap(), 500);
@@ -443,11 +421,9 @@ fn cursors_start_once_and_only_move_forward_across_two_stores() {
 
 /// A run's first move behind an ordered gate over the whole workflow (a schedule's
 /// `overlap: queue`): held while a run has begun, and while an older run waits.
-#[test]
-fn an_ordered_gate_holds_a_run_behind_older_and_begun_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn an_ordered_gate_holds_a_run_behind_older_and_begun_runs(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     let run = |id: &str, now: i64, key: Option<&str>| {
         let mut new = new_run(id, None);
         new.now = now;
@@ -489,12 +465,10 @@ fn an_ordered_gate_holds_a_run_behind_older_and_begun_runs() {
     assert!(store.advance(&keyed).unwrap());
 }
 
-#[test]
-fn a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept() {
-    use quiver_store::{NewSession, Store};
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept(f: &Fixture) {
+    use quiver_store::NewSession;
+    let store = f.shared();
+    definition(&*store);
     let mut new = new_run("r1", None);
     new.session = Some(NewSession::new("ses-r1", "workflow"));
     store.create_run(&new).unwrap();
@@ -509,11 +483,9 @@ fn a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept() {
     assert_eq!(store.session("ses-r2").unwrap().unwrap().agent, "other");
 }
 
-#[test]
-fn a_package_starts_no_run_beyond_its_bound_of_active_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    definition(&store);
+pub fn a_package_starts_no_run_beyond_its_bound_of_active_runs(f: &Fixture) {
+    let store = f.shared();
+    definition(&*store);
     let bounded = |id: &str| NewRun {
         active_limit: Some(2),
         ..new_run(id, None)

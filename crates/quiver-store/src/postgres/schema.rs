@@ -1,0 +1,363 @@
+//! The PostgreSQL schema and its migration runner: ordered, numbered migrations, each applied
+//! in its own transaction and recorded in `quiver_migrations` in that transaction, under a lock
+//! of that table, so several instances starting together on a fresh database migrate it once.
+//!
+//! The schema is the SQLite store's at its version 13, in PostgreSQL's types: times are Unix
+//! milliseconds in `BIGINT`, JSON is kept as `TEXT` (as written: `jsonb` would reorder object
+//! keys, which the runtime keeps in order), flags are `BOOLEAN`.
+
+use deadpool_postgres::Client;
+
+use crate::error::{Result, StoreError};
+
+/// One numbered step of the schema.
+struct Migration {
+    /// Its number: migrations apply in this order, each once.
+    version: i64,
+    /// What it does, recorded with it.
+    name: &'static str,
+    /// Its statements.
+    sql: &'static str,
+}
+
+/// The migrations, in order. Never edit a released entry; append a new one.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "the store as of SQLite schema 13",
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        name: "commit-ordered event ids",
+        sql: V2,
+    },
+];
+
+/// The newest schema version this build knows.
+pub const PG_SCHEMA_VERSION: i64 = 2;
+
+/// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
+/// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
+pub(crate) async fn migrate(client: &mut Client) -> Result<()> {
+    // Two instances creating the table at once: the loser's error is harmless.
+    let created = client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS quiver_migrations (
+                version    BIGINT PRIMARY KEY,
+                name       TEXT NOT NULL,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )",
+        )
+        .await;
+    if let Err(error) = created
+        && !super::lost_create_race(&error)
+    {
+        return Err(error.into());
+    }
+    loop {
+        let tx = client.transaction().await?;
+        tx.batch_execute("LOCK TABLE quiver_migrations IN EXCLUSIVE MODE")
+            .await?;
+        let current: i64 = tx
+            .query_one(
+                "SELECT coalesce(max(version), 0) FROM quiver_migrations",
+                &[],
+            )
+            .await?
+            .try_get(0)?;
+        if current > PG_SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found: current,
+                known: PG_SCHEMA_VERSION,
+            });
+        }
+        let Some(next) = MIGRATIONS.iter().find(|m| m.version > current) else {
+            tx.commit().await?;
+            return Ok(());
+        };
+        if let Err(error) = tx.batch_execute(next.sql).await {
+            tracing::error!(
+                version = next.version,
+                name = next.name,
+                "a store migration failed"
+            );
+            return Err(error.into());
+        }
+        tx.execute(
+            "INSERT INTO quiver_migrations (version, name) VALUES ($1, $2)",
+            &[&next.version, &next.name],
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(
+            version = next.version,
+            name = next.name,
+            "migrated the store"
+        );
+    }
+}
+
+const V1: &str = r#"
+CREATE TABLE sessions (
+    id               TEXT PRIMARY KEY,
+    parent_id        TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at       BIGINT NOT NULL,
+    updated_at       BIGINT NOT NULL,
+    ended_at         BIGINT,
+    origin           TEXT NOT NULL,
+    agent            TEXT NOT NULL,
+    principal        TEXT NOT NULL,
+    catalog_version  TEXT NOT NULL,
+    prompt_versions  TEXT NOT NULL,
+    state            TEXT NOT NULL,
+    -- bumped by every change of the session's loaded tools, opened packages, active skills,
+    -- in the transaction of the change, which locks this row first (one writer per session)
+    presence_changes BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_update ON sessions (updated_at DESC);
+CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+
+CREATE TABLE loaded_tools (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tool       TEXT NOT NULL,
+    seq        BIGINT NOT NULL,
+    PRIMARY KEY (session_id, tool)
+);
+CREATE TABLE opened_packages (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package    TEXT NOT NULL,
+    seq        BIGINT NOT NULL,
+    opened_at  BIGINT NOT NULL,
+    PRIMARY KEY (session_id, package)
+);
+CREATE TABLE active_skills (
+    session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    skill        TEXT NOT NULL,
+    seq          BIGINT NOT NULL,
+    activated_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, skill)
+);
+CREATE TABLE consents (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package    TEXT NOT NULL,
+    granted    BOOLEAN NOT NULL,
+    decided_by TEXT NOT NULL,
+    decided_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, package)
+);
+CREATE TABLE once_approvals (
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tool        TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, tool)
+);
+CREATE TABLE approvals (
+    id               TEXT PRIMARY KEY,
+    session_id       TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    package          TEXT NOT NULL,
+    tool             TEXT NOT NULL,
+    arguments        TEXT NOT NULL,
+    reason           TEXT NOT NULL,
+    risk_category    TEXT,
+    created_at       BIGINT NOT NULL,
+    status           TEXT NOT NULL DEFAULT 'pending'
+                     CHECK (status IN ('pending', 'approved', 'denied', 'expired', 'withdrawn')),
+    answered_by      TEXT,
+    answered_at      BIGINT,
+    note             TEXT,
+    permissions      TEXT NOT NULL DEFAULT '[]',
+    waiter           TEXT,
+    question         TEXT NOT NULL DEFAULT 'approval',
+    arguments_digest TEXT,
+    used_at          BIGINT
+);
+CREATE INDEX approvals_pending ON approvals (created_at) WHERE status = 'pending';
+CREATE INDEX approvals_by_session ON approvals (session_id, created_at);
+CREATE INDEX approvals_by_call ON approvals (session_id, tool, arguments_digest)
+    WHERE used_at IS NULL;
+
+CREATE TABLE audit (
+    id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    time            BIGINT NOT NULL,
+    kind            TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    call_id         TEXT,
+    principal       TEXT NOT NULL,
+    origin          TEXT NOT NULL,
+    tool            TEXT,
+    skill           TEXT,
+    argument_digest TEXT,
+    decisions       TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    duration_ms     BIGINT NOT NULL,
+    cached          BOOLEAN NOT NULL,
+    detail          TEXT
+);
+CREATE INDEX audit_by_session ON audit (session_id);
+CREATE INDEX audit_by_tool ON audit (tool) WHERE tool IS NOT NULL;
+CREATE FUNCTION quiver_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'audit records are append-only';
+END;
+$$;
+CREATE TRIGGER audit_no_update BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION quiver_audit_append_only();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+    FOR EACH STATEMENT EXECUTE FUNCTION quiver_audit_append_only();
+
+CREATE TABLE calls_in_flight (
+    id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    time            BIGINT NOT NULL,
+    kind            TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    call_id         TEXT NOT NULL,
+    principal       TEXT NOT NULL,
+    origin          TEXT NOT NULL,
+    tool            TEXT,
+    skill           TEXT,
+    argument_digest TEXT,
+    decisions       TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    duration_ms     BIGINT NOT NULL,
+    cached          BOOLEAN NOT NULL,
+    detail          TEXT
+);
+CREATE INDEX calls_in_flight_by_call ON calls_in_flight (call_id);
+
+CREATE TABLE operator_state (
+    key    TEXT PRIMARY KEY,
+    value  TEXT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at BIGINT NOT NULL
+);
+
+CREATE TABLE kept_outputs (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    call_id    TEXT NOT NULL,
+    seq        BIGINT NOT NULL,
+    text       TEXT NOT NULL,
+    PRIMARY KEY (session_id, call_id)
+);
+
+CREATE TABLE perception_cache (
+    id         BIGSERIAL PRIMARY KEY,
+    key        TEXT NOT NULL UNIQUE,
+    result     TEXT NOT NULL,
+    stored_at  BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
+);
+CREATE INDEX perception_cache_by_expiry ON perception_cache (expires_at);
+
+CREATE TABLE wf_definitions (
+    digest     TEXT PRIMARY KEY,
+    workflow   TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+);
+CREATE TABLE wf_runs (
+    id              TEXT PRIMARY KEY,
+    workflow        TEXT NOT NULL,
+    digest          TEXT NOT NULL REFERENCES wf_definitions(digest),
+    idempotency_key TEXT,
+    status          TEXT NOT NULL CHECK (status IN
+                    ('running', 'waiting', 'in_doubt', 'completed', 'failed', 'cancelled')),
+    step            BIGINT NOT NULL,
+    attempt         BIGINT NOT NULL,
+    crashes         BIGINT NOT NULL,
+    input           TEXT NOT NULL,
+    trigger         TEXT NOT NULL,
+    principal       TEXT NOT NULL,
+    started_by      TEXT NOT NULL,
+    attended        BOOLEAN NOT NULL,
+    settings        TEXT NOT NULL,
+    concurrency_key TEXT,
+    output          TEXT,
+    error           TEXT,
+    created_at      BIGINT NOT NULL,
+    updated_at      BIGINT NOT NULL,
+    deadline        BIGINT,
+    lease_owner     TEXT,
+    lease_until     BIGINT
+);
+CREATE UNIQUE INDEX wf_runs_by_key ON wf_runs (workflow, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX wf_runs_by_status ON wf_runs (status, created_at);
+CREATE INDEX wf_runs_by_workflow ON wf_runs (workflow, created_at);
+CREATE TABLE wf_attempts (
+    run_id          TEXT NOT NULL REFERENCES wf_runs(id),
+    step            BIGINT NOT NULL,
+    attempt         BIGINT NOT NULL,
+    step_id         TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('started', 'ok', 'failed', 'skipped',
+                    'crashed', 'waiting', 'approved', 'rejected', 'timed_out')),
+    output          TEXT,
+    error           TEXT,
+    started_at      BIGINT NOT NULL,
+    finished_at     BIGINT,
+    process         TEXT,
+    PRIMARY KEY (run_id, step, attempt)
+);
+CREATE TABLE wf_waits (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id      TEXT NOT NULL REFERENCES wf_runs(id),
+    step        BIGINT NOT NULL,
+    attempt     BIGINT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('approval', 'timer', 'event', 'retry')),
+    wake_at     BIGINT,
+    event       TEXT,
+    after_event BIGINT NOT NULL,
+    detail      TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'resolved', 'withdrawn')),
+    resolution  TEXT,
+    resolved_by TEXT,
+    resolved_at BIGINT,
+    created_at  BIGINT NOT NULL
+);
+CREATE INDEX wf_waits_due ON wf_waits (wake_at) WHERE status = 'pending';
+CREATE INDEX wf_waits_by_run ON wf_waits (run_id, id);
+CREATE TABLE wf_events (
+    id         BIGINT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    payload    TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+);
+CREATE INDEX wf_events_by_name ON wf_events (name, id);
+CREATE TABLE wf_schedule_fires (
+    workflow   TEXT NOT NULL,
+    fire_at    BIGINT NOT NULL,
+    -- deferred: the fire is claimed (inserted) before its run is created, so of two processes
+    -- firing at once the loser waits for the winner and creates nothing
+    run_id     TEXT NOT NULL REFERENCES wf_runs(id) DEFERRABLE INITIALLY DEFERRED,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (workflow, fire_at)
+);
+CREATE TABLE wf_webhook_deliveries (
+    hook         TEXT NOT NULL,
+    delivery_key TEXT NOT NULL,
+    run_id       TEXT NOT NULL REFERENCES wf_runs(id) DEFERRABLE INITIALLY DEFERRED,
+    created_at   BIGINT NOT NULL,
+    PRIMARY KEY (hook, delivery_key)
+);
+CREATE TABLE wf_cursors (
+    name       TEXT PRIMARY KEY,
+    position   BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+"#;
+
+/// Version 2: event ids in commit order. A sequence hands out ids in the order transactions
+/// ask, not the order they commit, so a reader of `id > cursor` could pass over an event whose
+/// smaller id commits late. Ids come from this one-row counter instead, whose row lock is held
+/// until the emitting transaction ends: the next emitter waits, and ids commit in order.
+const V2: &str = r#"
+CREATE TABLE wf_event_counter (
+    one  BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    last BIGINT NOT NULL
+);
+INSERT INTO wf_event_counter (last) SELECT coalesce(max(id), 0) FROM wf_events;
+"#;

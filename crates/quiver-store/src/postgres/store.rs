@@ -1,0 +1,382 @@
+//! [`Store`] on the [`PostgresStore`]: each method one transaction (a write) or one query (a
+//! read) on a pooled connection.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::ops::{self, SetTable};
+use super::{PostgresStore, approvals, audit, read, snapshot, write};
+use crate::Store;
+use crate::codec::{EncodedAudit, encode};
+use crate::error::{Result, StoreError};
+use crate::types::{
+    Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
+    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
+    now_ms,
+};
+
+/// Whether the process a waiter string names may be gone, as far as this machine can tell: a
+/// waiter of another machine (another boot id) is left to its own machine, since several
+/// instances share this database.
+fn gone_here(waiter: &str) -> bool {
+    let boot = |w: &str| w.split(':').next().map(str::to_owned);
+    let here = crate::waiter::current().and_then(|w| boot(&w));
+    here.is_some() && boot(waiter) == here && !crate::waiter::alive(waiter)
+}
+
+impl Store for PostgresStore {
+    fn create_session(&self, new: &NewSession) -> Result<Session> {
+        let new = new.clone();
+        write!(self, |tx| ops::create_session(&tx, &new, now_ms()).await)
+    }
+
+    fn session(&self, id: &str) -> Result<Option<Session>> {
+        let id = id.to_owned();
+        read!(self, |c| ops::session(&c, &id).await)
+    }
+
+    fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
+        let filter = filter.clone();
+        read!(self, |c| ops::list_sessions(&c, &filter).await)
+    }
+
+    fn touch_session(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        write!(self, |tx| ops::touch_session(&tx, &id, now_ms()).await)
+    }
+
+    fn set_session_state(&self, id: &str, state: &Value) -> Result<()> {
+        let (id, state) = (id.to_owned(), encode(state));
+        write!(self, |tx| ops::set_session_state(
+            &tx,
+            &id,
+            &state,
+            now_ms()
+        )
+        .await)
+    }
+
+    fn set_operator_value(&self, key: &str, value: &Value, by: &str) -> Result<()> {
+        let (key, value, by) = (key.to_owned(), encode(value), by.to_owned());
+        write!(self, |tx| {
+            ops::set_operator_value(&tx, &key, &value, &by, now_ms()).await
+        })
+    }
+
+    fn operator_values(&self) -> Result<std::collections::BTreeMap<String, Value>> {
+        read!(self, |c| ops::operator_values(&c).await)
+    }
+
+    fn end_session(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        write!(self, |tx| ops::end_session(&tx, &id, now_ms()).await)
+    }
+
+    fn purge_idle_sessions(&self, agent: &str, before: i64, limit: usize) -> Result<Purged> {
+        let agent = agent.to_owned();
+        write!(self, |tx| {
+            ops::purge_idle_sessions(&tx, &agent, before, limit).await
+        })
+    }
+
+    fn delete_session(&self, id: &str) -> Result<Purged> {
+        let ids = vec![id.to_owned()];
+        write!(self, |tx| ops::delete_sessions(&tx, &ids).await)
+    }
+
+    fn load_tool(&self, session: &str, tool: &str, capacity: usize) -> Result<Vec<String>> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        write!(self, |tx| ops::load_tool(&tx, &session, &tool, capacity)
+            .await)
+    }
+
+    fn loaded_tools(&self, session: &str) -> Result<Vec<String>> {
+        let session = session.to_owned();
+        read!(self, |c| ops::loaded_tools(&c, &session).await)
+    }
+
+    fn touch_tool(&self, session: &str, tool: &str) -> Result<bool> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        write!(self, |tx| ops::touch_tool(&tx, &session, &tool).await)
+    }
+
+    fn unload_tool(&self, session: &str, tool: &str) -> Result<bool> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        write!(self, |tx| {
+            ops::set_remove(&tx, SetTable::Tools, &session, &tool).await
+        })
+    }
+
+    fn open_package(&self, session: &str, package: &str) -> Result<bool> {
+        let (session, package) = (session.to_owned(), package.to_owned());
+        write!(self, |tx| {
+            ops::set_add(&tx, SetTable::Packages, &session, &package, now_ms()).await
+        })
+    }
+
+    fn close_package(&self, session: &str, package: &str) -> Result<bool> {
+        let (session, package) = (session.to_owned(), package.to_owned());
+        write!(self, |tx| {
+            ops::set_remove(&tx, SetTable::Packages, &session, &package).await
+        })
+    }
+
+    fn opened_packages(&self, session: &str) -> Result<Vec<String>> {
+        let session = session.to_owned();
+        read!(self, |c| ops::set_list(&c, SetTable::Packages, &session)
+            .await)
+    }
+
+    fn activate_skill(&self, session: &str, skill: &str) -> Result<bool> {
+        let (session, skill) = (session.to_owned(), skill.to_owned());
+        write!(self, |tx| {
+            ops::set_add(&tx, SetTable::Skills, &session, &skill, now_ms()).await
+        })
+    }
+
+    fn end_skill(&self, session: &str, skill: &str) -> Result<bool> {
+        let (session, skill) = (session.to_owned(), skill.to_owned());
+        write!(self, |tx| {
+            ops::set_remove(&tx, SetTable::Skills, &session, &skill).await
+        })
+    }
+
+    fn end_all_skills(&self, session: &str) -> Result<Vec<String>> {
+        let session = session.to_owned();
+        write!(self, |tx| ops::set_clear(&tx, SetTable::Skills, &session)
+            .await)
+    }
+
+    fn active_skills(&self, session: &str) -> Result<Vec<String>> {
+        let session = session.to_owned();
+        read!(self, |c| ops::set_list(&c, SetTable::Skills, &session)
+            .await)
+    }
+
+    fn presence_stamp(&self, session: &str) -> Result<Option<PresenceStamp>> {
+        let session = session.to_owned();
+        read!(self, |c| ops::presence_stamp(&c, &session).await)
+    }
+
+    fn presence(&self, session: &str) -> Result<SessionPresence> {
+        let session = session.to_owned();
+        snapshot!(self, |tx| {
+            Ok(SessionPresence {
+                opened: ops::set_list(&tx, SetTable::Packages, &session).await?,
+                loaded: ops::loaded_tools(&tx, &session).await?,
+                active_skills: ops::set_list(&tx, SetTable::Skills, &session).await?,
+            })
+        })
+    }
+
+    fn set_consent(
+        &self,
+        session: &str,
+        package: &str,
+        granted: bool,
+        by: &str,
+    ) -> Result<Consent> {
+        let (session, package, by) = (session.to_owned(), package.to_owned(), by.to_owned());
+        write!(self, |tx| {
+            ops::set_consent(&tx, &session, &package, granted, &by, now_ms()).await
+        })
+    }
+
+    fn consent(&self, session: &str, package: &str) -> Result<Option<Consent>> {
+        let (session, package) = (session.to_owned(), package.to_owned());
+        read!(self, |c| ops::consent(&c, &session, &package).await)
+    }
+
+    fn consents(&self, session: &str) -> Result<Vec<Consent>> {
+        let session = session.to_owned();
+        read!(self, |c| ops::consents(&c, &session).await)
+    }
+
+    fn grant_once(&self, session: &str, tool: &str, by: &str) -> Result<OnceApproval> {
+        let (session, tool, by) = (session.to_owned(), tool.to_owned(), by.to_owned());
+        write!(self, |tx| {
+            ops::grant_once(&tx, &session, &tool, &by, now_ms()).await
+        })
+    }
+
+    fn once_approval(&self, session: &str, tool: &str) -> Result<Option<OnceApproval>> {
+        let (session, tool) = (session.to_owned(), tool.to_owned());
+        read!(self, |c| ops::once_approval(&c, &session, &tool).await)
+    }
+
+    fn once_approvals(&self, session: &str) -> Result<Vec<OnceApproval>> {
+        let session = session.to_owned();
+        read!(self, |c| ops::once_approvals(&c, &session).await)
+    }
+
+    fn keep_output(&self, session: &str, call_id: &str, text: &str) -> Result<()> {
+        let (session, call_id, text) = (session.to_owned(), call_id.to_owned(), text.to_owned());
+        write!(self, |tx| {
+            ops::keep_output(&tx, &session, &call_id, &text).await
+        })
+    }
+
+    fn kept_output(&self, session: &str, call_id: &str) -> Result<Option<String>> {
+        let (session, call_id) = (session.to_owned(), call_id.to_owned());
+        read!(self, |c| ops::kept_output(&c, &session, &call_id).await)
+    }
+
+    fn cached_result(&self, key: &str, now: i64) -> Result<Option<Value>> {
+        let key = key.to_owned();
+        read!(self, |c| ops::cached_result(&c, &key, now).await)
+    }
+
+    fn cache_result(&self, key: &str, result: &Value, now: i64, expires_at: i64) -> Result<()> {
+        let (key, result) = (key.to_owned(), encode(result));
+        write!(self, |tx| {
+            ops::cache_result(&tx, &key, &result, now, expires_at).await
+        })
+    }
+
+    fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
+        let card = card.clone();
+        write!(self, |tx| approvals::enqueue_approval(&tx, &card).await)
+    }
+
+    fn approval(&self, id: &str) -> Result<Option<Approval>> {
+        let id = id.to_owned();
+        read!(self, |c| approvals::approval(&c, &id).await)
+    }
+
+    fn pending_approvals(&self, session: Option<&str>) -> Result<Vec<Approval>> {
+        let session = session.map(str::to_owned);
+        read!(self, |c| {
+            approvals::pending_approvals(&c, session.as_deref()).await
+        })
+    }
+
+    fn answer_approval(
+        &self,
+        id: &str,
+        decision: Decision,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Approval> {
+        let (id, by, note) = (id.to_owned(), by.to_owned(), note.map(str::to_owned));
+        let channel = self.channel.clone();
+        let status = match decision {
+            Decision::Approve => ApprovalStatus::Approved,
+            Decision::Deny => ApprovalStatus::Denied,
+        };
+        write!(self, |tx| {
+            approvals::resolve_approval(
+                &tx,
+                &channel,
+                &id,
+                status,
+                Some(&by),
+                note.as_deref(),
+                now_ms(),
+            )
+            .await
+        })
+    }
+
+    fn expire_approval(&self, id: &str) -> Result<Approval> {
+        let (id, channel) = (id.to_owned(), self.channel.clone());
+        write!(self, |tx| {
+            approvals::resolve_approval(
+                &tx,
+                &channel,
+                &id,
+                ApprovalStatus::Expired,
+                None,
+                None,
+                now_ms(),
+            )
+            .await
+        })
+    }
+
+    fn withdraw_orphaned_approvals(&self) -> Result<Vec<Approval>> {
+        let waited = read!(self, |c| approvals::waited_approvals(&c).await)?;
+        let gone: Vec<String> = waited
+            .into_iter()
+            .filter(|a| a.card.waiter.as_deref().is_some_and(gone_here))
+            .map(|a| a.card.id)
+            .collect();
+        if gone.is_empty() {
+            return Ok(Vec::new());
+        }
+        let channel = self.channel.clone();
+        write!(self, |tx| {
+            let mut withdrawn = Vec::new();
+            for id in &gone {
+                let note = Some("the process that asked is gone");
+                let now = now_ms();
+                match approvals::resolve_approval(
+                    &tx,
+                    &channel,
+                    id,
+                    ApprovalStatus::Withdrawn,
+                    None,
+                    note,
+                    now,
+                )
+                .await
+                {
+                    Ok(done) => withdrawn.push(done),
+                    // Answered meanwhile: that answer stands.
+                    Err(StoreError::AlreadyAnswered { .. }) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            Ok(withdrawn)
+        })
+    }
+
+    fn card_for_call(&self, card: &ApprovalCard) -> Result<Option<Approval>> {
+        let card = card.clone();
+        read!(self, |c| approvals::card_for_call(&c, &card).await)
+    }
+
+    fn use_answer(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        write!(self, |tx| approvals::use_answer(&tx, &id, now_ms()).await)
+    }
+
+    fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            let seen = self.notify.generation();
+            let current = self.approval(id)?.ok_or_else(|| StoreError::NotFound {
+                what: "approval",
+                id: id.to_owned(),
+            })?;
+            if current.status != ApprovalStatus::Pending {
+                return Ok(current);
+            }
+            let mut wait = self.poll_interval;
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(current);
+                }
+                wait = wait.min(left);
+            }
+            // An answer written by this process, or notified by another one (`listen`),
+            // wakes the wait at once; the poll covers a notification lost on the way.
+            self.notify.wait_past(seen, wait);
+        }
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
+        let entry = EncodedAudit::new(entry)?;
+        write!(self, |tx| audit::append_audit(&tx, &entry).await)
+    }
+
+    fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
+        let query = query.clone();
+        read!(self, |c| audit::query_audit(&c, &query).await)
+    }
+
+    fn unfinished_calls(&self) -> Result<Vec<AuditRecord>> {
+        read!(self, |c| audit::unfinished_calls(&c).await)
+    }
+}

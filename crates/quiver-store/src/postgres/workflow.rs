@@ -1,0 +1,172 @@
+//! [`WorkflowStore`] on the [`PostgresStore`]: each write one transaction, committed before
+//! the method returns.
+
+use serde_json::Value;
+
+use super::workflow_ops::{self as ops, KeyedTable};
+use super::{PostgresStore, audit, read, snapshot, write};
+use crate::codec::{EncodedAudit, encode};
+use crate::error::Result;
+use crate::types::{AuditEntry, now_ms};
+use crate::workflow::{
+    Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, RunState, Wait, WaitKind,
+    WorkflowStore,
+};
+
+impl WorkflowStore for PostgresStore {
+    fn put_definition(&self, definition: &Definition) -> Result<bool> {
+        let definition = definition.clone();
+        write!(self, |tx| ops::put_definition(&tx, &definition, now_ms())
+            .await)
+    }
+
+    fn definition(&self, digest: &str) -> Result<Option<Definition>> {
+        let digest = digest.to_owned();
+        read!(self, |c| ops::definition(&c, &digest).await)
+    }
+
+    fn create_run(&self, new: &NewRun) -> Result<(Run, bool)> {
+        let new = new.clone();
+        write!(self, |tx| ops::create_run(&tx, &new).await)
+    }
+
+    fn fire_schedule(&self, workflow: &str, fire_at: i64, new: &NewRun) -> Result<(Run, bool)> {
+        let (workflow, key, new) = (workflow.to_owned(), fire_at.to_string(), new.clone());
+        write!(self, |tx| {
+            ops::keyed_start(&tx, KeyedTable::Fires, &workflow, &key, &new).await
+        })
+    }
+
+    fn deliver_webhook(&self, hook: &str, delivery_key: &str, new: &NewRun) -> Result<(Run, bool)> {
+        let (hook, key, new) = (hook.to_owned(), delivery_key.to_owned(), new.clone());
+        write!(self, |tx| {
+            ops::keyed_start(&tx, KeyedTable::Deliveries, &hook, &key, &new).await
+        })
+    }
+
+    fn run(&self, id: &str) -> Result<Option<Run>> {
+        let id = id.to_owned();
+        read!(self, |c| ops::run(&c, &id).await)
+    }
+
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
+        let filter = filter.clone();
+        read!(self, |c| ops::runs(&c, &filter).await)
+    }
+
+    fn run_state(&self, id: &str) -> Result<Option<RunState>> {
+        let id = id.to_owned();
+        snapshot!(self, |tx| {
+            match ops::run(&tx, &id).await? {
+                None => Ok(None),
+                Some(run) => Ok(Some(RunState {
+                    attempts: ops::attempts(&tx, &id).await?,
+                    waits: ops::waits(&tx, &id).await?,
+                    last_event: ops::last_event_id(&tx).await?,
+                    run,
+                })),
+            }
+        })
+    }
+
+    fn attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
+        let run_id = run_id.to_owned();
+        read!(self, |c| ops::attempts(&c, &run_id).await)
+    }
+
+    fn set_attempt_process(
+        &self,
+        run_id: &str,
+        step: i64,
+        attempt: i64,
+        process: Option<&str>,
+    ) -> Result<bool> {
+        let (run_id, process) = (run_id.to_owned(), process.map(str::to_owned));
+        write!(self, |tx| {
+            ops::set_attempt_process(&tx, &run_id, step, attempt, process.as_deref()).await
+        })
+    }
+
+    fn advance(&self, advance: &Advance) -> Result<bool> {
+        let audits = [&advance.call_audit, &advance.audit]
+            .into_iter()
+            .flatten()
+            .map(EncodedAudit::new)
+            .collect::<Result<Vec<_>>>()?;
+        let advance = advance.clone();
+        write!(self, |tx| ops::advance(&tx, &advance, &audits).await)
+    }
+
+    fn append_step_audit(&self, entry: &AuditEntry) -> Result<()> {
+        let entry = EncodedAudit::new(entry)?;
+        write!(self, |tx| audit::append_audit(&tx, &entry)
+            .await
+            .map(|_| ()))
+    }
+
+    fn waits(&self, run_id: &str) -> Result<Vec<Wait>> {
+        let run_id = run_id.to_owned();
+        read!(self, |c| ops::waits(&c, &run_id).await)
+    }
+
+    fn pending_waits(&self, kind: Option<WaitKind>) -> Result<Vec<Wait>> {
+        read!(self, |c| ops::pending_waits(&c, kind).await)
+    }
+
+    fn due_waits(&self, now: i64) -> Result<Vec<Wait>> {
+        read!(self, |c| ops::due_waits(&c, now).await)
+    }
+
+    fn next_wake_at(&self) -> Result<Option<i64>> {
+        read!(self, |c| ops::next_wake_at(&c).await)
+    }
+
+    fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64> {
+        let (name, source, payload) = (name.to_owned(), source.to_owned(), encode(payload));
+        write!(self, |tx| {
+            ops::emit_event(&tx, &name, &source, &payload, now).await
+        })
+    }
+
+    fn events_after(&self, name: &str, after: i64) -> Result<Vec<Event>> {
+        let name = name.to_owned();
+        read!(self, |c| ops::events_after(&c, &name, after).await)
+    }
+
+    fn last_event_id(&self) -> Result<i64> {
+        read!(self, |c| ops::last_event_id(&c).await)
+    }
+
+    fn schedule_fires(&self, workflow: &str) -> Result<Vec<(i64, String)>> {
+        let workflow = workflow.to_owned();
+        read!(self, |c| ops::schedule_fires(&c, &workflow).await)
+    }
+
+    fn last_schedule_fire(&self, workflow: &str) -> Result<Option<i64>> {
+        let workflow = workflow.to_owned();
+        read!(self, |c| ops::last_schedule_fire(&c, &workflow).await)
+    }
+
+    fn events_since(&self, after: i64, limit: usize) -> Result<Vec<Event>> {
+        read!(self, |c| ops::events_since(&c, after, limit).await)
+    }
+
+    fn cursor(&self, name: &str) -> Result<Option<i64>> {
+        let name = name.to_owned();
+        read!(self, |c| ops::cursor(&c, &name).await)
+    }
+
+    fn init_cursor(&self, name: &str, position: i64) -> Result<i64> {
+        let name = name.to_owned();
+        write!(self, |tx| {
+            ops::set_cursor(&tx, &name, position, false, now_ms()).await
+        })
+    }
+
+    fn advance_cursor(&self, name: &str, position: i64) -> Result<i64> {
+        let name = name.to_owned();
+        write!(self, |tx| {
+            ops::set_cursor(&tx, &name, position, true, now_ms()).await
+        })
+    }
+}

@@ -1,0 +1,77 @@
+//! One store conformance suite, run against every backend: each case is written once, as a
+//! function of a [`backend::Fixture`], and runs on a fresh SQLite file (always) and on a fresh
+//! schema of the PostgreSQL database named by `QUIVER_TEST_POSTGRES` (skipped, saying why,
+//! without it; failing instead when `QUIVER_REQUIRE_POSTGRES=1`, as in scripts/test.sh).
+//! `cargo nextest run -p quiver-store -E 'test(/^postgres::/)'` runs one backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod backend;
+mod postgres_only;
+mod race_cases;
+mod sqlite_only;
+mod store_cases;
+mod workflow_cases;
+
+/// One `#[test]` per case and backend, in a module per backend.
+macro_rules! suite {
+    ($($module:ident :: $case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $case() {
+                    crate::backend::run(crate::backend::Backend::Sqlite, crate::$module::$case);
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $case() {
+                    crate::backend::run(crate::backend::Backend::Postgres, crate::$module::$case);
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    store_cases::the_store_is_object_safe_and_shareable,
+    store_cases::sessions,
+    store_cases::idle_sessions_of_one_agent_are_purged_with_what_they_hold,
+    store_cases::session_errors,
+    store_cases::loaded_tools_are_an_lru_set,
+    store_cases::a_shrunk_capacity_evicts_down_to_it_and_sessions_never_share,
+    store_cases::opened_packages_and_active_skills,
+    store_cases::every_presence_change_moves_the_stamp_and_nothing_else_does,
+    store_cases::consents,
+    store_cases::once_approvals_are_keyed_on_session_and_tool,
+    store_cases::once_approvals_of_a_session_are_listed_together,
+    store_cases::kept_outputs_are_per_session_and_bounded,
+    store_cases::the_perception_cache_answers_fresh_results_under_their_own_key_only,
+    store_cases::the_perception_cache_is_bounded_expired_rows_first_then_the_oldest,
+    store_cases::unfinished_calls_are_started_records_without_an_end,
+    store_cases::a_retried_call_finds_its_card_and_uses_the_answer_once,
+    store_cases::approvals_are_answered_exactly_once,
+    store_cases::a_card_whose_waiter_is_gone_is_withdrawn_and_cannot_be_approved,
+    store_cases::racing_answers_resolve_once,
+    store_cases::waiting_for_an_approval,
+    store_cases::audit_records_are_queried_newest_first,
+    store_cases::audit_lists_in_commit_order_when_the_clock_steps_back,
+    store_cases::every_audit_step_round_trips_through_serde_and_the_store,
+    workflow_cases::fifty_threads_with_one_key_make_one_run,
+    workflow_cases::progress_is_conditional_and_late_results_are_discarded,
+    workflow_cases::an_attempts_process_is_recorded_only_while_the_run_runs_it,
+    workflow_cases::a_step_result_its_move_and_its_audit_commit_together,
+    workflow_cases::waits_are_stored_then_resolved_once,
+    workflow_cases::fires_and_deliveries_start_once_across_two_stores,
+    workflow_cases::events_are_read_after_a_point,
+    workflow_cases::the_fan_out_reads_every_event_after_a_point_and_the_last_fire,
+    workflow_cases::cursors_start_once_and_only_move_forward_across_two_stores,
+    workflow_cases::an_ordered_gate_holds_a_run_behind_older_and_begun_runs,
+    workflow_cases::a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept,
+    workflow_cases::a_package_starts_no_run_beyond_its_bound_of_active_runs,
+    race_cases::concurrent_loads_into_one_session_never_pass_the_cap,
+    race_cases::two_answers_to_one_approval_from_two_stores_one_wins,
+    race_cases::a_wait_sees_an_answer_written_by_another_store,
+);
