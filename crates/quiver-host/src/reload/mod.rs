@@ -1,14 +1,14 @@
 //! The catalog reload: one thread rebuilds the catalog and swaps it into the runtime when
 //! - the project or user roots change on disk ([`watch`]: the system's events, or polling,
 //!   gathered through a quiet window): only the packages the changed paths touch are parsed
-//!   again ([`cache`]), and a package whose edit does not load keeps its last good version;
+//!   again (`cache`), and a package whose edit does not load keeps its last good version;
 //! - `quiver reload` asks ([`request`]): every package is parsed again;
 //! - an external MCP server says its tool list changed (`notifications/tools/list_changed`):
 //!   the servers are listed again, at most once a second.
 //!
 //! Turns already running keep the catalog they started with (a turn holds its snapshot); a
 //! rebuild that fails (panics) swaps nothing. One rebuild runs at a time; news arriving during
-//! one asks for one more. After each swap the listeners ([`Reload::on_swap`]) hear of it: the
+//! one asks for one more. After each swap the listeners (`Reload::on_swap`) hear of it: the
 //! MCP front tells its clients when the skills they see changed.
 //!
 //! No cycle: the executor's callback and the watcher hold only the [`Signal`]; the reload

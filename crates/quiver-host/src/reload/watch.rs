@@ -1,5 +1,5 @@
 //! Watching the project and user roots: `notify` (inotify here) through
-//! `notify-debouncer-full`, then our own [`QuietWindow`], then the reload thread's
+//! `notify-debouncer-full`, then our own `QuietWindow`, then the reload thread's
 //! [`Signal`]. When the system's watch limit is hit (inotify's `ENOSPC`) or the native
 //! watcher cannot start, the watcher falls back to polling (`notify::PollWatcher`), which
 //! [`WatchOptions::force_polling`] also chooses.
