@@ -1,0 +1,1 @@
+//! `quiver.lock` and `skills-lock.json`.

@@ -1,0 +1,4 @@
+mod common;
+mod hostile;
+mod install;
+mod pack;
