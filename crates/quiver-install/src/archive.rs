@@ -115,10 +115,32 @@ pub fn unpack(
             "`{missing}` is in the manifest but not in the archive"
         )));
     }
+    drain_end(archive.into_inner())?;
     Ok(Opened {
         manifest,
         signatures,
     })
+}
+
+/// Reads what follows the last entry to the end of the gzip stream, so its checksum is
+/// checked, and refuses anything but the zero blocks that end a tar.
+fn drain_end(mut rest: impl Read) -> Result<(), InstallError> {
+    let mut chunk = [0u8; 4096];
+    let mut total = 0usize;
+    loop {
+        let n = rest.read(&mut chunk).map_err(|e| {
+            InstallError::Archive(format!("the archive is damaged after its last file: {e}"))
+        })?;
+        if n == 0 {
+            return Ok(());
+        }
+        total += n;
+        if chunk[..n].iter().any(|&b| b != 0) || total > 64 * 1024 {
+            return Err(InstallError::Archive(
+                "data follows the archive's last entry".into(),
+            ));
+        }
+    }
 }
 
 /// The limits checked on the manifest before any file is read.

@@ -249,3 +249,27 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<()
     }
     Ok(())
 }
+
+/// Adds `key`'s signature to the `.qpkg` `archive` (checked as any archive is) and returns the
+/// new archive: the same manifest, so the same package digest. A key that signed it already
+/// is not added twice.
+pub fn add_signature(archive: &[u8], key: &SigningKey) -> Result<Packed, InstallError> {
+    let tmp = tempfile::tempdir()?;
+    let opened = crate::archive::unpack(archive, Some(tmp.path()), &Limits::default())?;
+    let mut contents = Vec::new();
+    for entry in &opened.manifest.files {
+        let path = tmp.path().join(&entry.path);
+        contents.push(fs::read(&path).map_err(io(&path))?);
+    }
+    let mut signatures = opened.signatures;
+    let entry = sign(key, &opened.manifest.to_canonical_bytes());
+    signatures.signatures.retain(|s| s.key_id != entry.key_id);
+    signatures.signatures.push(entry);
+    let bytes = write_archive(&opened.manifest, &signatures, &contents, Vec::new())?;
+    Ok(Packed {
+        manifest: opened.manifest,
+        signatures,
+        bytes,
+        diagnostics: Vec::new(),
+    })
+}

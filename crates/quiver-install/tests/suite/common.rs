@@ -107,8 +107,20 @@ impl Raw {
 
 /// A gzip'd tar of `entries`, each header written field by field (no path checks).
 pub fn raw_archive(entries: &[Raw]) -> Vec<u8> {
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut builder = tar::Builder::new(gz);
+    gzip(&raw_tar(entries))
+}
+
+/// `bytes`, gzip'd.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+/// A tar of `entries`, each header written field by field (no path checks).
+pub fn raw_tar(entries: &[Raw]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
     for e in entries {
         let mut header = tar::Header::new_ustar();
         let name = &mut header.as_old_mut().name;
@@ -119,7 +131,7 @@ pub fn raw_archive(entries: &[Raw]) -> Vec<u8> {
         header.set_cksum();
         builder.append(&header, e.data.as_slice()).unwrap();
     }
-    builder.into_inner().unwrap().finish().unwrap()
+    builder.into_inner().unwrap()
 }
 
 /// A manifest of `acme/hostile` listing `files` (path, bytes), as canonical bytes.

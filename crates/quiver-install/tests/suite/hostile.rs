@@ -5,13 +5,16 @@ use quiver_install::archive::unpack;
 use quiver_package::distribution::paths::Limits;
 use tar::EntryType;
 
-use super::common::{Raw, key, manifest_of, meta, raw_archive};
+use super::common::{Raw, gzip, key, manifest_of, meta, raw_archive, raw_tar};
 
 fn refused(entries: Vec<Raw>, limits: Limits, want: &str) {
+    refused_bytes(&raw_archive(&entries), limits, want);
+}
+
+fn refused_bytes(bytes: &[u8], limits: Limits, want: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("dest");
-    let bytes = raw_archive(&entries);
-    let err = unpack(bytes.as_slice(), Some(&dest), &limits).expect_err(want);
+    let err = unpack(bytes, Some(&dest), &limits).expect_err(want);
     assert!(
         err.to_string().contains(want),
         "`{err}` should say `{want}`"
@@ -217,4 +220,19 @@ fn the_archive_must_match_its_manifest_exactly() {
         Limits::default(),
         "must come before",
     );
+}
+
+#[test]
+fn data_after_the_last_entry_or_a_broken_gzip_trailer_is_refused() {
+    let k = key(1);
+    let m = manifest_of(&[("SKILL.md", b"hi")]);
+    let mut entries: Vec<Raw> = meta(&m, &k).into();
+    entries.push(Raw::file("SKILL.md", b"hi"));
+    let mut tar = raw_tar(&entries);
+    tar.extend_from_slice(b"smuggled");
+    refused_bytes(&gzip(&tar), Limits::default(), "data follows");
+    let mut gz = raw_archive(&entries);
+    let n = gz.len();
+    gz[n - 6] ^= 0xff; // the gzip trailer's CRC
+    refused_bytes(&gz, Limits::default(), "damaged");
 }

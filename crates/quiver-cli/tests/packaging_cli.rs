@@ -1,0 +1,196 @@
+//! `quiver keys`, `trust`, `pack`, `sign`, `verify`, `install`, `update`, `rollback`,
+//! `uninstall`: the built binary on a temporary state folder.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_quiver"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("QUIVER_HOME", self.path("home"))
+            .env("HOME", self.dir.path())
+            .env_remove("QUIVER_PATH")
+            .env_remove("QUIVER_CONFIG")
+            .env("NO_COLOR", "1");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn refused(&self, args: &[&str], want: &str) {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{args:?}: `{stderr}` should say `{want}`"
+        );
+    }
+
+    /// A package `id` at `version` with `network` hosts, in a folder of its own.
+    fn package(&self, id: &str, version: &str, network: &str) -> String {
+        let dir = self.path(&format!("src-{id}-{version}")).join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("quiver.yaml"),
+            format!("id: {id}\nversion: {version}\ndescription: A test package\npermissions:\n  network: [{network}]\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {id}\ndescription: Answers questions about {id}. Use when asked.\n---\n\nBody.\n"),
+        )
+        .unwrap();
+        dir.display().to_string()
+    }
+
+    fn listed(&self) -> String {
+        let out = self.run(&["list", "--json"]);
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+fn setup() -> (Env, String) {
+    let env = Env::new();
+    let key = env.ok(&["keys", "new", "acme"]).trim().to_owned();
+    let line = env.ok(&["keys", "export", &key]);
+    std::fs::write(env.path("acme.pub"), line).unwrap();
+    env.ok(&["trust", "add", "acme.pub"]);
+    (env, key)
+}
+
+#[test]
+fn a_signed_package_goes_from_pack_to_the_catalog_and_out_with_its_key() {
+    let (env, key) = setup();
+    let src = env.package("echo", "1.0.0", "");
+    env.ok(&["pack", &src, "--key", &key, "-o", "echo.qpkg"]);
+    assert!(
+        env.ok(&["verify", "echo.qpkg"])
+            .starts_with("ok: acme/echo 1.0.0")
+    );
+    env.refused(&["install", "echo.qpkg"], "not installed");
+    env.ok(&["install", "echo.qpkg", "--yes"]);
+    assert!(env.listed().contains("\"echo\""), "{}", env.listed());
+    assert!(env.ok(&["installed"]).contains("acme/echo\t1.0.0"));
+    // Revoking the only key that signed it takes it out of the catalog.
+    env.ok(&["trust", "revoke", &key]);
+    assert!(!env.listed().contains("\"echo\""), "{}", env.listed());
+    assert!(env.ok(&["installed"]).contains("disabled"));
+    env.refused(&["verify", "echo.qpkg"], "revoked");
+}
+
+#[test]
+fn an_escalating_update_needs_its_own_flag_and_yes_is_not_enough() {
+    let (env, key) = setup();
+    let v1 = env.package("echo", "1.0.0", "");
+    let v2 = env.package("echo", "1.1.0", "api.example.com");
+    env.ok(&["pack", &v1, "--key", &key, "-o", "v1.qpkg"]);
+    env.ok(&["pack", &v2, "--key", &key, "-o", "v2.qpkg"]);
+    env.ok(&["install", "v1.qpkg", "--yes"]);
+    env.refused(
+        &["update", "v2.qpkg", "--yes"],
+        "+ network: api.example.com",
+    );
+    assert!(env.ok(&["installed"]).contains("1.0.0"));
+    env.ok(&["update", "v2.qpkg", "--yes", "--accept-permissions"]);
+    assert!(env.ok(&["installed"]).contains("1.1.0"));
+    env.refused(&["install", "v1.qpkg", "--yes"], "older than the installed");
+    env.ok(&["rollback", "echo"]);
+    assert!(env.ok(&["installed"]).contains("1.0.0"));
+    env.ok(&["uninstall", "echo", "--purge"]);
+    assert_eq!(
+        std::fs::read_dir(env.path("home/store")).unwrap().count(),
+        0
+    );
+}
+
+#[test]
+fn folders_need_allow_unsigned_and_unsigned_packs_are_refused() {
+    let (env, _) = setup();
+    let src = env.package("echo", "1.0.0", "");
+    env.refused(&["install", &src, "--yes"], "--allow-unsigned");
+    env.ok(&["pack", &src, "--publisher", "acme", "-o", "u.qpkg"]);
+    env.refused(&["install", "u.qpkg", "--yes"], "not signed");
+    let out = env.run(&["install", &src, "--yes", "--allow-unsigned"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UNSIGNED"));
+    assert!(env.ok(&["installed"]).contains("local/echo\t1.0.0"));
+    assert!(env.ok(&["installed"]).contains("unsigned"));
+}
+
+#[test]
+fn signing_later_gives_the_same_digest_and_a_tampered_file_is_refused() {
+    let (env, key) = setup();
+    let src = env.package("echo", "1.0.0", "");
+    env.ok(&["pack", &src, "--publisher", "acme", "-o", "e.qpkg"]);
+    env.ok(&["sign", "e.qpkg", "--key", &key]);
+    env.ok(&["pack", &src, "--key", &key, "-o", "direct.qpkg"]);
+    assert_eq!(
+        std::fs::read(env.path("e.qpkg")).unwrap(),
+        std::fs::read(env.path("direct.qpkg")).unwrap()
+    );
+    let mut bytes = std::fs::read(env.path("e.qpkg")).unwrap();
+    let n = bytes.len();
+    bytes[n - 12] ^= 0xff;
+    std::fs::write(env.path("bad.qpkg"), bytes).unwrap();
+    let out = env.run(&["install", "bad.qpkg", "--yes"]);
+    assert!(!out.status.success());
+    assert!(!Path::new(&env.path("home/installed.json")).exists());
+}
+
+#[test]
+fn concurrent_installs_in_separate_processes_all_land() {
+    let (env, key) = setup();
+    let ids: Vec<String> = (0..6).map(|i| format!("pkg{i}")).collect();
+    for id in &ids {
+        let src = env.package(id, "1.0.0", "");
+        env.ok(&["pack", &src, "--key", &key, "-o", &format!("{id}.qpkg")]);
+    }
+    let children: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            env.command(&["install", &format!("{id}.qpkg"), "--yes"])
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let installed = env.ok(&["installed"]);
+    for id in &ids {
+        assert!(
+            installed.contains(&format!("acme/{id}\t")),
+            "{id} lost: {installed}"
+        );
+    }
+}
