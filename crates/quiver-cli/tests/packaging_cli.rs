@@ -101,6 +101,9 @@ fn a_signed_package_goes_from_pack_to_the_catalog_and_out_with_its_key() {
     env.ok(&["install", "echo.qpkg", "--yes"]);
     assert!(env.listed().contains("\"echo\""), "{}", env.listed());
     assert!(env.ok(&["installed"]).contains("acme/echo\t1.0.0"));
+    let shown: serde_json::Value = serde_json::from_str(&env.ok(&["show", "echo"])).unwrap();
+    assert_eq!(shown["can_do"]["installed"]["publisher"], "acme");
+    assert_eq!(shown["can_do"]["installed"]["signed_by"][0], key.as_str());
     // Revoking the only key that signed it takes it out of the catalog.
     env.ok(&["trust", "revoke", &key]);
     assert!(!env.listed().contains("\"echo\""), "{}", env.listed());
@@ -178,6 +181,7 @@ fn concurrent_installs_in_separate_processes_all_land() {
         .iter()
         .map(|id| {
             env.command(&["install", &format!("{id}.qpkg"), "--yes"])
+                .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap()

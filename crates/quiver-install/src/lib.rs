@@ -11,6 +11,7 @@
 //! - [`store`]: the content-addressed, read-only store, the installed list under a file lock,
 //!   install, update, rollback and uninstall.
 //! - [`lockfile`]: `quiver.lock` and `skills-lock.json`.
+//! - [`bench`]: the figures of `quiver bench install`.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), quiver_install::InstallError> {
@@ -30,6 +31,7 @@
 //! ```
 
 pub mod archive;
+pub mod bench;
 mod error;
 pub mod keys;
 pub mod lockfile;

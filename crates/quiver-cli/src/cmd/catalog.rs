@@ -120,7 +120,8 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
 
 /// Runs `quiver show`: exit 1 when nothing has that name.
 pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
-    let catalog = load_for_listing(roots)?;
+    let config = crate::roots::config()?;
+    let catalog = crate::roots::catalog(&config, roots, None)?;
     let name = args.item.as_str();
     let value = if let Some(item) = catalog.item(name).or_else(|| catalog.item_by_wire(name)) {
         let p = &catalog.packages()[item.package].package;
@@ -132,7 +133,8 @@ pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
         .unwrap_or_default();
         json!({"item": item, "definition": detail})
     } else if let Some(cp) = catalog.package(name) {
-        json!({"package": cp.package.id, "name": cp.package.name, "scope": cp.scope, "description": cp.package.description, "version": cp.package.version, "root": cp.package.root, "manifest": cp.package.manifest})
+        let can_do = super::show_package::can_do(&catalog, cp, &config);
+        json!({"package": cp.package.id, "name": cp.package.name, "scope": cp.scope, "description": cp.package.description, "version": cp.package.version, "root": cp.package.root, "manifest": cp.package.manifest, "can_do": can_do})
     } else if let Some(skill) = catalog
         .packages()
         .iter()

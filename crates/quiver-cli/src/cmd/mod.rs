@@ -26,5 +26,6 @@ mod sandbox_bench;
 pub mod sandbox_exec;
 pub mod schedules;
 pub mod serve;
+mod show_package;
 pub mod skill;
 pub mod test;

@@ -1,3 +1,4 @@
+mod bench;
 mod common;
 mod hostile;
 mod install;
