@@ -198,3 +198,128 @@ fn concurrent_installs_in_separate_processes_all_land() {
         );
     }
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A local repository of two plain Agent Skills folders; returns its URL and commit.
+fn skills_repo(env: &Env) -> (String, String) {
+    let repo = env.path("repo");
+    for name in ["alpha", "beta"] {
+        let dir = repo.join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill. Use when asked about {name}.\n---\n\nBody.\n"),
+        )
+        .unwrap();
+    }
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "skills"]);
+    let commit = git(&repo, &["rev-parse", "HEAD"]);
+    (format!("file://{}", repo.display()), commit)
+}
+
+#[test]
+fn a_git_repository_of_skills_installs_one_package_per_skill_at_a_pinned_commit() {
+    let env = Env::new();
+    let (url, commit) = skills_repo(&env);
+    let source = format!("git+{url}@{commit}");
+    env.refused(
+        &[
+            "install",
+            &format!("git+{url}@master"),
+            "--yes",
+            "--allow-unsigned",
+        ],
+        "not a full commit id",
+    );
+    env.refused(&["install", &source, "--yes"], "--allow-unsigned");
+    env.ok(&[
+        "install",
+        &source,
+        "--yes",
+        "--allow-unsigned",
+        "--skill",
+        "beta",
+    ]);
+    let installed = env.ok(&["installed", "--json"]);
+    assert!(
+        installed.contains("\"beta\"") && !installed.contains("\"alpha\""),
+        "{installed}"
+    );
+    assert!(installed.contains(&source), "{installed}");
+    env.ok(&["install", &source, "--yes", "--allow-unsigned"]);
+    assert!(env.ok(&["installed"]).contains("local/alpha"));
+}
+
+#[test]
+fn a_skills_lock_json_is_read_as_sources() {
+    let env = Env::new();
+    let (url, commit) = skills_repo(&env);
+    let local = env.package("mine", "1.0.0", "");
+    let lock = format!(
+        r#"{{"version": 1, "skills": {{
+            "alpha": {{"source": "x/repo", "sourceType": "git", "sourceUrl": "{url}", "ref": "{commit}", "skillPath": "skills/alpha/SKILL.md", "computedHash": "00"}},
+            "mine": {{"source": "{local}", "sourceType": "local", "computedHash": "00"}}
+        }}}}"#
+    );
+    std::fs::write(env.path("skills-lock.json"), lock).unwrap();
+    env.ok(&["install", "skills-lock.json", "--yes", "--allow-unsigned"]);
+    let installed = env.ok(&["installed"]);
+    assert!(
+        installed.contains("local/alpha") && installed.contains("local/mine"),
+        "{installed}"
+    );
+    assert!(!installed.contains("beta"), "{installed}");
+}
+
+#[test]
+fn install_locked_refuses_anything_the_lock_file_does_not_record() {
+    let (env, key) = setup();
+    env.ok(&[
+        "pack",
+        &env.package("echo", "1.0.0", ""),
+        "--key",
+        &key,
+        "-o",
+        "v1.qpkg",
+    ]);
+    env.ok(&[
+        "pack",
+        &env.package("echo", "1.1.0", ""),
+        "--key",
+        &key,
+        "-o",
+        "v2.qpkg",
+    ]);
+    env.refused(
+        &["install", "v1.qpkg", "--yes", "--locked"],
+        "needs the lock file",
+    );
+    std::fs::write(env.path("quiver.lock"), r#"{"version": 1, "packages": {}}"#).unwrap();
+    env.ok(&["install", "v1.qpkg", "--yes"]);
+    let lock = std::fs::read_to_string(env.path("quiver.lock")).unwrap();
+    assert!(lock.contains("\"1.0.0\""), "{lock}");
+    env.refused(
+        &["install", "v2.qpkg", "--yes", "--locked"],
+        "the lock file says version `1.0.0`",
+    );
+    assert!(env.ok(&["installed"]).contains("1.0.0"));
+    env.ok(&["uninstall", "echo"]);
+    env.ok(&["install", "v1.qpkg", "--yes", "--locked"]);
+}

@@ -10,6 +10,7 @@
 //! - [`keys`] and [`trust`]: the user's signing keys and the publisher keys they trust.
 //! - [`store`]: the content-addressed, read-only store, the installed list under a file lock,
 //!   install, update, rollback and uninstall.
+//! - [`git`]: package folders from a git repository at a pinned commit.
 //! - [`lockfile`]: `quiver.lock` and `skills-lock.json`.
 //! - [`bench`]: the figures of `quiver bench install`.
 //!
@@ -33,6 +34,7 @@
 pub mod archive;
 pub mod bench;
 mod error;
+pub mod git;
 pub mod keys;
 pub mod lockfile;
 pub mod pack;

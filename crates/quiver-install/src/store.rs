@@ -226,8 +226,8 @@ impl Store {
     }
 
     /// Copies the package folder `src` into a staging folder, unsigned (publisher `local`),
-    /// loads and checks it.
-    pub fn stage_folder(&self, src: &Path) -> Result<Staged, InstallError> {
+    /// loads and checks it; `source` says where it came from (default: the folder).
+    pub fn stage_folder(&self, src: &Path, source: Option<&str>) -> Result<Staged, InstallError> {
         let folder = crate::pack::read_folder(src, "local", None)?;
         let dir = self.staging()?;
         let unpacked = dir.join("package");
@@ -250,14 +250,14 @@ impl Store {
             let _ = remove_tree(&dir);
             return Err(e);
         }
-        let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_owned());
-        self.finish_staging(
-            dir,
-            unpacked,
-            folder.manifest,
-            Vec::new(),
-            &source.display().to_string(),
-        )
+        let source = match source {
+            Some(s) => s.to_owned(),
+            None => fs::canonicalize(src)
+                .unwrap_or_else(|_| src.to_owned())
+                .display()
+                .to_string(),
+        };
+        self.finish_staging(dir, unpacked, folder.manifest, Vec::new(), &source)
     }
 
     /// Names the unpacked folder by the package id, loads and checks it.

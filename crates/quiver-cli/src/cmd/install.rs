@@ -6,11 +6,12 @@
 //! `y` typed at a terminal to that question itself).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use quiver_install::InstallError;
-use quiver_install::store::{CommitOptions, Committed, Staged, Store};
+use quiver_install::lockfile::{LockFile, read_skills_lock};
+use quiver_install::store::{CommitOptions, Committed, Record, Staged, Store};
 use quiver_install::trust::TrustStore;
 use quiver_package::distribution::permission_diff::{PermissionChange, escalates};
 use quiver_package::tool::Risk;
@@ -19,8 +20,20 @@ use serde_json::json;
 /// Arguments of `quiver install` and `quiver update`.
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
-    /// A `.qpkg` file, or a package folder (with `--allow-unsigned`).
-    pub source: PathBuf,
+    /// A `.qpkg` file; a package folder (with `--allow-unsigned`); `git+URL@COMMIT` (a full
+    /// commit id; with `--allow-unsigned`); or a `skills-lock.json` (its sources, each as one
+    /// of these).
+    pub source: String,
+    /// From a git repository of several packages, only these (repeatable; default: all).
+    #[arg(long = "skill", value_name = "NAME")]
+    pub skills: Vec<String>,
+    /// Refuse any package that is not exactly as `quiver.lock` records it.
+    #[arg(long)]
+    pub locked: bool,
+    /// The lock file (default `quiver.lock` in the current folder). Updated after each install
+    /// when it exists.
+    #[arg(long, value_name = "PATH", default_value = "quiver.lock")]
+    pub lockfile: PathBuf,
     /// Install a folder as it is, unsigned (marked unsigned everywhere).
     #[arg(long)]
     pub allow_unsigned: bool,
@@ -98,28 +111,80 @@ pub fn install_failure(e: InstallError, json: bool) -> miette::Result<ExitCode> 
     }
 }
 
-/// Runs `quiver install` (`update`: the package must be installed already).
+/// Runs `quiver install` (`update`: the package must be installed already): every package
+/// the source names, one after another; exit 1 at the first one refused.
 pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
     let state = state()?;
     let trust = TrustStore::load(&state).map_err(|e| miette::miette!("{e}"))?;
     let store = Store::new(&state);
-    let staged = match stage(&store, &trust, &args) {
-        Ok(s) => s,
-        Err(e) => return install_failure(e, args.json),
-    };
-    let pending = store
-        .pending_changes(&staged)
-        .map_err(|e| miette::miette!("{e}"))?;
-    if update && pending.is_none() {
+    let lock = LockFile::read(&args.lockfile).map_err(|e| miette::miette!("{e}"))?;
+    if args.locked && lock.is_none() {
         return install_failure(
             InstallError::Refused(format!(
-                "`{}` is not installed; use `quiver install`",
-                staged.record.id
+                "`--locked` needs the lock file `{}`",
+                args.lockfile.display()
             )),
             args.json,
         );
     }
-    describe(&staged, &trust);
+    let scratch = tempfile::tempdir().map_err(|e| miette::miette!("{e}"))?;
+    let sources = match sources(&args, scratch.path()) {
+        Ok(s) => s,
+        Err(e) => return install_failure(e, args.json),
+    };
+    let mut lock = lock.unwrap_or_default();
+    let mut results = Vec::new();
+    for source in sources {
+        let staged = match stage(&store, &trust, &args, &source) {
+            Ok(s) => s,
+            Err(e) => return install_failure(e, args.json),
+        };
+        if args.locked
+            && let Err(e) = lock.check(&staged.record)
+        {
+            return install_failure(e, args.json);
+        }
+        match commit_one(&store, &trust, staged, &args, update)? {
+            Ok(result) => {
+                lock.record(&result.1);
+                results.push(result);
+            }
+            Err(code) => return Ok(code),
+        }
+    }
+    if args.lockfile.exists() && !args.locked {
+        lock.write(&args.lockfile)
+            .map_err(|e| miette::miette!("{e}"))?;
+    }
+    if args.json {
+        let v: Vec<_> = results
+            .iter()
+            .map(|(said, r)| json!({"outcome": said, "record": r}))
+            .collect();
+        crate::out(&json!({"ok": true, "installed": v}).to_string());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows one staged package, asks, commits it; `Err(code)` when it was not installed.
+fn commit_one(
+    store: &Store,
+    trust: &TrustStore,
+    staged: Staged,
+    args: &InstallArgs,
+    update: bool,
+) -> miette::Result<Result<(&'static str, Record), ExitCode>> {
+    let pending = store
+        .pending_changes(&staged)
+        .map_err(|e| miette::miette!("{e}"))?;
+    if update && pending.is_none() {
+        let e = InstallError::Refused(format!(
+            "`{}` is not installed; use `quiver install`",
+            staged.record.id
+        ));
+        return install_failure(e, args.json).map(Err);
+    }
+    describe(&staged, trust);
     let mut accept_permissions = args.accept_permissions;
     if let Some((old, changes)) = &pending {
         crate::err(&format!("update from {} ({})", old.version, old.digest));
@@ -131,7 +196,7 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
     let yes = args.yes || (interactive() && ask("install?"));
     if !yes {
         crate::err("not installed\n\nhint: pass `--yes` to install without the question");
-        return Ok(ExitCode::FAILURE);
+        return Ok(Err(ExitCode::FAILURE));
     }
     let options = CommitOptions {
         accept_permissions,
@@ -141,35 +206,117 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
     let record = staged.record.clone();
     let outcome = match store.commit(staged, &options) {
         Ok(o) => o,
-        Err(e) => return install_failure(e, args.json),
+        Err(e) => return install_failure(e, args.json).map(Err),
     };
     let said = match &outcome {
         Committed::New => "installed",
         Committed::Updated { .. } => "updated",
         Committed::Unchanged => "already installed",
     };
-    if args.json {
-        crate::out(&json!({"ok": true, "outcome": said, "record": record}).to_string());
-    } else {
+    if !args.json {
         crate::out(&format!(
             "{said} {} {} ({})",
             record.id, record.version, record.digest
         ));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Ok((said, record)))
 }
 
-fn stage(store: &Store, trust: &TrustStore, args: &InstallArgs) -> Result<Staged, InstallError> {
-    if args.source.is_dir() {
-        if !args.allow_unsigned {
+/// One package to stage: an archive, or a folder with the source to record.
+enum Source {
+    Archive(PathBuf),
+    Folder(PathBuf, Option<String>),
+}
+
+/// The packages `args.source` names; git repositories are cloned under `scratch`.
+fn sources(args: &InstallArgs, scratch: &Path) -> Result<Vec<Source>, InstallError> {
+    let text = args.source.as_str();
+    if let Some(rest) = text.strip_prefix("git+") {
+        let (url, commit) = rest
+            .rsplit_once('@')
+            .ok_or_else(|| InstallError::Refused("a git source is `git+URL@COMMIT`".to_owned()))?;
+        return git_sources(url, commit, &args.skills, scratch, 0);
+    }
+    let path = PathBuf::from(text);
+    if path.is_file() && text.ends_with("skills-lock.json") {
+        let bytes = std::fs::read(&path).map_err(|e| InstallError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut out = Vec::new();
+        for (i, s) in read_skills_lock(&bytes)?.into_iter().enumerate() {
+            if s.source_type == "local" {
+                out.push(Source::Folder(base.join(&s.source), None));
+                continue;
+            }
+            let commit = s.reference.clone().unwrap_or_default();
+            let wanted = vec![s.skill_dir.clone().map_or(s.name.clone(), |d| {
+                d.rsplit('/').next().unwrap_or(&d).to_owned()
+            })];
+            out.extend(git_sources(&s.source, &commit, &wanted, scratch, i + 1)?);
+        }
+        return Ok(out);
+    }
+    if path.is_dir() {
+        return Ok(vec![Source::Folder(path, None)]);
+    }
+    Ok(vec![Source::Archive(path)])
+}
+
+fn git_sources(
+    url: &str,
+    commit: &str,
+    wanted: &[String],
+    scratch: &Path,
+    n: usize,
+) -> Result<Vec<Source>, InstallError> {
+    let repo = scratch.join(format!("repo-{n}"));
+    quiver_install::git::checkout(url, commit, &repo)?;
+    let mut folders = quiver_install::git::package_folders(&repo);
+    if !wanted.is_empty() {
+        folders.retain(|f| {
+            f.file_name()
+                .is_some_and(|n| wanted.iter().any(|w| n == w.as_str()))
+        });
+        if folders.len() < wanted.len() {
             return Err(InstallError::Refused(format!(
-                "`{}` is a folder: nothing vouches for it; pass `--allow-unsigned` to install it unsigned, or install a signed `.qpkg`",
-                args.source.display()
+                "`{url}` at {commit} does not hold every package named ({})",
+                wanted.join(", ")
             )));
         }
-        store.stage_folder(&args.source)
-    } else {
-        store.stage_archive(&args.source, trust)
+    }
+    if folders.is_empty() {
+        return Err(InstallError::Refused(format!(
+            "`{url}` at {commit} holds no package"
+        )));
+    }
+    let source = format!("git+{url}@{commit}");
+    Ok(folders
+        .into_iter()
+        .map(|f| Source::Folder(f, Some(source.clone())))
+        .collect())
+}
+
+fn stage(
+    store: &Store,
+    trust: &TrustStore,
+    args: &InstallArgs,
+    source: &Source,
+) -> Result<Staged, InstallError> {
+    match source {
+        Source::Folder(dir, recorded) => {
+            if !args.allow_unsigned {
+                return Err(InstallError::Refused(format!(
+                    "`{}` is a folder or a git source: nothing vouches for it; pass `--allow-unsigned` to install it unsigned, or install a signed `.qpkg`",
+                    recorded
+                        .as_deref()
+                        .map_or_else(|| dir.display().to_string(), str::to_owned)
+                )));
+            }
+            store.stage_folder(dir, recorded.as_deref())
+        }
+        Source::Archive(path) => store.stage_archive(path, trust),
     }
 }
 
