@@ -104,6 +104,9 @@ enum Command {
     Rollback(cmd::install::RollbackArgs),
     /// List the installed packages with their digests and standing.
     Installed(cmd::install::InstalledArgs),
+    /// Build a package index folder with a signed snapshot.
+    #[command(subcommand)]
+    Index(cmd::index::IndexCommand),
     /// Make, list and export signing keys.
     #[command(subcommand)]
     Keys(cmd::keys::KeysCommand),
@@ -162,6 +165,7 @@ pub fn main() -> ExitCode {
         Command::Rollback(args) => cmd::install::rollback(args),
         Command::Installed(args) => cmd::install::installed(args),
         Command::Keys(command) => cmd::keys::keys(command),
+        Command::Index(command) => cmd::index::run(command),
         Command::Trust(command) => cmd::keys::trust(command),
         Command::Completions(args) => {
             cmd::completions::run(<Cli as clap::CommandFactory>::command(), args)

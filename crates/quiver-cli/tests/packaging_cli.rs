@@ -323,3 +323,36 @@ fn install_locked_refuses_anything_the_lock_file_does_not_record() {
     env.ok(&["uninstall", "echo"]);
     env.ok(&["install", "v1.qpkg", "--yes", "--locked"]);
 }
+
+#[test]
+fn an_index_installs_by_name_and_warns_of_look_alike_ids() {
+    let (env, key) = setup();
+    std::fs::create_dir_all(env.path("idx")).unwrap();
+    env.ok(&[
+        "pack",
+        &env.package("echo", "1.0.0", ""),
+        "--key",
+        &key,
+        "-o",
+        "idx/echo.qpkg",
+    ]);
+    let index_key = env.ok(&["keys", "new", "myindex"]).trim().to_owned();
+    env.ok(&["index", "build", "idx", "--key", &index_key]);
+    env.refused(
+        &["install", "acme/echo@1.0.0", "--index", "idx", "--yes"],
+        "trusted for indexes",
+    );
+    let line = env.ok(&["keys", "export", &index_key]);
+    std::fs::write(env.path("index.pub"), line).unwrap();
+    env.ok(&["trust", "add", "index.pub", "--scope", "@index"]);
+    env.ok(&["install", "acme/echo@1.0.0", "--index", "idx", "--yes"]);
+    assert!(env.ok(&["installed"]).contains("acme/echo\t1.0.0"));
+    // Another publisher's look-alike id is installed with a warning.
+    let out = env.run(&[
+        "install",
+        &env.package("ech0", "1.0.0", ""),
+        "--allow-unsigned",
+        "--yes",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("looks like the installed `acme/echo`"));
+}

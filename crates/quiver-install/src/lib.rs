@@ -11,6 +11,7 @@
 //! - [`store`]: the content-addressed, read-only store, the installed list under a file lock,
 //!   install, update, rollback and uninstall.
 //! - [`git`]: package folders from a git repository at a pinned commit.
+//! - [`index`]: building and reading a package index folder with a signed snapshot.
 //! - [`lockfile`]: `quiver.lock` and `skills-lock.json`.
 //! - [`bench`]: the figures of `quiver bench install`.
 //!
@@ -35,6 +36,7 @@ pub mod archive;
 pub mod bench;
 mod error;
 pub mod git;
+pub mod index;
 pub mod keys;
 pub mod lockfile;
 pub mod pack;

@@ -54,7 +54,8 @@ impl TrustStore {
         write_atomically(&self.path, &bytes)
     }
 
-    /// Trusts `key` of `publisher` for `scopes` (default `<publisher>/*`), active; a key
+    /// Trusts `key` of `publisher` for `scopes` (default `<publisher>/*`; `@index` lets it sign
+    /// index snapshots), active; a key
     /// already present gets the new scopes and becomes active again unless it was revoked
     /// (a revoked key stays revoked).
     pub fn add(
@@ -69,6 +70,9 @@ impl TrustStore {
             scopes
         };
         for scope in &scopes {
+            if scope == quiver_package::distribution::index::INDEX_SCOPE {
+                continue;
+            }
             let (p, rest) = scope.split_once('/').unwrap_or((scope, ""));
             if p != publisher || rest.is_empty() {
                 return Err(InstallError::Refused(format!(

@@ -24,6 +24,9 @@ pub struct InstallArgs {
     /// commit id; with `--allow-unsigned`); or a `skills-lock.json` (its sources, each as one
     /// of these).
     pub source: String,
+    /// Read SOURCE as `publisher/id[@version]` in this index folder (`quiver index build`).
+    #[arg(long, value_name = "DIR")]
+    pub index: Option<PathBuf>,
     /// From a git repository of several packages, only these (repeatable; default: all).
     #[arg(long = "skill", value_name = "NAME")]
     pub skills: Vec<String>,
@@ -128,7 +131,7 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
         );
     }
     let scratch = tempfile::tempdir().map_err(|e| miette::miette!("{e}"))?;
-    let sources = match sources(&args, scratch.path()) {
+    let sources = match sources(&args, scratch.path(), &trust, &state) {
         Ok(s) => s,
         Err(e) => return install_failure(e, args.json),
     };
@@ -222,15 +225,26 @@ fn commit_one(
     Ok(Ok((said, record)))
 }
 
-/// One package to stage: an archive, or a folder with the source to record.
+/// One package to stage: an archive, one found in an index, or a folder with the source to
+/// record.
 enum Source {
     Archive(PathBuf),
+    Indexed(Box<quiver_install::index::Resolved>),
     Folder(PathBuf, Option<String>),
 }
 
 /// The packages `args.source` names; git repositories are cloned under `scratch`.
-fn sources(args: &InstallArgs, scratch: &Path) -> Result<Vec<Source>, InstallError> {
+fn sources(
+    args: &InstallArgs,
+    scratch: &Path,
+    trust: &TrustStore,
+    state: &Path,
+) -> Result<Vec<Source>, InstallError> {
     let text = args.source.as_str();
+    if let Some(index) = &args.index {
+        let resolved = quiver_install::index::resolve(index, text, trust, state)?;
+        return Ok(vec![Source::Indexed(Box::new(resolved))]);
+    }
     if let Some(rest) = text.strip_prefix("git+") {
         let (url, commit) = rest
             .rsplit_once('@')
@@ -317,6 +331,7 @@ fn stage(
             store.stage_folder(dir, recorded.as_deref())
         }
         Source::Archive(path) => store.stage_archive(path, trust),
+        Source::Indexed(resolved) => quiver_install::index::stage(store, resolved, trust),
     }
 }
 
@@ -324,6 +339,7 @@ fn stage(
 fn describe(staged: &Staged, trust: &TrustStore) {
     let r = &staged.record;
     let p = &staged.package;
+    warn_confusable(staged);
     let mut lines = vec![format!(
         "{}/{} {}: {}",
         r.publisher,
@@ -372,6 +388,28 @@ fn describe(staged: &Staged, trust: &TrustStore) {
     crate::err(&lines.join("\n"));
     let base = std::env::current_dir().unwrap_or_default();
     crate::diagnostics::emit(&staged.diagnostics, false, &base);
+}
+
+/// Warns when the package's id looks like an installed package's of another publisher.
+fn warn_confusable(staged: &Staged) {
+    let Ok(state) = state() else {
+        return;
+    };
+    let Ok(installed) = Store::new(&state).installed() else {
+        return;
+    };
+    let r = &staged.record;
+    for v in installed.packages.values() {
+        let other = &v.current;
+        if other.publisher != r.publisher
+            && quiver_package::distribution::index::confusable(&other.id, &r.id)
+        {
+            crate::err(&format!(
+                "warning: `{}/{}` looks like the installed `{}/{}` of another publisher; check that it is the one you meant",
+                r.publisher, r.id, other.publisher, other.id
+            ));
+        }
+    }
 }
 
 fn list_or_none(items: &[&str]) -> String {

@@ -9,6 +9,7 @@ pub mod completions;
 pub mod cost;
 pub mod eval;
 pub mod events;
+pub mod index;
 pub mod init;
 pub mod install;
 pub mod keys;

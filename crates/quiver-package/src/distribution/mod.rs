@@ -5,6 +5,7 @@
 //! (`quiver-install` does the I/O).
 
 pub mod canonical;
+pub mod index;
 pub mod manifest;
 pub mod paths;
 pub mod permission_diff;

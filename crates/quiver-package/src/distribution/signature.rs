@@ -77,7 +77,12 @@ pub struct SignatureEntry {
 
 /// Signs a manifest's canonical bytes.
 pub fn sign(key: &SigningKey, manifest_bytes: &[u8]) -> SignatureEntry {
-    let signature = key.sign(&signed_message(manifest_bytes));
+    sign_bytes(key, &signed_message(manifest_bytes))
+}
+
+/// Signs `message` as it is (its domain prefix already in it).
+pub(crate) fn sign_bytes(key: &SigningKey, message: &[u8]) -> SignatureEntry {
+    let signature = key.sign(message);
     SignatureEntry {
         key_id: key_id(&key.verifying_key()),
         signature: B64.encode(signature.to_bytes()),
