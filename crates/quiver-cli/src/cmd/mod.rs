@@ -12,6 +12,7 @@ pub mod events;
 pub mod index;
 pub mod init;
 pub mod install;
+mod install_sources;
 pub mod keys;
 pub mod lint;
 pub mod mcp_bench;
