@@ -101,6 +101,10 @@ fn a_signed_package_goes_from_pack_to_the_catalog_and_out_with_its_key() {
     env.ok(&["install", "echo.qpkg", "--yes"]);
     assert!(env.listed().contains("\"echo\""), "{}", env.listed());
     assert!(env.ok(&["installed"]).contains("acme/echo\t1.0.0"));
+    // `quiver serve` serves what is installed (not the bundled examples).
+    let served = env.run(&["serve", "--stdio"]);
+    let said = String::from_utf8_lossy(&served.stderr);
+    assert!(said.contains("packages: 1 package;"), "{said}");
     let shown: serde_json::Value = serde_json::from_str(&env.ok(&["show", "echo"])).unwrap();
     assert_eq!(shown["can_do"]["installed"]["publisher"], "acme");
     assert_eq!(shown["can_do"]["installed"]["signed_by"][0], key.as_str());

@@ -94,6 +94,9 @@ pub fn new_key(state: &Path, publisher: &str) -> Result<KeyFile, InstallError> {
     };
     let dir = keys_dir(state);
     fs::create_dir_all(&dir).map_err(io(&dir))?;
+    // Only the owner lists the keys folder.
+    let private = <fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+    fs::set_permissions(&dir, private).map_err(io(&dir))?;
     let path = dir.join(format!("{}.json", file.key_id));
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);

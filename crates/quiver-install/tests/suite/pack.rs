@@ -98,3 +98,35 @@ fn a_link_in_the_folder_refuses_the_pack() {
     let err = quiver_install::pack::pack_dir(&dir, &Default::default()).unwrap_err();
     assert!(err.to_string().contains("link"), "{err}");
 }
+
+#[test]
+fn a_new_key_is_private_and_signs_what_the_trust_store_accepts() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let key = quiver_install::keys::new_key(tmp.path(), "acme").unwrap();
+    let file = tmp.path().join(format!("keys/{}.json", key.key_id));
+    assert_eq!(
+        fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        fs::metadata(tmp.path().join("keys"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
+    let (publisher, public) = quiver_install::keys::parse_export_line(&key.export_line()).unwrap();
+    assert_eq!(
+        (publisher.as_str(), public),
+        ("acme", key.verifying_key().unwrap())
+    );
+    assert_eq!(
+        quiver_install::keys::find_key(tmp.path(), "acme")
+            .unwrap()
+            .key_id,
+        key.key_id
+    );
+    assert!(quiver_install::keys::parse_export_line("quiver-key v1 Acme AAAA").is_err());
+}
