@@ -151,6 +151,7 @@ fn folders_need_allow_unsigned_and_unsigned_packs_are_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("UNSIGNED"));
     assert!(env.ok(&["installed"]).contains("local/echo\t1.0.0"));
     assert!(env.ok(&["installed"]).contains("unsigned"));
+    assert!(env.ok(&["list"]).contains("echo  installed [unsigned]"));
 }
 
 #[test]
@@ -324,8 +325,11 @@ fn install_locked_refuses_anything_the_lock_file_does_not_record() {
         "the lock file says version `1.0.0`",
     );
     assert!(env.ok(&["installed"]).contains("1.0.0"));
-    env.ok(&["uninstall", "echo"]);
+    env.ok(&["uninstall", "echo", "--lockfile", "other.lock"]);
     env.ok(&["install", "v1.qpkg", "--yes", "--locked"]);
+    env.ok(&["uninstall", "echo"]);
+    let lock = std::fs::read_to_string(env.path("quiver.lock")).unwrap();
+    assert!(!lock.contains("echo"), "{lock}");
 }
 
 #[test]

@@ -63,8 +63,10 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
             .filter(|s| args.all || !s.meta.disable_model_invocation)
             .map(|s| json!({"id": s.id, "name": s.name, "description": s.description}))
             .collect();
+        // A package installed from a folder or a git source says so wherever it is listed.
+        let unsigned = super::show_package::installed(p)["unsigned"] == true;
         rows.push(json!({
-            "id": p.id, "name": p.name, "version": p.version, "scope": cp.scope, "shadowed": cp.shadowed,
+            "id": p.id, "name": p.name, "version": p.version, "scope": cp.scope, "shadowed": cp.shadowed, "unsigned": unsigned,
             "description": p.description, "root": p.root, "items": items, "skills": skills,
         }));
     }
@@ -88,11 +90,17 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
         } else {
             ""
         };
+        let unsigned = if row["unsigned"] == true {
+            " [unsigned]"
+        } else {
+            ""
+        };
         text.push_str(&format!(
-            "{}  {}{}  {}\n",
+            "{}  {}{}{}  {}\n",
             shown(&row["id"]),
             shown(&row["scope"]),
             shadow,
+            unsigned,
             shown(&row["description"])
         ));
         for item in row["items"].as_array().into_iter().flatten() {

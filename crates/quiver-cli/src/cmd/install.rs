@@ -64,6 +64,9 @@ pub struct UninstallArgs {
     /// Also delete its versions from the store (and any store folder nothing names).
     #[arg(long)]
     pub purge: bool,
+    /// The lock file the package is taken out of, when it exists.
+    #[arg(long, value_name = "PATH", default_value = "quiver.lock")]
+    pub lockfile: PathBuf,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -344,17 +347,22 @@ fn ask(question: &str) -> bool {
 /// Runs `quiver uninstall`.
 pub fn uninstall(args: UninstallArgs) -> miette::Result<ExitCode> {
     let store = Store::new(&state()?);
-    match store.uninstall(&args.id, args.purge) {
-        Ok(v) => {
-            done(
-                args.json,
-                &format!("uninstalled {} {}", v.current.id, v.current.version),
-                json!({"ok": true, "removed": v.current}),
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => install_failure(e, args.json),
+    let v = match store.uninstall(&args.id, args.purge) {
+        Ok(v) => v,
+        Err(e) => return install_failure(e, args.json),
+    };
+    if let Some(mut lock) = LockFile::read(&args.lockfile).map_err(|e| miette::miette!("{e}"))?
+        && lock.packages.remove(&args.id).is_some()
+    {
+        lock.write(&args.lockfile)
+            .map_err(|e| miette::miette!("{e}"))?;
     }
+    done(
+        args.json,
+        &format!("uninstalled {} {}", v.current.id, v.current.version),
+        json!({"ok": true, "removed": v.current}),
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `quiver rollback`.

@@ -63,7 +63,7 @@ pub fn can_do(catalog: &Catalog, cp: &CatalogPackage, config: &Config) -> Value 
 }
 
 /// The installed record of the package whose folder is `p.root`, when it lies in the store.
-fn installed(p: &quiver_package::Package) -> Value {
+pub(super) fn installed(p: &quiver_package::Package) -> Value {
     let Some(state) = quiver_host::paths::state_dir() else {
         return Value::Null;
     };
