@@ -26,9 +26,10 @@ pub struct InstallArgs {
     /// commit id; with `--allow-unsigned`); or a `skills-lock.json` (its sources, each as one
     /// of these).
     pub source: String,
-    /// Read SOURCE as `publisher/id[@version]` in this index folder (`quiver index build`).
-    #[arg(long, value_name = "DIR")]
-    pub index: Option<PathBuf>,
+    /// Read SOURCE as `publisher/id[@version]` in this index: a folder `quiver index build`
+    /// made, or the URL of a site serving one (`https://example.com/index`).
+    #[arg(long, value_name = "DIR|URL")]
+    pub index: Option<String>,
     /// From a git repository of several packages, only these (repeatable; default: all).
     #[arg(long = "skill", value_name = "NAME")]
     pub skills: Vec<String>,

@@ -27,7 +27,8 @@ pub(super) fn sources(
 ) -> Result<Vec<Source>, InstallError> {
     let text = args.source.as_str();
     if let Some(index) = &args.index {
-        let resolved = quiver_install::index::resolve(index, text, trust, state)?;
+        let location = quiver_install::index::IndexLocation::parse(index);
+        let resolved = quiver_install::index::resolve(&location, text, trust, state, scratch)?;
         return Ok(vec![Source::Indexed(Box::new(resolved))]);
     }
     if let Some(rest) = text.strip_prefix("git+") {

@@ -2,7 +2,7 @@
 //! [`quiver_package::distribution::index`]'s). `build` reads every `.qpkg` under the folder
 //! (each checked as an archive), writes `index/<publisher>/<id>.json` and a signed
 //! `snapshot.json` with the next sequence number; `resolve` finds `publisher/id[@version]` in
-//! an index after checking its snapshot, remembering the highest sequence seen per index in
+//! an index (a folder or an HTTP site: [`IndexLocation`]) after checking its snapshot, remembering the highest sequence seen per index in
 //! `<state>/index-seen.json`.
 
 use std::collections::BTreeMap;
@@ -15,12 +15,16 @@ use quiver_package::digest::sha256_digest;
 use quiver_package::distribution::index::{
     IndexLine, SignedSnapshot, Snapshot, check_snapshot, confusable, sign_snapshot,
 };
-use quiver_package::distribution::paths::{Limits, check_entry_path};
+use quiver_package::distribution::paths::Limits;
 
 use crate::InstallError;
 use crate::error::io;
 use crate::store::{Staged, Store, write_atomically};
 use crate::trust::TrustStore;
+
+mod location;
+
+pub use location::IndexLocation;
 
 /// What `build` wrote.
 #[derive(Debug, Clone)]
@@ -107,14 +111,18 @@ pub struct Resolved {
     pub archive: PathBuf,
 }
 
+/// Most bytes of `snapshot.json` or an index file.
+const MAX_INDEX_FILE: u64 = 8 * 1024 * 1024;
+
 /// Finds `spec` (`publisher/id` or `publisher/id@version`; the highest version without one) in
-/// the index folder `dir`, after checking its snapshot against `trust` and the sequence last
-/// seen in `state`.
+/// the index at `location`, after checking its snapshot against `trust` and the sequence last
+/// seen in `state`; an archive on a site is downloaded into `scratch`.
 pub fn resolve(
-    dir: &Path,
+    location: &IndexLocation,
     spec: &str,
     trust: &TrustStore,
     state: &Path,
+    scratch: &Path,
 ) -> Result<Resolved, InstallError> {
     let (name, version) = match spec.split_once('@') {
         Some((n, v)) => (
@@ -129,11 +137,12 @@ pub fn resolve(
     let (publisher, id) = name.split_once('/').ok_or_else(|| {
         InstallError::Refused(format!("`{spec}` is not `publisher/id[@version]`"))
     })?;
-    let signed = read_snapshot(dir)?;
-    let key = fs::canonicalize(dir)
-        .unwrap_or_else(|_| dir.to_owned())
-        .display()
-        .to_string();
+    let snapshot = location
+        .read("snapshot.json", MAX_INDEX_FILE)?
+        .ok_or_else(|| InstallError::Refused("the index has no `snapshot.json`".into()))?;
+    let signed: SignedSnapshot = serde_json::from_slice(&snapshot)
+        .map_err(|e| InstallError::Refused(format!("`snapshot.json`: {e}")))?;
+    let key = location.key();
     let seen_path = state.join("index-seen.json");
     let mut seen: BTreeMap<String, u64> = fs::read(&seen_path)
         .ok()
@@ -142,9 +151,9 @@ pub fn resolve(
     check_snapshot(&signed, &trust.keys, seen.get(&key).copied(), now())
         .map_err(|e| InstallError::Refused(e.to_string()))?;
     let file = format!("index/{publisher}/{id}.json");
-    let path = dir.join(&file);
-    let text = fs::read(&path)
-        .map_err(|_| InstallError::Refused(format!("`{name}` is not in the index")))?;
+    let text = location
+        .read(&file, MAX_INDEX_FILE)?
+        .ok_or_else(|| InstallError::Refused(format!("`{name}` is not in the index")))?;
     if signed.snapshot.files.get(&file) != Some(&sha256_digest(&text)) {
         return Err(InstallError::Refused(format!(
             "`{file}` does not match the snapshot (a mixed-and-matched index)"
@@ -169,11 +178,8 @@ pub fn resolve(
         None => lines.into_iter().max_by(|a, b| a.version.cmp(&b.version)),
     }
     .ok_or_else(|| InstallError::Refused(format!("`{spec}` is not in the index")))?;
-    check_entry_path(&line.archive).map_err(|problem| InstallError::EntryPath {
-        path: line.archive.clone(),
-        problem,
-    })?;
-    let archive = dir.join(&line.archive);
+    let limit = Limits::default().max_total_bytes + 16 * 1024 * 1024;
+    let archive = location.fetch_file(&line.archive, limit, scratch)?;
     seen.insert(key, signed.snapshot.sequence);
     let bytes =
         serde_json::to_vec_pretty(&seen).map_err(|e| InstallError::Refused(e.to_string()))?;
