@@ -112,7 +112,14 @@ pub fn install_failure(e: InstallError, json: bool) -> miette::Result<ExitCode> 
                 print_changes(&esc.changes);
             }
             if json {
-                crate::out(&json!({"ok": false, "error": e.to_string()}).to_string());
+                let changes = match &e {
+                    InstallError::Escalation(esc) => json!(esc.changes),
+                    _ => json!(null),
+                };
+                crate::out(
+                    &json!({"ok": false, "error": e.to_string(), "permission_changes": changes})
+                        .to_string(),
+                );
             }
             crate::err(&format!("error: {}", crate::shown(&e.to_string())));
             Ok(ExitCode::FAILURE)
