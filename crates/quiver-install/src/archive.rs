@@ -47,6 +47,17 @@ pub fn unpack(
     dest: Option<&Path>,
     limits: &Limits,
 ) -> Result<Opened, InstallError> {
+    unpack_checked(reader, dest, limits, |_, _| Ok(())).map(|(opened, ())| opened)
+}
+
+/// [`unpack`], calling `check` with the manifest and the signatures before any file is read
+/// or written (a signature that does not let the package in stops it there).
+pub fn unpack_checked<T>(
+    reader: impl Read,
+    dest: Option<&Path>,
+    limits: &Limits,
+    check: impl FnOnce(&PackManifest, &SignatureFile) -> Result<T, InstallError>,
+) -> Result<(Opened, T), InstallError> {
     let mut archive = tar::Archive::new(GzDecoder::new(reader));
     let mut entries = archive.entries()?.raw(true);
     let manifest_bytes = read_meta(entries.next(), MANIFEST_PATH, MAX_MANIFEST_BYTES)?;
@@ -55,6 +66,7 @@ pub fn unpack(
     let signatures: SignatureFile = serde_json::from_slice(&signature_bytes)
         .map_err(|e| InstallError::Archive(format!("`{SIGNATURE_PATH}` is not valid: {e}")))?;
     check_manifest_limits(&manifest, limits)?;
+    let checked = check(&manifest, &signatures)?;
     let mut expected: BTreeMap<&str, &FileEntry> = manifest
         .files
         .iter()
@@ -116,10 +128,13 @@ pub fn unpack(
         )));
     }
     drain_end(archive.into_inner())?;
-    Ok(Opened {
-        manifest,
-        signatures,
-    })
+    Ok((
+        Opened {
+            manifest,
+            signatures,
+        },
+        checked,
+    ))
 }
 
 /// Reads what follows the last entry to the end of the gzip stream, so its checksum is

@@ -28,21 +28,20 @@ impl Store {
         Ok(dir)
     }
 
-    /// Unpacks the `.qpkg` at `path` into a staging folder, checks its signatures against
-    /// `trust`, loads and checks the package. Nothing is left behind when it is refused.
+    /// Unpacks the `.qpkg` at `path` into a staging folder, its signatures checked against
+    /// `trust` before any file is written, then loads and checks the package. Nothing is left behind when it is refused.
     pub fn stage_archive(&self, path: &Path, trust: &TrustStore) -> Result<Staged, InstallError> {
         let file = fs::File::open(path).map_err(io(path))?;
         let dir = self.staging()?;
         let unpacked = dir.join("package");
-        let result = crate::archive::unpack(
+        // The signatures are checked as soon as the manifest is read, before any file is.
+        let result = crate::archive::unpack_checked(
             std::io::BufReader::new(file),
             Some(&unpacked),
             &Limits::default(),
+            |manifest, signatures| Ok(verify_signatures(manifest, signatures, &trust.keys)?),
         )
-        .and_then(|opened| {
-            let signed_by = verify_signatures(&opened.manifest, &opened.signatures, &trust.keys)?;
-            Ok((opened.manifest, signed_by))
-        });
+        .map(|(opened, signed_by)| (opened.manifest, signed_by));
         let (manifest, signed_by) = match result {
             Ok(ok) => ok,
             Err(e) => {

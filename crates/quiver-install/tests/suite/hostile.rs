@@ -236,3 +236,25 @@ fn data_after_the_last_entry_or_a_broken_gzip_trailer_is_refused() {
     gz[n - 6] ^= 0xff; // the gzip trailer's CRC
     refused_bytes(&gz, Limits::default(), "damaged");
 }
+
+#[test]
+fn a_refused_signature_stops_the_unpacking_before_any_file_is_written() {
+    let k = key(1);
+    let m = manifest_of(&[("SKILL.md", b"hi")]);
+    let mut entries: Vec<Raw> = meta(&m, &k).into();
+    entries.push(Raw::file("SKILL.md", b"hi"));
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("dest");
+    let bytes = raw_archive(&entries);
+    let result = quiver_install::archive::unpack_checked(
+        bytes.as_slice(),
+        Some(&dest),
+        &Limits::default(),
+        |_, _| Err::<(), _>(quiver_install::InstallError::Refused("untrusted".into())),
+    );
+    assert!(result.is_err());
+    assert!(
+        !dest.exists(),
+        "files were written before the signature was checked"
+    );
+}
