@@ -177,8 +177,10 @@ pub fn trust(command: TrustCommand) -> miette::Result<ExitCode> {
             store.save().map_err(report)?;
             let disabled = Store::new(&state).roots(&store).map_err(report)?.disabled;
             crate::err(&format!(
-                "revoked key {} of `{}`",
-                entry.key_id, entry.publisher
+                "revoked key {} of `{}` (fingerprint {})",
+                entry.key_id,
+                entry.publisher,
+                grouped(&row_fingerprint(&entry))
             ));
             for r in disabled
                 .iter()
@@ -194,8 +196,10 @@ pub fn trust(command: TrustCommand) -> miette::Result<ExitCode> {
             let entry = store.set_state(&key, KeyState::Retired).map_err(report)?;
             store.save().map_err(report)?;
             crate::err(&format!(
-                "retired key {} of `{}`: it installs nothing new; what it signed stays installed",
-                entry.key_id, entry.publisher
+                "retired key {} of `{}` (fingerprint {}): it installs nothing new; what it signed stays installed",
+                entry.key_id,
+                entry.publisher,
+                grouped(&row_fingerprint(&entry))
             ));
         }
     }
