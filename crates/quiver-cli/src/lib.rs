@@ -79,6 +79,8 @@ enum Command {
     Inspect(cmd::cost::InspectArgs),
     /// Serve the catalog to MCP clients over stdio or Streamable HTTP.
     Serve(cmd::serve::ServeArgs),
+    /// Ask the running `quiver serve` processes to reload every package now.
+    Reload(cmd::reload::ReloadArgs),
     /// Agent Skills commands compatible with the reference `agentskills` CLI.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
@@ -153,6 +155,7 @@ pub fn main() -> ExitCode {
         Command::Eval(args) => cmd::eval::run(&cli.roots, args),
         Command::Inspect(args) => cmd::cost::inspect(&cli.roots, args),
         Command::Serve(args) => cmd::serve::run(&cli.roots, args),
+        Command::Reload(args) => cmd::reload::run(args),
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
         Command::Models(command) => cmd::models::run(command),

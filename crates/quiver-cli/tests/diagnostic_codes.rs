@@ -30,7 +30,7 @@ fn is_code(s: &str) -> bool {
 }
 
 /// Prefixes of diagnostic codes, one per family in docs/diagnostics.md.
-const PREFIXES: [&str; 21] = [
+const PREFIXES: [&str; 22] = [
     "file-",
     "yaml-",
     "manifest-",
@@ -52,6 +52,7 @@ const PREFIXES: [&str; 21] = [
     "text-",
     "permission-",
     "unknown-",
+    "declaration-",
 ];
 
 /// Every kebab-case string literal with a code prefix in the library sources (tests excluded).

@@ -32,6 +32,36 @@ struct ConfigFile {
     mcp_servers: McpServersSection,
     #[serde(default)]
     limits: LimitsSection,
+    #[serde(default)]
+    reload: ReloadSettings,
+}
+
+/// The config file's `reload` section: how `quiver serve` follows edits of the project and
+/// user roots (`docs/runtime.md`, "Hot reload").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReloadSettings {
+    /// `watch`: reload the packages an edit touches (default `true`); `false` leaves only
+    /// `quiver reload`.
+    #[serde(default = "yes")]
+    pub watch: bool,
+    /// `polling`: look at the files a few times a second instead of asking the system for
+    /// events (network file systems; chosen anyway when the system's watch limit is hit).
+    #[serde(default)]
+    pub polling: bool,
+}
+
+impl Default for ReloadSettings {
+    fn default() -> Self {
+        ReloadSettings {
+            watch: true,
+            polling: false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The config file's `limits` section.
@@ -94,6 +124,8 @@ pub struct Config {
     /// `limits:` (what is not set stays at the sandbox's default, which a tool may only
     /// lower; a value below the default lowers the default too).
     pub limits_ceiling: ResourceLimits,
+    /// `reload:`.
+    pub reload: ReloadSettings,
     /// Values that were left at their default, each a whole message naming the file and line.
     pub warnings: Vec<String>,
 }
@@ -158,6 +190,7 @@ impl Config {
             search,
             mcp_servers,
             limits_ceiling: file.limits.ceiling,
+            reload: file.reload,
             warnings,
         })
     }
@@ -248,8 +281,16 @@ mod tests {
 
     #[test]
     fn every_section_is_read_into_one_value() {
-        let text = "roots:\n  - path: /srv/p\n    scope: installed\nprecedence: [installed, user]\nruntime:\n  max_loaded: 3\nsearch:\n  dense_weight: 0.5\nmcp_servers:\n  crm:\n    url: https://crm.example.com/mcp\nlimits:\n  ceiling: {memory: 4GiB, cpu: 2}\nmcp:\n  approval_wait: 5\n";
+        let text = "roots:\n  - path: /srv/p\n    scope: installed\nprecedence: [installed, user]\nruntime:\n  max_loaded: 3\nsearch:\n  dense_weight: 0.5\nmcp_servers:\n  crm:\n    url: https://crm.example.com/mcp\nlimits:\n  ceiling: {memory: 4GiB, cpu: 2}\nmcp:\n  approval_wait: 5\nreload:\n  watch: false\n";
         let config = Config::parse(Path::new("/etc/q.yaml"), text.into()).unwrap();
+        assert_eq!(
+            config.reload,
+            ReloadSettings {
+                watch: false,
+                polling: false
+            }
+        );
+        assert!(Config::default().reload.watch);
         let mcp = config.mcp(&|_| None).unwrap();
         assert_eq!(mcp.approval_wait, std::time::Duration::from_secs(5));
         assert_eq!(config.roots.len(), 1);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quiver_catalog::{Catalog, CatalogOptions, Root, Scope};
+use quiver_package::{Diagnostic, Package};
 use quiver_runtime::executor::Executor;
 use quiver_runtime::runtime::META_TOOLS;
 use quiver_runtime::sandboxed::SandboxExecutor;
@@ -17,7 +18,8 @@ use quiver_store::SqliteStore;
 
 use crate::HostError;
 use crate::config::Config;
-use crate::reload::{Reload, Signal};
+use crate::reload::watch::{WatchOptions, Watcher};
+use crate::reload::{OnSwap, Rebuilder, Reload, Signal};
 use crate::search::SearchModels;
 
 /// How to build catalogs for an invocation: its roots, options (search models included) and
@@ -64,17 +66,7 @@ impl CatalogSource {
     /// `executor`, so a server started to list its tools stays up and answers the calls
     /// (without one they are left out).
     pub fn build(&self, executor: Option<&SandboxExecutor>) -> Loaded {
-        let servers = &self.config.mcp_servers;
-        let (extra, extra_diagnostics) = if let Some(executor) = executor
-            && !servers.is_empty()
-        {
-            let (packages, diagnostics) =
-                executor.discover_mcp_servers(&self.config.runtime.settings);
-            let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
-            (packages, diagnostics)
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let (extra, extra_diagnostics) = self.discover(executor);
         let started = std::time::Instant::now();
         let catalog = Catalog::load_with(&self.roots, extra, extra_diagnostics, &self.options);
         tracing::debug!(
@@ -84,6 +76,35 @@ impl CatalogSource {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "catalog loaded"
         );
+        self.loaded(catalog)
+    }
+
+    /// The options catalogs are built with.
+    pub(crate) fn options(&self) -> &CatalogOptions {
+        &self.options
+    }
+
+    /// The config file's external MCP servers as packages, listed through `executor` (none
+    /// without one), and their problems.
+    pub(crate) fn discover(
+        &self,
+        executor: Option<&SandboxExecutor>,
+    ) -> (Vec<(Package, Scope)>, Vec<Diagnostic>) {
+        if let Some(executor) = executor
+            && !self.config.mcp_servers.is_empty()
+        {
+            let (packages, diagnostics) =
+                executor.discover_mcp_servers(&self.config.runtime.settings);
+            let packages = packages.into_iter().map(|p| (p, Scope::User)).collect();
+            (packages, diagnostics)
+        } else {
+            (Vec::new(), Vec::new())
+        }
+    }
+
+    /// `catalog` with the lines a person should read about it.
+    pub(crate) fn loaded(&self, catalog: Catalog) -> Loaded {
+        let servers = &self.config.mcp_servers;
         let mut notices = Vec::new();
         let mut errors = 0;
         for d in catalog.diagnostics() {
@@ -243,8 +264,8 @@ pub struct HostOptions {
     pub approvers: ApproverSet,
     /// The sandbox launcher: this binary and its hidden subcommand.
     pub launcher: Vec<OsString>,
-    /// Rebuild the catalog when an external MCP server's tool list changes (long-running
-    /// commands).
+    /// Rebuild the catalog when an external MCP server's tool list changes or `quiver reload`
+    /// asks (long-running commands); [`Host::watch_roots`] adds the roots' changes.
     pub reload: bool,
 }
 
@@ -258,6 +279,8 @@ pub struct Host {
     db: PathBuf,
     notices: Vec<String>,
     agent_meta_tools: HashMap<String, Vec<String>>,
+    // Dropped first: it only raises the reload's signal.
+    watcher: Option<Watcher>,
     // Dropping it stops the rebuild thread, which holds the runtime and the executor.
     _reload: Option<Reload>,
 }
@@ -303,9 +326,17 @@ impl Host {
             Some(tools) if config.mcp_servers.is_empty() => (None, tools),
             Some(tools) => (Some(sandbox()?), tools),
         };
-        let loaded = source.build(sandbox.as_deref());
+        let (rebuilder, loaded) = match &signal {
+            Some(_) => {
+                let (rebuilder, loaded) = Rebuilder::start(source, sandbox.as_deref());
+                (Some(rebuilder), loaded)
+            }
+            None => (None, source.build(sandbox.as_deref())),
+        };
         let State {
-            path: db, store, ..
+            path: db,
+            store,
+            dir: state_dir,
         } = options.state;
         let mut runtime_config = config.runtime.clone();
         agent_meta_tools(&mut runtime_config, &loaded.catalog);
@@ -328,10 +359,16 @@ impl Host {
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "could not close the calls of ended processes"),
         }
-        let reload = match (signal, &sandbox) {
-            (Some(signal), Some(sandbox)) => Some(
-                Reload::start(signal, source, runtime.clone(), sandbox.clone())
-                    .map_err(|e| HostError::Sandbox(format!("starting the catalog reload: {e}")))?,
+        let reload = match (signal, rebuilder, &sandbox) {
+            (Some(signal), Some(rebuilder), Some(sandbox)) => Some(
+                Reload::start(
+                    signal,
+                    rebuilder,
+                    runtime.clone(),
+                    sandbox.clone(),
+                    &state_dir,
+                )
+                .map_err(|e| HostError::Sandbox(format!("starting the catalog reload: {e}")))?,
             ),
             _ => None,
         };
@@ -342,8 +379,32 @@ impl Host {
             db,
             notices: loaded.notices,
             agent_meta_tools,
+            watcher: None,
             _reload: reload,
         })
+    }
+
+    /// Watches the project and user roots and reloads the packages an edit touches (see
+    /// `docs/runtime.md`, "Hot reload"); the host must have been opened with
+    /// [`HostOptions::reload`]. Does nothing the second time.
+    pub fn watch_roots(&mut self, options: WatchOptions) -> Result<(), HostError> {
+        let Some(reload) = &self._reload else {
+            return Err(HostError::Reload(
+                "this host was opened without its reload".into(),
+            ));
+        };
+        if self.watcher.is_none() {
+            let watcher = Watcher::start(reload.watched.clone(), options, reload.signal.clone())
+                .map_err(|e| HostError::Reload(format!("starting the watcher: {e}")))?;
+            self.watcher = Some(watcher);
+        }
+        Ok(())
+    }
+
+    /// Calls `listener` with the new catalog after each reload's swap (the MCP front tells
+    /// its clients); `false` when this host has no reload.
+    pub fn on_catalog_swap(&self, listener: OnSwap) -> bool {
+        self._reload.as_ref().map(|r| r.on_swap(listener)).is_some()
     }
 
     /// The runtime.
@@ -516,7 +577,7 @@ mod tests {
             "two/SKILL.md",
             "---\nname: two\ndescription: The second skill\n---\nBody.\n",
         );
-        host._reload.as_ref().unwrap().signal.request();
+        host._reload.as_ref().unwrap().signal.servers_changed();
         let started = std::time::Instant::now();
         while ids(&host).len() < 2 {
             assert!(

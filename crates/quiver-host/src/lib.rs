@@ -1,7 +1,8 @@
 //! Quiver's host: the application one front runs, assembled once. The config file is read
 //! once into one typed [`Config`] (file and line in its errors); [`Host::open`] builds the
-//! runtime, the sandbox executor and the catalog (with its reload when an external MCP server's
-//! tool list changes) from it, the same for `quiver call`, `quiver chat` and `quiver serve`,
+//! runtime, the sandbox executor and the catalog (with its [`reload`]: when an external MCP
+//! server's tool list changes, when `quiver reload` asks, and, once [`Host::watch_roots`] is
+//! called, when the project and user roots change on disk) from it, the same for `quiver call`, `quiver chat` and `quiver serve`,
 //! and later the console; [`Host::start_scheduler`] starts the workflow [`Scheduler`] a
 //! long-running front runs.
 //!
@@ -26,13 +27,13 @@ mod front;
 mod host;
 mod notices;
 pub mod paths;
-mod reload;
+pub mod reload;
 pub mod scheduler;
 pub mod search;
 
 use std::path::PathBuf;
 
-pub use config::{Config, SearchWeights};
+pub use config::{Config, ReloadSettings, SearchWeights};
 pub use front::{McpFront, Serving, mcp_front};
 pub use host::{
     CatalogSource, Host, HostOptions, Loaded, State, agent_meta_tools, executor, sandbox_config,
@@ -82,6 +83,9 @@ pub enum HostError {
     /// The workflow scheduler cannot start.
     #[error("cannot start the workflow scheduler: {0}")]
     Scheduler(String),
+    /// The catalog reload cannot start.
+    #[error("the catalog reload: {0}")]
+    Reload(String),
     /// An installed embedding model does not load.
     #[error(
         "{what} does not load: {why}\n\nhint: reinstall it with `quiver models install PATH`, or remove it with `quiver models remove {name}`"

@@ -67,6 +67,14 @@ impl SkillFile {
         Ok(bytes)
     }
 
+    /// When the file was last modified (its metadata only; `None` when it cannot be read):
+    /// an edit that keeps the size still changes it.
+    pub(crate) fn modified(&self) -> Option<SystemTime> {
+        std::fs::symlink_metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
+    }
+
     /// `sha256:<hex>` of the file as it is now, computed by streaming it (never whole in
     /// memory) and kept until its size or modification time changes.
     pub fn digest(&self) -> Result<String, String> {

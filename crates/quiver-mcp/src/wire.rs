@@ -18,7 +18,7 @@ use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Skill,
     SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, Peer, ServerHandler};
 use serde_json::{Map, Value, json};
 
@@ -58,6 +58,35 @@ pub struct QuiverServer {
     front: Arc<Front>,
     slot: Arc<ConnectionSlot>,
     transport: Transport,
+}
+
+/// Sends `notifications/resources/list_changed` through `send` each time a catalog swap
+/// changed the skills `caller` sees, until `done` completes or a send fails.
+async fn tell_skill_changes<Send, Sent>(
+    front: Arc<Front>,
+    caller: Caller,
+    done: impl Future<Output = ()>,
+    send: Send,
+) where
+    Send: Fn() -> Sent,
+    Sent: Future<Output = bool>,
+{
+    let mut swaps = front.catalog_swaps();
+    let mut seen = front.skills_fingerprint(&caller);
+    let mut done = std::pin::pin!(done);
+    loop {
+        tokio::select! {
+            () = &mut done => return,
+            changed = swaps.changed() => if changed.is_err() { return },
+        }
+        let now = front.skills_fingerprint(&caller);
+        if now != seen {
+            seen = now;
+            if !send().await {
+                return;
+            }
+        }
+    }
 }
 
 /// Maps a front error to an MCP error: bad handles and states are the caller's mistake.
@@ -338,6 +367,7 @@ impl ServerHandler for QuiverServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_resources_list_changed()
             .enable_skills_with_directory_read()
             .build();
         ServerConfig::new(capabilities)
@@ -354,6 +384,25 @@ impl ServerHandler for QuiverServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        // This connection hears when the skills its caller sees change with a reload.
+        let peer = context.peer.clone();
+        let closed = {
+            let peer = peer.clone();
+            async move {
+                while !peer.is_transport_closed() {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        };
+        tokio::spawn(tell_skill_changes(
+            self.front.clone(),
+            self.caller(&context),
+            closed,
+            move || {
+                let peer = peer.clone();
+                async move { peer.notify_resource_list_changed().await.is_ok() }
+            },
+        ));
         let mut result = self.negotiate_initialize(&request)?;
         result.instructions = Some(self.instructions(&context)?);
         Ok(result)
@@ -373,13 +422,33 @@ impl ServerHandler for QuiverServer {
     }
 
     /// `subscriptions/listen` (2026-07-28): accepted; rmcp reduces the filter to the advertised
-    /// capabilities, and no `listChanged` is advertised (the tool list never changes, the catalog
-    /// is not reloaded while serving), so the stream stays open with nothing to send.
+    /// capabilities: only the resources' `listChanged` (the tool list never changes).
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         Some(requested.clone())
+    }
+
+    /// The stream of one `subscriptions/listen`: `notifications/resources/list_changed` each
+    /// time a reload changed the skills its caller sees, until the client cancels it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().resources_list_changed == Some(true) {
+            let sink = context.sink().clone();
+            tell_skill_changes(
+                self.front.clone(),
+                self.caller(context.request_context()),
+                context.cancelled(),
+                move || {
+                    let sink = sink.clone();
+                    async move { sink.notify_resource_list_changed().await.is_ok() }
+                },
+            )
+            .await;
+        } else {
+            context.cancelled().await;
+        }
+        Ok(())
     }
 
     async fn list_tools(

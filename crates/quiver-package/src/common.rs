@@ -211,7 +211,8 @@ pub fn host_within(host: &str, ceiling: &str) -> bool {
     }
 }
 
-fn path_within(path: &str, ceiling: &str) -> bool {
+/// Whether `path` is `ceiling` or lies under it, compared as written.
+pub(crate) fn path_within(path: &str, ceiling: &str) -> bool {
     let ceiling = ceiling.trim_end_matches('/');
     path == ceiling || path.starts_with(&format!("{ceiling}/"))
 }

@@ -168,7 +168,7 @@ pub struct SessionRequest {
 
 /// The runtime.
 pub struct Runtime {
-    catalog: RwLock<Arc<Catalog>>,
+    catalog: arc_swap::ArcSwap<Catalog>,
     store: Arc<dyn Store>,
     executor: Arc<dyn Executor>,
     approvers: ApproverSet,
@@ -203,7 +203,7 @@ impl Runtime {
             .map(|spec| Arc::new(CommandHook::new(spec.clone())) as Arc<dyn Hook>)
             .collect();
         Runtime {
-            catalog: RwLock::new(Arc::new(catalog)),
+            catalog: arc_swap::ArcSwap::from_pointee(catalog),
             store,
             executor,
             approvers,
@@ -235,16 +235,13 @@ impl Runtime {
 
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog
-            .read()
-            .map_or_else(|e| e.into_inner().clone(), |c| c.clone())
+        self.catalog.load_full()
     }
 
-    /// Swaps in a new catalog; running turns keep the one they started with.
-    pub fn swap_catalog(&self, catalog: Catalog) {
-        if let Ok(mut current) = self.catalog.write() {
-            *current = Arc::new(catalog);
-        }
+    /// Swaps in a new catalog, whole or not at all (readers load the old or the new pointer,
+    /// never wait on a lock); running turns keep the one they started with.
+    pub fn swap_catalog(&self, catalog: impl Into<Arc<Catalog>>) {
+        self.catalog.store(catalog.into());
     }
 
     /// How many loaded slots a session has (`max_loaded`): each holds a whole package's exposed

@@ -36,6 +36,26 @@ pub enum BenchCommand {
     Resume(super::resume_bench::ResumeBenchArgs),
     /// Packaging: verifying a signed package of many files, and installing an example package.
     Install(InstallBenchArgs),
+    /// Hot reload: the time from saving a package file to the swap of a catalog that holds
+    /// the edit, with 20 and 200 packages watched.
+    Reload(ReloadArgs),
+}
+
+/// Arguments of `quiver bench reload`.
+#[derive(Debug, clap::Args)]
+pub struct ReloadArgs {
+    /// Numbers of packages watched, one measurement each.
+    #[arg(long, value_delimiter = ',', default_values_t = [20, 200])]
+    packages: Vec<usize>,
+    /// Saves measured per number of packages.
+    #[arg(long, default_value_t = 40)]
+    saves: usize,
+    /// Use the polling watcher instead of the system's events.
+    #[arg(long)]
+    polling: bool,
+    /// Print one JSON array instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `quiver bench install`.
@@ -174,7 +194,42 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Workflow(args) => workflow(args),
         BenchCommand::Resume(args) => super::resume_bench::run(args),
         BenchCommand::Install(args) => install(args),
+        BenchCommand::Reload(args) => reload(args),
     }
+}
+
+fn reload(args: ReloadArgs) -> miette::Result<ExitCode> {
+    let mut reports = Vec::new();
+    for &packages in &args.packages {
+        let dir = tempfile::tempdir().into_diagnostic()?;
+        let progress = Progress::spinner(format!(
+            "bench reload: {packages} packages, {} saves",
+            args.saves
+        ));
+        let report = quiver_host::reload::bench::save_to_swap(
+            dir.path(),
+            packages,
+            args.saves,
+            args.polling,
+        )
+        .map_err(|e| miette!("{e}"))?;
+        drop(progress);
+        reports.push(report);
+    }
+    let missed: usize = reports.iter().map(|r| r.missed).sum();
+    print_report(&reports, args.json, missed, || {
+        let mut table = format!(
+            "save-to-swap ({} watcher)\npackages  saves  p50 ms  p95 ms  max ms  missed",
+            if args.polling { "polling" } else { "inotify" }
+        );
+        for r in &reports {
+            table.push_str(&format!(
+                "\n{:>8}  {:>5}  {:>6.1}  {:>6.1}  {:>6.1}  {:>6}",
+                r.packages, r.saves, r.p50_ms, r.p95_ms, r.max_ms, r.missed
+            ));
+        }
+        table
+    })
 }
 
 fn synchronous(setting: &str) -> Synchronous {

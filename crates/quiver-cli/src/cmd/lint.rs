@@ -47,6 +47,14 @@ pub fn run(args: LintArgs) -> miette::Result<ExitCode> {
         &catalog,
         &collisions(&catalog, COLLISION_THRESHOLD),
     ));
+    // What the code and skill text visibly use against what each package declares.
+    let home = std::env::home_dir();
+    for cp in catalog.packages() {
+        diags.extend(quiver_package::declarations::check_dir(
+            &cp.package,
+            home.as_deref(),
+        ));
+    }
     if args.strict {
         for cp in catalog.packages() {
             for skill in cp.package.all_skills() {

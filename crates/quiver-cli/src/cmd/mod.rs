@@ -20,6 +20,7 @@ pub mod models;
 pub mod new;
 pub mod operator;
 pub mod pack;
+pub mod reload;
 pub mod resume_bench;
 pub mod runs;
 pub mod runs_ops;

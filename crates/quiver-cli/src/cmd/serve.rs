@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use quiver_host::reload::watch::WatchOptions;
 use quiver_host::{Host, HostOptions, McpFront, Serving};
 use quiver_mcp::Front;
 use quiver_runtime::ApproverSet;
@@ -99,7 +100,7 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         reviewer: None,
     };
     let loading = crate::progress::Progress::loading();
-    let host = Host::open(
+    let mut host = Host::open(
         config,
         HostOptions {
             roots: roots.roots.clone(),
@@ -113,6 +114,20 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
     .map_err(crate::roots::fail)?;
     drop(loading);
     crate::roots::notices(host.notices());
+    // Edits of the project and user roots are reloaded while serving, unless the config
+    // file's `reload.watch` is `false` (`quiver reload` works either way).
+    let reload = host.config().reload;
+    if reload.watch {
+        let options = WatchOptions {
+            force_polling: reload.polling,
+            ..WatchOptions::default()
+        };
+        if let Err(e) = host.watch_roots(options) {
+            crate::err(&format!(
+                "warning: edits of the packages are not followed: {e}"
+            ));
+        }
+    }
     let loaded = crate::roots::loaded(&host.runtime().catalog(), &roots.roots);
     // Workflow `agent` steps and exposed agents run on the configured models.
     if let Err(e) = host.run_agents_with_configured_models() {
@@ -125,6 +140,9 @@ pub fn run(root_args: &RootArgs, args: ServeArgs) -> miette::Result<ExitCode> {
         .map_err(crate::roots::fail)?;
     let secret = host.mcp_secret().map_err(crate::roots::fail)?;
     let front = Arc::new(Front::new(host.runtime().clone(), mcp, secret));
+    // Clients hear when the skills they see changed with a reload.
+    let told = front.clone();
+    host.on_catalog_swap(Arc::new(move |_| told.catalog_swapped()));
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

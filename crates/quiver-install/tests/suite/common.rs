@@ -12,6 +12,10 @@ use quiver_package::distribution::manifest::{FORMAT, MANIFEST_PATH, SIGNATURE_PA
 use quiver_package::distribution::signature::{SignatureFile, sign};
 use quiver_package::distribution::{FileEntry, PackManifest, PackPermissions};
 
+/// The echo tool: its arguments back, nothing started, nothing reached.
+pub const ECHO_PY: &str =
+    "import json\nimport sys\n\nprint(json.dumps(json.load(sys.stdin)[\"arguments\"]))\n";
+
 /// Writes a package `id` at `version` with `network` hosts into `dir/id` and returns it.
 pub fn package(dir: &Path, id: &str, version: &str, network: &[&str]) -> std::path::PathBuf {
     let root = dir.join(id);
@@ -34,13 +38,13 @@ pub fn package(dir: &Path, id: &str, version: &str, network: &[&str]) -> std::pa
     fs::write(root.join("references/notes.md"), "天气 notes\n").unwrap();
     fs::write(
         root.join("tools/echo/tool.yaml"),
-        "name: echo\ndescription: Echoes its input back.\ncategory: perception\ninput:\n  type: object\n  properties:\n    text: {type: string}\nrun:\n  command: [\"sh\", \"run.sh\"]\n",
+        "name: echo\ndescription: Echoes its input back.\ncategory: perception\ninput:\n  type: object\n  properties:\n    text: {type: string}\nrun:\n  command: [\"python3\", \"main.py\"]\n",
     )
     .unwrap();
-    fs::write(root.join("tools/echo/run.sh"), "#!/bin/sh\ncat\n").unwrap();
+    fs::write(root.join("tools/echo/main.py"), ECHO_PY).unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(
-        root.join("tools/echo/run.sh"),
+        root.join("tools/echo/main.py"),
         fs::Permissions::from_mode(0o755),
     )
     .unwrap();

@@ -130,7 +130,7 @@ fn untrusted_or_changed_packages_are_refused_and_leave_nothing() {
     for path in [
         folder.join("SKILL.md"),
         folder.clone(),
-        folder.join("tools/echo/run.sh"),
+        folder.join("tools/echo/main.py"),
     ] {
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o222, 0, "{} is writable", path.display());

@@ -40,7 +40,7 @@ fn the_same_folder_packs_to_the_same_bytes_whatever_mtimes_modes_and_umask() {
         fs::set_permissions(b.join(path), fs::Permissions::from_mode(0o600)).unwrap();
     }
     fs::set_permissions(
-        b.join("tools/echo/run.sh"),
+        b.join("tools/echo/main.py"),
         fs::Permissions::from_mode(0o700),
     )
     .unwrap();
@@ -80,10 +80,10 @@ fn a_pack_unpacks_to_its_files_with_the_manifest_first() {
     .unwrap();
     assert_eq!(opened.manifest, manifest);
     assert_eq!(
-        fs::read(out.join("tools/echo/run.sh")).unwrap(),
-        b"#!/bin/sh\ncat\n"
+        fs::read_to_string(out.join("tools/echo/main.py")).unwrap(),
+        super::common::ECHO_PY
     );
-    let mode = fs::metadata(out.join("tools/echo/run.sh"))
+    let mode = fs::metadata(out.join("tools/echo/main.py"))
         .unwrap()
         .permissions()
         .mode();
@@ -129,4 +129,26 @@ fn a_new_key_is_private_and_signs_what_the_trust_store_accepts() {
         key.key_id
     );
     assert!(quiver_install::keys::parse_export_line("quiver-key v1 Acme AAAA").is_err());
+}
+
+#[test]
+fn a_package_whose_code_contradicts_its_declarations_is_not_packed() {
+    // check_package runs the declaration check: starting a program without `shell: true`.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = package(tmp.path(), "echo", "1.0.0", &[]);
+    fs::write(
+        dir.join("tools/echo/main.py"),
+        "import subprocess\nsubprocess.run([\"rm\", \"-rf\", \"/\"])\n",
+    )
+    .unwrap();
+    let err = quiver_install::pack::pack_dir(&dir, &Default::default()).unwrap_err();
+    match err {
+        quiver_install::InstallError::Check(diags) => {
+            assert!(
+                diags.iter().any(|d| d.code == "declaration-shell"),
+                "{diags:?}"
+            );
+        }
+        other => panic!("{other}"),
+    }
 }

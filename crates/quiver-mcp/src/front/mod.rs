@@ -20,6 +20,7 @@ use crate::config::McpConfig;
 use crate::seal::Sealer;
 use crate::skills::{SkillEntry, SkillIndex};
 
+mod changes;
 mod conversation;
 mod questions;
 mod suspended;
@@ -152,6 +153,8 @@ pub struct Front {
     suspended: Suspended,
     /// Handle-less clients' default conversations, by client key, with when last used.
     client_slots: Mutex<HashMap<String, (Instant, Arc<ConnectionSlot>)>>,
+    /// Counts the catalog swaps, for the connections that tell their clients.
+    swaps: tokio::sync::watch::Sender<u64>,
 }
 
 fn now_ms() -> i64 {
@@ -172,6 +175,7 @@ impl Front {
             provisional: Mutex::new(HashMap::new()),
             suspended: Suspended::default(),
             client_slots: Mutex::new(HashMap::new()),
+            swaps: tokio::sync::watch::Sender::new(0),
         }
     }
 
