@@ -108,9 +108,6 @@ pub fn install_failure(e: InstallError, json: bool) -> miette::Result<ExitCode> 
                 let base = std::env::current_dir().unwrap_or_default();
                 crate::diagnostics::emit(diags, false, &base);
             }
-            if let InstallError::Escalation(esc) = &e {
-                print_changes(&esc.changes);
-            }
             if json {
                 let changes = match &e {
                     InstallError::Escalation(esc) => json!(esc.changes),
@@ -122,6 +119,9 @@ pub fn install_failure(e: InstallError, json: bool) -> miette::Result<ExitCode> 
                 );
             }
             crate::err(&format!("error: {}", crate::shown(&e.to_string())));
+            if matches!(e, InstallError::Escalation(_)) {
+                crate::err("\nhint: `--accept-permissions` accepts them (`--yes` never does)");
+            }
             Ok(ExitCode::FAILURE)
         }
     }
