@@ -283,11 +283,11 @@ impl Store {
                 "`{id}` has no earlier version to go back to"
             )));
         };
-        let current = std::mem::replace(&mut versions.current, previous);
-        let back = versions.current.clone();
-        drop(current);
+        // The version rolled back from leaves the list; its folder stays in the store until
+        // `uninstall --purge` collects what no version names.
+        versions.current = previous.clone();
         self.write_installed(&installed)?;
-        Ok(back)
+        Ok(previous)
     }
 
     /// Removes `id` from the installed list; with `purge`, its store folders too (and every
