@@ -364,3 +364,51 @@ fn an_index_installs_by_name_and_warns_of_look_alike_ids() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("looks like the installed `acme/echo`"));
 }
+
+#[test]
+fn a_running_serve_serves_what_is_installed_after_it_started() {
+    let (env, key) = setup();
+    for id in ["echo", "other"] {
+        env.ok(&[
+            "pack",
+            &env.package(id, "1.0.0", ""),
+            "--key",
+            &key,
+            "-o",
+            &format!("{id}.qpkg"),
+        ]);
+    }
+    env.ok(&["install", "echo.qpkg", "--yes"]);
+    let mut serve = env
+        .command(&["serve", "--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let reloaded = |env: &Env| {
+        let out = env.run(&["reload", "--wait", "20"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The server is up once it answers a reload (a request made before it started is not
+    // one it answers, so ask until it does).
+    let started = std::time::Instant::now();
+    loop {
+        let out = env.run(&["reload", "--wait", "2"]);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !said.is_empty() {
+            assert!(said.starts_with("reloaded: 1 package(s)"), "{said}");
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "quiver serve never answered"
+        );
+    }
+    env.ok(&["install", "other.qpkg", "--yes"]);
+    assert!(reloaded(&env).starts_with("reloaded: 2 package(s)"));
+    env.ok(&["uninstall", "other"]);
+    assert!(reloaded(&env).starts_with("reloaded: 1 package(s)"));
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+}

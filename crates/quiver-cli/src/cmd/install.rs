@@ -168,6 +168,9 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
             Err(code) => return Ok(code),
         }
     }
+    if !results.is_empty() {
+        tell_servers(&state);
+    }
     if args.lockfile.exists() && !args.locked {
         lock.write(&args.lockfile)
             .map_err(|e| miette::miette!("{e}"))?;
@@ -354,11 +357,13 @@ fn ask(question: &str) -> bool {
 
 /// Runs `quiver uninstall`.
 pub fn uninstall(args: UninstallArgs) -> miette::Result<ExitCode> {
-    let store = Store::new(&state()?);
+    let state = state()?;
+    let store = Store::new(&state);
     let v = match store.uninstall(&args.id, args.purge) {
         Ok(v) => v,
         Err(e) => return install_failure(e, args.json),
     };
+    tell_servers(&state);
     if let Some(mut lock) = LockFile::read(&args.lockfile).map_err(|e| miette::miette!("{e}"))?
         && lock.packages.remove(&args.id).is_some()
     {
@@ -375,9 +380,11 @@ pub fn uninstall(args: UninstallArgs) -> miette::Result<ExitCode> {
 
 /// Runs `quiver rollback`.
 pub fn rollback(args: RollbackArgs) -> miette::Result<ExitCode> {
-    let store = Store::new(&state()?);
+    let state = state()?;
+    let store = Store::new(&state);
     match store.rollback(&args.id) {
         Ok(r) => {
+            tell_servers(&state);
             done(
                 args.json,
                 &format!("{} is back at {} ({})", r.id, r.version, r.digest),
@@ -423,6 +430,14 @@ pub fn installed(args: InstalledArgs) -> miette::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks every running `quiver serve` over `state` to reload (the `quiver reload` request), so
+/// it serves what is installed now; nobody need be listening.
+pub fn tell_servers(state: &std::path::Path) {
+    if let Err(e) = quiver_host::reload::request::ask(state) {
+        tracing::warn!("cannot ask running servers to reload: {e}");
+    }
 }
 
 fn done(json: bool, text: &str, value: serde_json::Value) {

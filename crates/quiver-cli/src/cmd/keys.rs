@@ -175,6 +175,7 @@ pub fn trust(command: TrustCommand) -> miette::Result<ExitCode> {
         TrustCommand::Revoke { key } => {
             let entry = store.set_state(&key, KeyState::Revoked).map_err(report)?;
             store.save().map_err(report)?;
+            super::install::tell_servers(&state);
             let disabled = Store::new(&state).roots(&store).map_err(report)?.disabled;
             crate::err(&format!(
                 "revoked key {} of `{}` (fingerprint {})",
