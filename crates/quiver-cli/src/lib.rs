@@ -90,6 +90,31 @@ enum Command {
     /// Install, list and remove the embedding model that makes search hybrid.
     #[command(subcommand)]
     Models(cmd::models::ModelsCommand),
+    /// Pack a package folder into a deterministic `.qpkg`, optionally signed.
+    Pack(cmd::pack::PackArgs),
+    /// Add a signature to a `.qpkg`.
+    Sign(cmd::pack::SignArgs),
+    /// Check a `.qpkg` as `install` would (archive, signatures, package) without installing it.
+    Verify(cmd::pack::VerifyArgs),
+    /// Install a signed `.qpkg` (or a folder with `--allow-unsigned`) into the store.
+    Install(cmd::install::InstallArgs),
+    /// Install a new version of an installed package, showing the permission diff.
+    Update(cmd::install::InstallArgs),
+    /// Remove an installed package (`--purge`: its stored versions too).
+    Uninstall(cmd::install::UninstallArgs),
+    /// Go back to the version installed before the current one.
+    Rollback(cmd::install::RollbackArgs),
+    /// List the installed packages with their digests and standing.
+    Installed(cmd::install::InstalledArgs),
+    /// Build a package index folder with a signed snapshot.
+    #[command(subcommand)]
+    Index(cmd::index::IndexCommand),
+    /// Make, list and export signing keys.
+    #[command(subcommand)]
+    Keys(cmd::keys::KeysCommand),
+    /// Trust, list, retire and revoke publisher keys.
+    #[command(subcommand)]
+    Trust(cmd::keys::TrustCommand),
     /// Print the shell completion script (`quiver completions bash > ~/.local/share/bash-completion/completions/quiver`).
     Completions(cmd::completions::CompletionsArgs),
 }
@@ -134,6 +159,17 @@ pub fn main() -> ExitCode {
         Command::Skill(command) => cmd::skill::run(command),
         Command::Bench(command) => cmd::bench::run(command),
         Command::Models(command) => cmd::models::run(command),
+        Command::Pack(args) => cmd::pack::pack(args),
+        Command::Sign(args) => cmd::pack::sign(args),
+        Command::Verify(args) => cmd::pack::verify(args),
+        Command::Install(args) => cmd::install::install(args, false),
+        Command::Update(args) => cmd::install::install(args, true),
+        Command::Uninstall(args) => cmd::install::uninstall(args),
+        Command::Rollback(args) => cmd::install::rollback(args),
+        Command::Installed(args) => cmd::install::installed(args),
+        Command::Keys(command) => cmd::keys::keys(command),
+        Command::Index(command) => cmd::index::run(command),
+        Command::Trust(command) => cmd::keys::trust(command),
         Command::Completions(args) => {
             cmd::completions::run(<Cli as clap::CommandFactory>::command(), args)
         }

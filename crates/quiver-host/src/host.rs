@@ -29,6 +29,8 @@ pub struct CatalogSource {
     roots: Vec<Root>,
     options: CatalogOptions,
     config: Config,
+    /// The state folder whose installed packages are among the roots (none with `--root`).
+    installed_from: Option<PathBuf>,
 }
 
 /// A built catalog, and the lines a person should read about it (the external MCP servers'
@@ -54,7 +56,19 @@ impl CatalogSource {
             roots,
             options,
             config: config.clone(),
+            installed_from: explicit.is_empty().then(crate::paths::state_dir).flatten(),
         })
+    }
+
+    /// Reads the installed packages' roots again (`quiver install`, `uninstall`, `rollback`
+    /// and a revoked key change them), keeping every other root.
+    pub(crate) fn refresh_installed(&mut self) {
+        let Some(state) = &self.installed_from else {
+            return;
+        };
+        let store = state.join("store");
+        self.roots.retain(|r| !r.path.starts_with(&store));
+        self.roots.extend(crate::paths::installed_roots(state));
     }
 
     /// The roots read.

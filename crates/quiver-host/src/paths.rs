@@ -182,9 +182,40 @@ pub fn resolve_roots(
             path: dir.join("packages"),
             scope: Scope::Installed,
         });
+        roots.extend(installed_roots(&dir));
     }
     roots.retain(|r| r.path.exists());
     Ok((roots, options))
+}
+
+/// The store folders of the packages `quiver install` put in the state folder `state`, one
+/// root each; a package signed only by revoked keys is left out with a warning, and so is
+/// every installed package when the trust store or the installed list cannot be read.
+pub fn installed_roots(state: &Path) -> Vec<Root> {
+    let found = quiver_install::trust::TrustStore::load(state)
+        .and_then(|trust| quiver_install::store::Store::new(state).roots(&trust));
+    let installed = match found {
+        Ok(installed) => installed,
+        Err(e) => {
+            tracing::warn!("the installed packages are not loaded: {e}");
+            return Vec::new();
+        }
+    };
+    for record in &installed.disabled {
+        tracing::warn!(
+            "the installed package `{}` {} is disabled: every key that signed it is revoked",
+            record.id,
+            record.version
+        );
+    }
+    installed
+        .roots
+        .into_iter()
+        .map(|(path, _)| Root {
+            path,
+            scope: Scope::Installed,
+        })
+        .collect()
 }
 
 #[cfg(test)]

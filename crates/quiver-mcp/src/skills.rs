@@ -19,7 +19,6 @@ use quiver_catalog::Catalog;
 use quiver_package::skill::Skill as PackageSkill;
 use quiver_package::source::{MAX_SKILL_ASSET_BYTES, PackageDir};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 /// One file of a skill. Listing it reads only its metadata; its bytes are read on demand
 /// ([`SkillFile::read`], at most [`MAX_SKILL_ASSET_BYTES`]) and its digest is computed by
@@ -89,7 +88,8 @@ impl SkillFile {
         {
             return Ok(k.digest.clone());
         }
-        let digest = stream_digest(file).map_err(|e| format!("cannot read the file: {e}"))?;
+        let (digest, _) = quiver_package::digest::stream_digest(file)
+            .map_err(|e| format!("cannot read the file: {e}"))?;
         *kept = Some(KeptDigest {
             size,
             modified,
@@ -97,29 +97,6 @@ impl SkillFile {
         });
         Ok(digest)
     }
-}
-
-/// `sha256:` and the hex digest of everything `reader` yields, read in small chunks.
-fn stream_digest(mut reader: impl std::io::Read) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        let n = reader.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&chunk[..n]);
-    }
-    Ok(hex_digest(&hasher.finalize()))
-}
-
-fn hex_digest(hash: &[u8]) -> String {
-    let mut out = String::with_capacity(71);
-    out.push_str("sha256:");
-    for b in hash {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// One skill.
@@ -165,10 +142,8 @@ pub struct SkillIndex {
     read: Arc<AtomicU64>,
 }
 
-/// `sha256:` and 64 lowercase hex digits.
-pub fn sha256_digest(bytes: &[u8]) -> String {
-    hex_digest(&Sha256::digest(bytes))
-}
+/// `sha256:` and 64 lowercase hex digits (the same digest a package manifest records).
+pub use quiver_package::digest::sha256_digest;
 
 fn percent_encode_segment(segment: &str) -> String {
     let mut out = String::new();

@@ -6,9 +6,12 @@
 //! diagnostic and the rest of the package still loads.
 
 pub mod agent;
+pub mod check;
 pub mod common;
 pub mod declarations;
 pub mod diagnostic;
+pub mod digest;
+pub mod distribution;
 pub mod env;
 pub mod events;
 pub mod foreign;

@@ -34,6 +34,8 @@ pub enum BenchCommand {
     /// Recovery: a `quiver serve` restarted after a `kill -9` in a step, timed to the resumed
     /// step, with many runs parked in the database.
     Resume(super::resume_bench::ResumeBenchArgs),
+    /// Packaging: verifying a signed package of many files, and installing an example package.
+    Install(InstallBenchArgs),
     /// Hot reload: the time from saving a package file to the swap of a catalog that holds
     /// the edit, with 20 and 200 packages watched.
     Reload(ReloadArgs),
@@ -54,6 +56,51 @@ pub struct ReloadArgs {
     /// Print one JSON array instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// Arguments of `quiver bench install`.
+#[derive(Debug, clap::Args)]
+pub struct InstallBenchArgs {
+    /// Files in the generated package that is verified.
+    #[arg(long, default_value_t = 1000)]
+    files: usize,
+    /// The package folder installed (default: the bundled `weather` example).
+    #[arg(long, value_name = "DIR")]
+    package: Option<PathBuf>,
+    /// Rounds; each figure is their median.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `quiver bench install`.
+fn install(args: InstallBenchArgs) -> miette::Result<ExitCode> {
+    let example = args.package.clone().unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages/weather")
+    });
+    let scratch = tempfile::tempdir().into_diagnostic()?;
+    let progress = Progress::spinner("bench install: packing, verifying, installing".to_owned());
+    let report =
+        quiver_install::bench::run(scratch.path(), args.files, &example, args.rounds.max(1));
+    drop(progress);
+    let report = report.map_err(|e| miette!("{e}"))?;
+    let text = if args.json {
+        serde_json::to_string(&report).into_diagnostic()?
+    } else {
+        format!(
+            "verify      {:.1} ms ({} files, {} KiB archive; target ≤ 100 ms)\ninstall     {:.1} ms ({}; target ≤ 300 ms)\nrounds      {} (medians)",
+            report.verify_ms,
+            report.files,
+            report.archive_bytes / 1024,
+            report.install_ms,
+            report.install_package,
+            report.rounds
+        )
+    };
+    crate::out(&text);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `quiver bench workflow`.
@@ -146,6 +193,7 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Mcp(args) => super::mcp_bench::run(args),
         BenchCommand::Workflow(args) => workflow(args),
         BenchCommand::Resume(args) => super::resume_bench::run(args),
+        BenchCommand::Install(args) => install(args),
         BenchCommand::Reload(args) => reload(args),
     }
 }

@@ -63,8 +63,10 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
             .filter(|s| args.all || !s.meta.disable_model_invocation)
             .map(|s| json!({"id": s.id, "name": s.name, "description": s.description}))
             .collect();
+        // A package installed from a folder or a git source says so wherever it is listed.
+        let unsigned = super::show_package::installed(p)["unsigned"] == true;
         rows.push(json!({
-            "id": p.id, "name": p.name, "version": p.version, "scope": cp.scope, "shadowed": cp.shadowed,
+            "id": p.id, "name": p.name, "version": p.version, "scope": cp.scope, "shadowed": cp.shadowed, "unsigned": unsigned,
             "description": p.description, "root": p.root, "items": items, "skills": skills,
         }));
     }
@@ -88,11 +90,17 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
         } else {
             ""
         };
+        let unsigned = if row["unsigned"] == true {
+            " [unsigned]"
+        } else {
+            ""
+        };
         text.push_str(&format!(
-            "{}  {}{}  {}\n",
+            "{}  {}{}{}  {}\n",
             shown(&row["id"]),
             shown(&row["scope"]),
             shadow,
+            unsigned,
             shown(&row["description"])
         ));
         for item in row["items"].as_array().into_iter().flatten() {
@@ -120,7 +128,8 @@ pub fn list(roots: &RootArgs, args: ListArgs) -> miette::Result<ExitCode> {
 
 /// Runs `quiver show`: exit 1 when nothing has that name.
 pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
-    let catalog = load_for_listing(roots)?;
+    let config = crate::roots::config()?;
+    let catalog = crate::roots::catalog(&config, roots, None)?;
     let name = args.item.as_str();
     let value = if let Some(item) = catalog.item(name).or_else(|| catalog.item_by_wire(name)) {
         let p = &catalog.packages()[item.package].package;
@@ -132,7 +141,8 @@ pub fn show(roots: &RootArgs, args: ShowArgs) -> miette::Result<ExitCode> {
         .unwrap_or_default();
         json!({"item": item, "definition": detail})
     } else if let Some(cp) = catalog.package(name) {
-        json!({"package": cp.package.id, "name": cp.package.name, "scope": cp.scope, "description": cp.package.description, "version": cp.package.version, "root": cp.package.root, "manifest": cp.package.manifest})
+        let can_do = super::show_package::can_do(&catalog, cp, &config);
+        json!({"package": cp.package.id, "name": cp.package.name, "scope": cp.scope, "description": cp.package.description, "version": cp.package.version, "root": cp.package.root, "manifest": cp.package.manifest, "can_do": can_do})
     } else if let Some(skill) = catalog
         .packages()
         .iter()

@@ -56,11 +56,12 @@ fn examples_dir() -> Option<PathBuf> {
 }
 
 /// The roots: `--root`, `QUIVER_PATH` or the config file as for every command; with none of
-/// them, the bundled example packages.
+/// them and no package installed (`quiver install`), the bundled example packages.
 fn roots(args: &RootArgs, config: &quiver_host::Config) -> RootArgs {
     if args.roots.is_empty()
         && std::env::var_os("QUIVER_PATH").is_none()
         && config.path.is_none()
+        && nothing_installed()
         && let Some(examples) = examples_dir()
     {
         return RootArgs {
@@ -68,6 +69,15 @@ fn roots(args: &RootArgs, config: &quiver_host::Config) -> RootArgs {
         };
     }
     args.clone()
+}
+
+/// Whether `quiver install` has installed nothing in the state folder.
+fn nothing_installed() -> bool {
+    quiver_host::paths::state_dir().is_none_or(|state| {
+        quiver_install::store::Store::new(&state)
+            .installed()
+            .map_or(true, |i| i.packages.is_empty())
+    })
 }
 
 /// Runs `quiver serve` until the client disconnects (stdio) or Ctrl-C.

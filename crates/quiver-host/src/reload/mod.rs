@@ -158,6 +158,11 @@ impl Rebuilder {
 
     fn build(&mut self, dirty: &Dirty) -> Loaded {
         let started = Instant::now();
+        if matches!(dirty, Dirty::All) {
+            // A full reload (`quiver reload`, which `quiver install` asks for) also picks up
+            // the packages installed or removed since.
+            self.source.refresh_installed();
+        }
         let refreshed = self.cache.refresh(self.source.roots(), dirty);
         let mut packages = refreshed.packages;
         let mut diagnostics = refreshed.diagnostics;

@@ -1,0 +1,157 @@
+//! Staging: an archive unpacked and verified, or a folder copied, into `<state>/staging/<random>/`,
+//! then loaded and checked; removed on any refusal and when a [`Staged`] is dropped uncommitted.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use quiver_package::Diagnostic;
+use quiver_package::distribution::paths::Limits;
+use quiver_package::distribution::signature::verify_signatures;
+use quiver_package::distribution::{PackManifest, PackPermissions};
+
+use super::files::remove_tree;
+use super::{Record, Staged, Store};
+use crate::InstallError;
+use crate::error::io;
+use crate::trust::TrustStore;
+
+impl Store {
+    /// A new staging folder.
+    fn staging(&self) -> Result<PathBuf, InstallError> {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| InstallError::Refused(format!("no random source: {e}")))?;
+        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let dir = self.state.join("staging").join(name);
+        fs::create_dir_all(&dir).map_err(io(&dir))?;
+        Ok(dir)
+    }
+
+    /// Unpacks the `.qpkg` at `path` into a staging folder, its signatures checked against
+    /// `trust` before any file is written, then loads and checks the package. Nothing is left behind when it is refused.
+    pub fn stage_archive(&self, path: &Path, trust: &TrustStore) -> Result<Staged, InstallError> {
+        let file = fs::File::open(path).map_err(io(path))?;
+        let dir = self.staging()?;
+        let unpacked = dir.join("package");
+        // The signatures are checked as soon as the manifest is read, before any file is.
+        let result = crate::archive::unpack_checked(
+            std::io::BufReader::new(file),
+            Some(&unpacked),
+            &Limits::default(),
+            |manifest, signatures| Ok(verify_signatures(manifest, signatures, &trust.keys)?),
+        )
+        .map(|(opened, signed_by)| (opened.manifest, signed_by));
+        let (manifest, signed_by) = match result {
+            Ok(ok) => ok,
+            Err(e) => {
+                let _ = remove_tree(&dir);
+                return Err(e);
+            }
+        };
+        let source = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        self.finish_staging(
+            dir,
+            unpacked,
+            manifest,
+            signed_by,
+            &source.display().to_string(),
+        )
+    }
+
+    /// Copies the package folder `src` into a staging folder, unsigned (publisher `local`),
+    /// loads and checks it; `source` says where it came from (default: the folder).
+    pub fn stage_folder(&self, src: &Path, source: Option<&str>) -> Result<Staged, InstallError> {
+        let folder = crate::pack::read_folder(src, "local", None)?;
+        let dir = self.staging()?;
+        let unpacked = dir.join("package");
+        let written = (|| {
+            for (entry, bytes) in folder.manifest.files.iter().zip(&folder.contents) {
+                let target = unpacked.join(&entry.path);
+                if let Some(parent) = target.parent() {
+                    fs::create_dir_all(parent).map_err(io(parent))?;
+                }
+                let mut options = fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                let mode = if entry.mode == "0755" { 0o755 } else { 0o644 };
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+                let mut out = options.open(&target).map_err(io(&target))?;
+                out.write_all(bytes).map_err(io(&target))?;
+            }
+            Ok::<(), InstallError>(())
+        })();
+        if let Err(e) = written {
+            let _ = remove_tree(&dir);
+            return Err(e);
+        }
+        let source = match source {
+            Some(s) => s.to_owned(),
+            None => fs::canonicalize(src)
+                .unwrap_or_else(|_| src.to_owned())
+                .display()
+                .to_string(),
+        };
+        self.finish_staging(dir, unpacked, folder.manifest, Vec::new(), &source)
+    }
+
+    /// Names the unpacked folder by the package id, loads and checks it.
+    fn finish_staging(
+        &self,
+        dir: PathBuf,
+        unpacked: PathBuf,
+        manifest: PackManifest,
+        signed_by: Vec<String>,
+        source: &str,
+    ) -> Result<Staged, InstallError> {
+        let record = Record {
+            id: manifest.id.to_string(),
+            publisher: manifest.publisher.clone(),
+            version: manifest.version.clone(),
+            digest: manifest.digest(),
+            source: source.to_owned(),
+            unsigned: signed_by.is_empty(),
+            signed_by,
+            permissions: manifest.permissions.clone(),
+        };
+        let staged = |package, diagnostics| Staged {
+            manifest: manifest.clone(),
+            package,
+            diagnostics,
+            record: record.clone(),
+            dir: dir.clone(),
+        };
+        let folder = dir.join(manifest.id.as_str());
+        let result = fs::create_dir_all(&unpacked)
+            .and_then(|()| fs::rename(&unpacked, &folder))
+            .map_err(io(&folder))
+            .and_then(|()| {
+                let bytes = manifest.to_canonical_bytes();
+                let path = dir.join("MANIFEST.json");
+                fs::write(&path, bytes).map_err(io(&path))
+            });
+        if let Err(e) = result {
+            let _ = remove_tree(&dir);
+            return Err(e);
+        }
+        let loaded = quiver_package::load_package(&folder);
+        let diagnostics = quiver_package::check::check_package(&folder, &loaded);
+        let package = match loaded.package {
+            Some(p) if !diagnostics.iter().any(Diagnostic::is_error) => p,
+            _ => {
+                let _ = remove_tree(&dir);
+                return Err(InstallError::Check(diagnostics));
+            }
+        };
+        if package.id != manifest.id
+            || PackPermissions::from_permissions(&package.manifest.permissions)
+                != manifest.permissions
+        {
+            let _ = remove_tree(&dir);
+            return Err(InstallError::Archive(format!(
+                "the manifest's id or permissions are not those of the package it holds (`{}`)",
+                package.id
+            )));
+        }
+        Ok(staged(package, diagnostics))
+    }
+}

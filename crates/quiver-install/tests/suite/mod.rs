@@ -1,0 +1,6 @@
+mod bench;
+mod common;
+mod hostile;
+mod index;
+mod install;
+mod pack;
