@@ -13,7 +13,7 @@
 //! - [`git`]: package folders from a git repository at a pinned commit.
 //! - [`index`]: building and reading a package index folder with a signed snapshot.
 //! - [`lockfile`]: `quiver.lock` and `skills-lock.json`.
-//! - [`bench`]: the figures of `quiver bench install`.
+//! - [`bench`](mod@bench): the figures of `quiver bench install`.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), quiver_install::InstallError> {
