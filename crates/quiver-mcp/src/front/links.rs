@@ -84,8 +84,10 @@ impl Approver for LinkApprover {
             super::card_message(card)
         );
         if !self.shower.show(&waiting, &message, &url) {
+            tracing::debug!(card = %waiting.id, "the link was not opened; answered at once");
             return Answer::Pending;
         }
+        tracing::debug!(card = %waiting.id, wait = ?self.wait, "waiting for the answer in the console");
         let answer = self.retry.wait_for(card, &waiting.id, self.wait);
         self.shower.complete(&waiting);
         answer

@@ -189,6 +189,11 @@ async fn an_accepted_link_nobody_answers_expires_and_the_call_is_refused() {
     let client = connect(front, script.clone()).await;
     let started = Instant::now();
     let refused = call(&client, "call_tool", packing("Tokyo")).await;
+    let error = body(&refused)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(error.contains("nobody answered in time"), "{error}");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         body(&refused).get("advice").is_none(),
