@@ -224,10 +224,12 @@ impl Approver for ElicitingApprover {
 const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
 /// Shows a card's console page through URL-mode elicitation, the elicitation id being the
-/// card's id, blocking the pipeline's thread.
+/// card's id, blocking the pipeline's thread; a client that does not reply within `wait` has
+/// not accepted.
 struct LinkingClient {
     peer: Peer<RoleServer>,
     handle: tokio::runtime::Handle,
+    wait: std::time::Duration,
 }
 
 impl LinkShower for LinkingClient {
@@ -237,10 +239,10 @@ impl LinkShower for LinkingClient {
             return false;
         };
         let peer = self.peer.clone();
-        let (message, id) = (message.to_owned(), card.id.clone());
+        let (message, id, wait) = (message.to_owned(), card.id.clone(), Some(self.wait));
         let result = self
             .handle
-            .block_on(async move { peer.elicit_url(message, url, id).await });
+            .block_on(async move { peer.elicit_url_with_timeout(message, url, id, wait).await });
         match result {
             Ok(action) => action == ElicitationAction::Accept,
             Err(error) => {
@@ -399,6 +401,7 @@ impl QuiverServer {
             Way::Link => Asker::Link(Arc::new(LinkingClient {
                 peer: context.peer.clone(),
                 handle: tokio::runtime::Handle::current(),
+                wait: self.front.config().approval_wait,
             })),
             Way::AnswerAt => Asker::Console,
         }
