@@ -132,8 +132,9 @@ pub struct McpConfig {
     pub allow_anonymous: bool,
     /// Browser origins allowed to call over HTTP (requests without `Origin` always pass).
     pub allowed_origins: Vec<String>,
-    /// How long a question the policy routes to an operator waits in the console queue (a
-    /// person's question to a client that cannot elicit never waits: it is answered at once
+    /// How long a question the policy routes to an operator waits in the console queue, and a
+    /// question shown as its console page through URL-mode elicitation waits for the person
+    /// (a person's question to a client that cannot elicit never waits: it is answered at once
     /// with where to answer it, and the client's retry finds the answer).
     pub approval_wait: Duration,
     /// How long an HTTP connection may take to send a request's headers (default 10 s).

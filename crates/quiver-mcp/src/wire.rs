@@ -8,15 +8,17 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use quiver_runtime::CallStatus;
 use quiver_runtime::approver::{Answer, Approver, Card};
+use quiver_store::ApprovalCard;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetSkillRequestParams,
-    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, InputRequest,
-    InputRequests, InputRequiredResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Skill,
-    SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
+    DiscoverResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    GetSkillRequestParams, GetSkillResult, Implementation, InitializeRequestParams,
+    InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, ServerNotification, Skill, SkillFrontmatter, SkillResource, SkillResources,
+    SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, Peer, ServerHandler};
@@ -24,7 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::front::{
     Asker, CONVERSATION_META, CallRequest, CallResult, Caller, ConnectionSlot, Decision, Front,
-    FrontError, PendingQuestion, TURN_META, ToolSpec, card_message,
+    FrontError, LinkShower, PendingQuestion, TURN_META, ToolSpec, Way, card_message, way_to_ask,
 };
 use crate::skills::{Child, SkillEntry, SkillFile, is_textual};
 
@@ -107,11 +109,13 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
-fn can_elicit_form(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
-        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+/// The elicitation modes the client declared: (form, url). An `elicitation` capability
+/// naming neither is a form (the 2025-06-18 shape).
+fn elicitation_modes(context: &RequestContext<RoleServer>) -> (bool, bool) {
+    match context.client_capabilities().and_then(|c| c.elicitation) {
+        Some(e) => (e.form.is_some() || e.url.is_none(), e.url.is_some()),
+        None => (false, false),
+    }
 }
 
 fn meta_handle(meta: Option<&MetaObject>) -> Option<String> {
@@ -212,6 +216,54 @@ impl Approver for ElicitingApprover {
         match result.action {
             ElicitationAction::Accept => result.content?.get("answer")?.as_str().map(str::to_owned),
             _ => None,
+        }
+    }
+}
+
+/// The method of the notification that closes a URL-mode question (MCP 2025-11-25).
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+
+/// Shows a card's console page through URL-mode elicitation, the elicitation id being the
+/// card's id, blocking the pipeline's thread; a client that does not reply within `wait` has
+/// not accepted.
+struct LinkingClient {
+    peer: Peer<RoleServer>,
+    handle: tokio::runtime::Handle,
+    wait: std::time::Duration,
+}
+
+impl LinkShower for LinkingClient {
+    fn show(&self, card: &ApprovalCard, message: &str, url: &str) -> bool {
+        let Ok(url) = url::Url::parse(url) else {
+            tracing::warn!(url, "the console's address is not a URL");
+            return false;
+        };
+        let peer = self.peer.clone();
+        let (message, id, wait) = (message.to_owned(), card.id.clone(), Some(self.wait));
+        let result = self
+            .handle
+            .block_on(async move { peer.elicit_url_with_timeout(message, url, id, wait).await });
+        match result {
+            Ok(action) => action == ElicitationAction::Accept,
+            Err(error) => {
+                tracing::warn!(%error, "URL elicitation failed");
+                false
+            }
+        }
+    }
+
+    fn complete(&self, card: &ApprovalCard) {
+        let notification = CustomNotification::new(
+            ELICITATION_COMPLETE,
+            Some(json!({"elicitationId": card.id})),
+        );
+        let peer = self.peer.clone();
+        let sent = self.handle.block_on(async move {
+            peer.send_notification(ServerNotification::CustomNotification(notification))
+                .await
+        });
+        if let Err(error) = sent {
+            tracing::warn!(%error, "cannot tell the client the question is closed");
         }
     }
 }
@@ -338,15 +390,20 @@ impl QuiverServer {
     }
 
     fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
-        if !can_elicit_form(context) {
-            Asker::Console
-        } else if is_modern(context) {
-            Asker::Deferred
-        } else {
-            Asker::Now(Arc::new(ElicitingApprover {
+        let (form, url) = elicitation_modes(context);
+        let console = self.front.config().console_url.is_some();
+        match way_to_ask(is_modern(context), form, url, console) {
+            Way::Form => Asker::Now(Arc::new(ElicitingApprover {
                 peer: context.peer.clone(),
                 handle: tokio::runtime::Handle::current(),
-            }))
+            })),
+            Way::Deferred => Asker::Deferred,
+            Way::Link => Asker::Link(Arc::new(LinkingClient {
+                peer: context.peer.clone(),
+                handle: tokio::runtime::Handle::current(),
+                wait: self.front.config().approval_wait,
+            })),
+            Way::AnswerAt => Asker::Console,
         }
     }
 

@@ -22,6 +22,7 @@ use crate::skills::{SkillEntry, SkillIndex};
 
 mod changes;
 mod conversation;
+mod links;
 mod questions;
 mod suspended;
 mod turns;
@@ -30,6 +31,8 @@ pub use conversation::{
     CLIENT_CONVERSATION_IDLE, ConnectionSlot, MAX_CLIENT_CONVERSATIONS,
     MAX_REMEMBERED_CONVERSATIONS,
 };
+use links::LinkApprover;
+pub use links::{LinkShower, Way, way_to_ask};
 pub use questions::{Asker, Decision, PendingQuestion, card_message};
 use questions::{
     CardKey, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, nonce, now_nanos,
@@ -362,6 +365,18 @@ impl Front {
                 let approver = self.runtime.retry_approver();
                 retry = Some(approver.clone());
                 (approver, None)
+            }
+            Asker::Link(shower) => {
+                let approver = self.runtime.retry_approver();
+                retry = Some(approver.clone());
+                let console = self.config.console_url.clone().unwrap_or_default();
+                let link = LinkApprover {
+                    retry: approver,
+                    shower: shower.clone(),
+                    console,
+                    wait: self.config.approval_wait,
+                };
+                (Arc::new(link) as Arc<dyn Approver>, None)
             }
             Asker::Deferred => {
                 let wait = Duration::from_secs(REQUEST_STATE_TTL);

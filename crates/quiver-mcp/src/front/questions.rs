@@ -25,8 +25,12 @@ pub enum Asker {
     /// Return the question to the client and go on when its retry brings the answer
     /// (2026-07-28 `input_required` with a sealed `requestState`); the call waits meanwhile.
     Deferred,
-    /// The client cannot ask: the console approval queue, then a readable error.
+    /// The client cannot ask: the card is left in the console's queue and the call answered
+    /// at once with where a person answers it.
     Console,
+    /// The client shows the card's console page (URL-mode elicitation) and the call waits for
+    /// the person's answer there.
+    Link(Arc<dyn super::LinkShower>),
 }
 
 /// The user's answer to an elicited question.
@@ -202,7 +206,7 @@ pub(super) fn waiting_for_a_person(
     };
     let minutes = quiver_runtime::approver::RETRY_CARD_TTL.as_secs() / 60;
     let id = &card.id;
-    let page = console.map(|url| format!("{}/approvals/{id}", url.trim_end_matches('/')));
+    let page = console.map(|url| super::links::card_page(url, id));
     let where_ = match &page {
         Some(page) => format!(
             "in the Quiver console at {page} (or from a terminal: `quiver approvals approve {id}` or `quiver approvals deny {id}`)"

@@ -11,10 +11,11 @@ use quiver_runtime::executor::BuiltinExecutor;
 use quiver_runtime::{ApproverSet, Runtime, RuntimeConfig};
 use quiver_store::SqliteStore;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, CustomNotification,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, Implementation,
+    ProtocolVersion,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -89,6 +90,12 @@ pub struct Scripted {
     pub asked: Arc<Mutex<Vec<String>>>,
     pub version: Option<ProtocolVersion>,
     pub no_elicitation: bool,
+    /// The elicitation modes declared, when not the default (a bare `elicitation`: forms).
+    pub modes: Option<ElicitationCapability>,
+    /// The URL-mode questions shown: (elicitation id, url).
+    pub links: Arc<Mutex<Vec<(String, String)>>>,
+    /// The elicitation ids `notifications/elicitation/complete` closed.
+    pub completed: Arc<Mutex<Vec<String>>>,
 }
 
 impl Scripted {
@@ -121,6 +128,10 @@ impl ClientHandler for Scripted {
     fn get_info(&self) -> ClientConfig {
         let capabilities = if self.no_elicitation {
             ClientCapabilities::default()
+        } else if let Some(modes) = &self.modes {
+            let mut capabilities = ClientCapabilities::default();
+            capabilities.elicitation = Some(modes.clone());
+            capabilities
         } else {
             ClientCapabilities::builder().enable_elicitation().build()
         };
@@ -136,8 +147,19 @@ impl ClientHandler for Scripted {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            self.asked.lock().unwrap().push(message.clone());
+        match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => {
+                self.asked.lock().unwrap().push(message.clone());
+            }
+            ElicitRequestParams::UrlElicitationParams {
+                url,
+                elicitation_id,
+                ..
+            } => {
+                let link = (elicitation_id.clone(), url.clone());
+                self.links.lock().unwrap().push(link);
+            }
+            _ => {}
         }
         Ok(self
             .answers
@@ -145,6 +167,20 @@ impl ClientHandler for Scripted {
             .unwrap()
             .pop_front()
             .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel)))
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == "notifications/elicitation/complete" {
+            let id = notification.params.unwrap()["elicitationId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            self.completed.lock().unwrap().push(id);
+        }
     }
 }
 

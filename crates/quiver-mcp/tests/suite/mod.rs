@@ -3,6 +3,7 @@ mod golden;
 mod harness;
 mod http;
 mod http_gate;
+mod links;
 mod reload;
 mod runs;
 mod sections;

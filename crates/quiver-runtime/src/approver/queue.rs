@@ -167,3 +167,38 @@ impl Approver for RetryApprover {
         Answer::Pending
     }
 }
+
+impl RetryApprover {
+    /// Waits until a person answers `id`, the card this approver left waiting for `card`, at
+    /// most `wait` and never past the card's [`RETRY_CARD_TTL`], and uses the answer exactly
+    /// once. Nobody answered in time: the card expires (a late answer runs nothing) and the
+    /// answer is [`Answer::TimedOut`]. For a client that showed the person where to answer
+    /// and keeps the call open meanwhile.
+    pub fn wait_for(&self, card: &Card, id: &str, wait: Duration) -> Answer {
+        let created = self
+            .waiting()
+            .iter()
+            .find(|w| w.id == id)
+            .map_or(quiver_store::now_ms(), |w| w.created_at);
+        let ttl_ms = i64::try_from(RETRY_CARD_TTL.as_millis()).unwrap_or(i64::MAX);
+        let left = u64::try_from(created + ttl_ms - quiver_store::now_ms()).unwrap_or(0);
+        let wait = wait.min(Duration::from_millis(left));
+        let found = match self.store.wait_approval(id, wait) {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the approval queue");
+                return Answer::Unanswered;
+            }
+        };
+        if let Some(answer) = self.answer_of(card, &found) {
+            return answer;
+        }
+        match found.status {
+            ApprovalStatus::Pending | ApprovalStatus::Expired => {
+                let _ = self.store.expire_approval(id);
+                Answer::TimedOut
+            }
+            _ => Answer::Unanswered,
+        }
+    }
+}
