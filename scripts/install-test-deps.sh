@@ -91,6 +91,8 @@ if command -v apt-get >/dev/null 2>&1; then
     "$script_dir/install-browser.sh"
 else
     echo "warning: apt-get not found; the console's browser tests will fail under scripts/test.sh" >&2
+fi
+
 # The PostgreSQL server for scripts/pg-cluster.sh (the store's PostgreSQL backend), from
 # Debian, major version pinned; skipped when its binaries are already there.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
