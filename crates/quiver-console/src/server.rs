@@ -66,6 +66,10 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
             get(pages::approvals::show).post(pages::approvals::answer),
         )
         .route(
+            "/operator-cards",
+            get(pages::operator_cards::list).post(pages::operator_cards::create),
+        )
+        .route(
             "/control",
             get(pages::control::show).post(pages::control::set),
         )

@@ -136,6 +136,20 @@ pub enum Action<'a> {
         /// The reason the person gave, if any.
         note: Option<&'a str>,
     },
+    /// An operator card was made: its id, the tool, the digest of the canonical arguments,
+    /// the one session it is for (`None`: any) and when it expires (Unix ms).
+    OperatorCard {
+        /// The card's id.
+        card: &'a str,
+        /// The tool it approves a call of.
+        tool: &'a str,
+        /// The digest of the canonical arguments it approves.
+        digest: &'a str,
+        /// The only session it may be used in.
+        session: Option<&'a str>,
+        /// When it stops matching (Unix ms).
+        expires_at: i64,
+    },
     /// An operator signed in to the console.
     SignIn,
 }
@@ -159,6 +173,7 @@ impl Action<'_> {
                 decision: Decision::Deny,
                 ..
             } => "deny",
+            Action::OperatorCard { .. } => "operator-card",
             Action::SignIn => "sign-in",
         }
     }
@@ -173,6 +188,9 @@ impl Action<'_> {
             Action::EndSession(s) => format!("session `{s}` ended"),
             Action::GrantConsent(s, p) => format!("package `{p}` allowed in session `{s}`"),
             Action::Answer { card, .. } => format!("card `{card}` {} in the console", self.word()),
+            Action::OperatorCard { card, tool, .. } => {
+                format!("operator card `{card}` made for one call of `{tool}`")
+            }
             Action::SignIn => "signed in to the console".into(),
         }
     }
@@ -213,6 +231,7 @@ pub fn record_because(
         | Action::GrantConsent(session, _)
         | Action::Answer { session, .. } => session.to_owned(),
         Action::CancelRun(run) => crate::runtime::run_session_id(run),
+        Action::OperatorCard { session, .. } => session.unwrap_or(OPERATOR_SESSION).to_owned(),
         Action::Control(_) | Action::Enable(_) | Action::Disable(_) | Action::SignIn => {
             OPERATOR_SESSION.into()
         }
@@ -238,6 +257,16 @@ pub fn record_because(
             note,
             ..
         } => json!({ "card": card, "decision": decision, "note": note }),
+        Action::OperatorCard {
+            card,
+            tool,
+            digest,
+            session,
+            expires_at,
+        } => json!({
+            "card": card, "tool": tool, "arguments_digest": digest,
+            "session": session, "expires_at": expires_at,
+        }),
         Action::SignIn => json!({ "front": "console" }),
     });
     if let (Some(why), Some(Value::Object(detail))) = (why, entry.detail.as_mut()) {

@@ -15,6 +15,7 @@ pub(crate) mod approvals;
 pub(crate) mod audit;
 pub(crate) mod control;
 pub(crate) mod login;
+pub(crate) mod operator_cards;
 pub(crate) mod overview;
 pub(crate) mod package_pages;
 pub(crate) mod packages;

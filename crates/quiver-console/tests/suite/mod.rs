@@ -4,4 +4,5 @@ mod approvals;
 mod browser;
 mod figures;
 mod harness;
+mod operator_cards;
 mod security;
