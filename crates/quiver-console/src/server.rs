@@ -87,6 +87,8 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         .route("/runs/{id}", get(pages::sessions::run))
         .route("/runs/{id}/cancel", post(pages::sessions::cancel))
         .route("/runs/{id}/answer", post(pages::sessions::answer))
+        .route("/runs/{id}/retry", post(pages::run_ops::retry))
+        .route("/runs/{id}/resolve", post(pages::run_ops::resolve))
         .route("/events", get(events::stream))
         .route("/static/{file}", get(assets::file))
         .fallback(not_found)

@@ -120,6 +120,10 @@ pub enum Action<'a> {
     Disable(&'a str),
     /// A workflow run was cancelled.
     CancelRun(&'a str),
+    /// A run in doubt was retried: its step runs again.
+    RetryRun(&'a str),
+    /// A run in doubt was resolved: its step taken as done (`true`) or the run failed.
+    ResolveRun(&'a str, bool),
     /// A session was ended by hand.
     EndSession(&'a str),
     /// Package consent was granted to a session (its id, the package) outside any call.
@@ -163,6 +167,9 @@ impl Action<'_> {
             Action::Enable(_) => "enable",
             Action::Disable(_) => "disable",
             Action::CancelRun(_) => "cancel",
+            Action::RetryRun(_) => "retry",
+            Action::ResolveRun(_, true) => "resolve-done",
+            Action::ResolveRun(_, false) => "resolve-fail",
             Action::EndSession(_) => "end-session",
             Action::GrantConsent(..) => "grant-consent",
             Action::Answer {
@@ -185,6 +192,11 @@ impl Action<'_> {
             Action::Enable(p) => format!("package `{p}` switched on"),
             Action::Disable(p) => format!("package `{p}` switched off"),
             Action::CancelRun(run) => format!("run `{run}` cancelled"),
+            Action::RetryRun(run) => format!("the step in doubt of run `{run}` run again"),
+            Action::ResolveRun(run, true) => {
+                format!("the step in doubt of run `{run}` taken as done")
+            }
+            Action::ResolveRun(run, false) => format!("run `{run}` in doubt failed"),
             Action::EndSession(s) => format!("session `{s}` ended"),
             Action::GrantConsent(s, p) => format!("package `{p}` allowed in session `{s}`"),
             Action::Answer { card, .. } => format!("card `{card}` {} in the console", self.word()),
@@ -230,7 +242,9 @@ pub fn record_because(
         Action::EndSession(session)
         | Action::GrantConsent(session, _)
         | Action::Answer { session, .. } => session.to_owned(),
-        Action::CancelRun(run) => crate::runtime::run_session_id(run),
+        Action::CancelRun(run) | Action::RetryRun(run) | Action::ResolveRun(run, _) => {
+            crate::runtime::run_session_id(run)
+        }
         Action::OperatorCard { session, .. } => session.unwrap_or(OPERATOR_SESSION).to_owned(),
         Action::Control(_) | Action::Enable(_) | Action::Disable(_) | Action::SignIn => {
             OPERATOR_SESSION.into()
@@ -246,7 +260,9 @@ pub fn record_because(
     entry.detail = Some(match action {
         Action::Control(control) => json!({ "control": control }),
         Action::Enable(package) | Action::Disable(package) => json!({ "package": package }),
-        Action::CancelRun(run) => json!({ "run": run }),
+        Action::CancelRun(run) | Action::RetryRun(run) | Action::ResolveRun(run, _) => {
+            json!({ "run": run })
+        }
         Action::EndSession(session) => json!({ "session": session }),
         Action::GrantConsent(session, package) => {
             json!({ "session": session, "package": package })

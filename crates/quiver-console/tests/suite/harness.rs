@@ -70,6 +70,16 @@ fn fixture(root: &Path) {
     );
     write(
         root,
+        "notes/tools/save_note/tool.yaml",
+        "description: Save a note without asking\ncategory: action\napproval: never\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
+        "notes/workflows/save.yaml",
+        "description: Save a note\nexpose: true\nsteps:\n  - id: save\n    tool: save_note\n    with: {text: saved}\n",
+    );
+    write(
+        root,
         "notes/workflows/publish.yaml",
         "description: Publish the notes after a review\nexpose: true\nsteps:\n  - id: ok\n    approval: Publish them?\n  - id: add\n    tool: add_note\n    with: {text: published}\n",
     );
@@ -92,6 +102,8 @@ pub struct Served {
     pub addr: std::net::SocketAddr,
     pub shutdown: CancellationToken,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Set: the next tool call records itself, then panics (a process dying mid-step).
+    pub crash: Arc<std::sync::atomic::AtomicBool>,
     pub admin: Admin,
     /// The runtime's database, as the test looks at it (the console never does).
     pub store: Arc<SqliteStore>,
@@ -114,18 +126,24 @@ pub async fn serve_waiting(wait: Duration) -> Served {
     let catalog = Catalog::load_dirs(&[&packages]);
     let store = Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap());
     let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let crash = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut executor = BuiltinExecutor::new();
     for tool in [
         "weather.forecast",
         "notes.add_note",
+        "notes.save_note",
         "group-admin.kick_member",
     ] {
         let calls = calls.clone();
+        let crash = crash.clone();
         let name = tool.to_owned();
         executor.register(
             tool,
             Arc::new(move |args: &Value, _ctx| {
                 calls.lock().unwrap().push((name.clone(), args.clone()));
+                if crash.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    panic!("the process died during `{name}`");
+                }
                 Ok(json!({"ran": name, "args": args}))
             }),
         );
@@ -172,6 +190,7 @@ pub async fn serve_waiting(wait: Duration) -> Served {
         addr,
         shutdown,
         calls,
+        crash,
         admin,
         store,
         server,

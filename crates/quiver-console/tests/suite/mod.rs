@@ -5,4 +5,5 @@ mod browser;
 mod figures;
 mod harness;
 mod operator_cards;
+mod run_ops;
 mod security;
