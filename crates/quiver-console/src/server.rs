@@ -174,6 +174,13 @@ async fn guard(State(ctx): State<Ctx>, request: Request, next: Next) -> Response
     if path == "/login" || path.starts_with("/static/") {
         return next.run(request).await;
     }
+    // A package page's own CSS, scripts, images and fonts, requested by its opaque origin
+    // without the cookie (see `package_pages`).
+    if (request.method() == Method::GET || request.method() == Method::HEAD)
+        && crate::pages::package_pages::asset_without_sign_in(path)
+    {
+        return next.run(request).await;
+    }
     let authorization = header_str(headers, header::AUTHORIZATION);
     let signed = ctx
         .console

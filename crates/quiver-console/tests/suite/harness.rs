@@ -50,8 +50,19 @@ fn fixture(root: &Path) {
     write(
         root,
         "weather/pages/index.html",
-        "<!doctype html><meta charset=utf-8><title>天气</title><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script>\n",
+        "<!doctype html><meta charset=utf-8><title>天气</title><link rel=stylesheet href=style.css><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script><script src=app.js></script>\n",
     );
+    write(
+        root,
+        "weather/pages/style.css",
+        "#hello { color: rgb(1, 2, 3); }\n",
+    );
+    write(
+        root,
+        "weather/pages/app.js",
+        "var hello = document.getElementById('hello');\nhello.dataset.script = 'ran';\nPromise.all(['/approvals', '/packages/notes'].map(function (u) {\n  return fetch(u).then(function () { return 'read'; }, function () { return 'refused'; });\n})).then(function (r) { hello.dataset.reads = r.join(','); });\n",
+    );
+    write(root, "weather/outside.css", "/* not a page's file */\n");
     write(
         root,
         "weather/workflows/report.yaml",
