@@ -66,6 +66,10 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
             get(pages::approvals::show).post(pages::approvals::answer),
         )
         .route(
+            "/operator-cards",
+            get(pages::operator_cards::list).post(pages::operator_cards::create),
+        )
+        .route(
             "/control",
             get(pages::control::show).post(pages::control::set),
         )
@@ -83,6 +87,8 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         .route("/runs/{id}", get(pages::sessions::run))
         .route("/runs/{id}/cancel", post(pages::sessions::cancel))
         .route("/runs/{id}/answer", post(pages::sessions::answer))
+        .route("/runs/{id}/retry", post(pages::run_ops::retry))
+        .route("/runs/{id}/resolve", post(pages::run_ops::resolve))
         .route("/events", get(events::stream))
         .route("/static/{file}", get(assets::file))
         .fallback(not_found)
@@ -166,6 +172,13 @@ async fn guard(State(ctx): State<Ctx>, request: Request, next: Next) -> Response
     let host = host.unwrap_or_default();
     let path = request.uri().path();
     if path == "/login" || path.starts_with("/static/") {
+        return next.run(request).await;
+    }
+    // A package page's own CSS, scripts, images and fonts, requested by its opaque origin
+    // without the cookie (see `package_pages`).
+    if (request.method() == Method::GET || request.method() == Method::HEAD)
+        && crate::pages::package_pages::asset_without_sign_in(path)
+    {
         return next.run(request).await;
     }
     let authorization = header_str(headers, header::AUTHORIZATION);

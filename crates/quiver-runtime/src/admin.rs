@@ -9,14 +9,17 @@ use std::sync::Arc;
 use quiver_policy::ControlPlane;
 use quiver_store::workflow::{Attempt, Run, RunFilter, Wait};
 use quiver_store::{
-    Approval, AuditQuery, AuditRecord, Consent, Decision, Session, SessionFilter, Store,
-    WorkflowStore,
+    Approval, AuditQuery, AuditRecord, Consent, Decision, OperatorCard, Session, SessionFilter,
+    Store, WorkflowStore,
 };
 use quiver_workflow::Parked;
 use serde::Serialize;
 
 use crate::RuntimeError;
 use crate::operator::{self, OperatorState};
+
+/// The longest an operator card lives: fifteen minutes.
+pub const OPERATOR_CARD_MAX_TTL: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// The operator's door to the state.
 #[derive(Clone)]
@@ -123,6 +126,55 @@ impl Admin {
     /// given or a sign-in in the console), naming `by`.
     pub fn record(&self, action: operator::Action<'_>, by: &str) -> Result<(), RuntimeError> {
         Ok(operator::record(self.store.as_ref(), action, by)?)
+    }
+
+    /// Makes an operator card approving ahead one call of `tool` with exactly `arguments`
+    /// (in `session` only, or any), usable once within `ttl` (at most
+    /// [`OPERATOR_CARD_MAX_TTL`]), and audits it naming `by`.
+    pub fn create_operator_card(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Value,
+        session: Option<&str>,
+        ttl: std::time::Duration,
+        by: &str,
+    ) -> Result<OperatorCard, RuntimeError> {
+        if ttl.is_zero() || ttl > OPERATOR_CARD_MAX_TTL {
+            return Err(quiver_store::StoreError::Invalid(format!(
+                "an operator card lives more than 0 and at most {} minutes",
+                OPERATOR_CARD_MAX_TTL.as_secs() / 60
+            ))
+            .into());
+        }
+        let now = quiver_store::now_ms();
+        let card = self.store.create_operator_card(&OperatorCard {
+            id: crate::ids::new_id("opc"),
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+            session: session.map(str::to_owned),
+            created_by: by.to_owned(),
+            created_at: now,
+            expires_at: now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)),
+            used_at: None,
+            used_session: None,
+            used_call: None,
+        })?;
+        let digest = quiver_store::argument_digest(arguments, &[]);
+        let action = operator::Action::OperatorCard {
+            card: &card.id,
+            tool,
+            digest: &digest,
+            session,
+            expires_at: card.expires_at,
+        };
+        operator::record(self.store.as_ref(), action, by)?;
+        Ok(card)
+    }
+
+    /// The operator cards still usable, and those used or expired in the last hour, newest
+    /// first.
+    pub fn operator_cards(&self) -> Result<Vec<OperatorCard>, RuntimeError> {
+        Ok(self.store.operator_cards(quiver_store::now_ms())?)
     }
 
     /// The operator's switches.

@@ -120,6 +120,10 @@ pub enum Action<'a> {
     Disable(&'a str),
     /// A workflow run was cancelled.
     CancelRun(&'a str),
+    /// A run in doubt was retried: its step runs again.
+    RetryRun(&'a str),
+    /// A run in doubt was resolved: its step taken as done (`true`) or the run failed.
+    ResolveRun(&'a str, bool),
     /// A session was ended by hand.
     EndSession(&'a str),
     /// Package consent was granted to a session (its id, the package) outside any call.
@@ -136,6 +140,20 @@ pub enum Action<'a> {
         /// The reason the person gave, if any.
         note: Option<&'a str>,
     },
+    /// An operator card was made: its id, the tool, the digest of the canonical arguments,
+    /// the one session it is for (`None`: any) and when it expires (Unix ms).
+    OperatorCard {
+        /// The card's id.
+        card: &'a str,
+        /// The tool it approves a call of.
+        tool: &'a str,
+        /// The digest of the canonical arguments it approves.
+        digest: &'a str,
+        /// The only session it may be used in.
+        session: Option<&'a str>,
+        /// When it stops matching (Unix ms).
+        expires_at: i64,
+    },
     /// An operator signed in to the console.
     SignIn,
 }
@@ -149,6 +167,9 @@ impl Action<'_> {
             Action::Enable(_) => "enable",
             Action::Disable(_) => "disable",
             Action::CancelRun(_) => "cancel",
+            Action::RetryRun(_) => "retry",
+            Action::ResolveRun(_, true) => "resolve-done",
+            Action::ResolveRun(_, false) => "resolve-fail",
             Action::EndSession(_) => "end-session",
             Action::GrantConsent(..) => "grant-consent",
             Action::Answer {
@@ -159,6 +180,7 @@ impl Action<'_> {
                 decision: Decision::Deny,
                 ..
             } => "deny",
+            Action::OperatorCard { .. } => "operator-card",
             Action::SignIn => "sign-in",
         }
     }
@@ -170,9 +192,17 @@ impl Action<'_> {
             Action::Enable(p) => format!("package `{p}` switched on"),
             Action::Disable(p) => format!("package `{p}` switched off"),
             Action::CancelRun(run) => format!("run `{run}` cancelled"),
+            Action::RetryRun(run) => format!("the step in doubt of run `{run}` run again"),
+            Action::ResolveRun(run, true) => {
+                format!("the step in doubt of run `{run}` taken as done")
+            }
+            Action::ResolveRun(run, false) => format!("run `{run}` in doubt failed"),
             Action::EndSession(s) => format!("session `{s}` ended"),
             Action::GrantConsent(s, p) => format!("package `{p}` allowed in session `{s}`"),
             Action::Answer { card, .. } => format!("card `{card}` {} in the console", self.word()),
+            Action::OperatorCard { card, tool, .. } => {
+                format!("operator card `{card}` made for one call of `{tool}`")
+            }
             Action::SignIn => "signed in to the console".into(),
         }
     }
@@ -212,7 +242,10 @@ pub fn record_because(
         Action::EndSession(session)
         | Action::GrantConsent(session, _)
         | Action::Answer { session, .. } => session.to_owned(),
-        Action::CancelRun(run) => crate::runtime::run_session_id(run),
+        Action::CancelRun(run) | Action::RetryRun(run) | Action::ResolveRun(run, _) => {
+            crate::runtime::run_session_id(run)
+        }
+        Action::OperatorCard { session, .. } => session.unwrap_or(OPERATOR_SESSION).to_owned(),
         Action::Control(_) | Action::Enable(_) | Action::Disable(_) | Action::SignIn => {
             OPERATOR_SESSION.into()
         }
@@ -227,7 +260,9 @@ pub fn record_because(
     entry.detail = Some(match action {
         Action::Control(control) => json!({ "control": control }),
         Action::Enable(package) | Action::Disable(package) => json!({ "package": package }),
-        Action::CancelRun(run) => json!({ "run": run }),
+        Action::CancelRun(run) | Action::RetryRun(run) | Action::ResolveRun(run, _) => {
+            json!({ "run": run })
+        }
         Action::EndSession(session) => json!({ "session": session }),
         Action::GrantConsent(session, package) => {
             json!({ "session": session, "package": package })
@@ -238,6 +273,16 @@ pub fn record_because(
             note,
             ..
         } => json!({ "card": card, "decision": decision, "note": note }),
+        Action::OperatorCard {
+            card,
+            tool,
+            digest,
+            session,
+            expires_at,
+        } => json!({
+            "card": card, "tool": tool, "arguments_digest": digest,
+            "session": session, "expires_at": expires_at,
+        }),
         Action::SignIn => json!({ "front": "console" }),
     });
     if let (Some(why), Some(Value::Object(detail))) = (why, entry.detail.as_mut()) {

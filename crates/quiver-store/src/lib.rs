@@ -75,8 +75,8 @@ pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, AuditStep, CardQuestion, Consent, DEFAULT_LOADED_TOOLS, Decision,
-    EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
-    SessionPresence, SessionStatus, UnknownAuditStep, now_ms,
+    EndedSkill, NewSession, OnceApproval, OperatorCard, PresenceStamp, Purged, Session,
+    SessionFilter, SessionPresence, SessionStatus, UnknownAuditStep, now_ms,
 };
 pub use workflow::WorkflowStore;
 
@@ -279,6 +279,30 @@ pub trait Store: Send + Sync {
     /// answers from another process are seen within a poll interval.
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval>;
 
+    // --- operator cards ---
+
+    /// Stores an operator card, unused. [`StoreError::Invalid`] if its id, tool or creator is
+    /// empty, it is already used, or it expires at or before it was made;
+    /// [`StoreError::AlreadyExists`] if the id is taken.
+    fn create_operator_card(&self, card: &OperatorCard) -> Result<OperatorCard>;
+
+    /// The operator cards still usable at `now` (Unix ms: unused and not expired), and those
+    /// used or expired within the last [`OPERATOR_CARDS_KEPT_MS`] before it, newest first.
+    fn operator_cards(&self, now: i64) -> Result<Vec<OperatorCard>>;
+
+    /// Uses, exactly once, the oldest operator card for call `call_id` of `session`: same tool,
+    /// same canonical arguments, made for this session or for any, unused and expiring after
+    /// `now` (Unix ms). Returns it as used, or `None` when no card matches (so a second call
+    /// with the same arguments finds none, and of two racing calls only one gets it).
+    fn use_operator_card(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        session: &str,
+        call_id: &str,
+        now: i64,
+    ) -> Result<Option<OperatorCard>>;
+
     // --- audit ---
 
     /// Appends an audit record and returns its id.
@@ -298,6 +322,9 @@ pub trait Store: Send + Sync {
 pub trait StateStore: Store + WorkflowStore {}
 
 impl<T: Store + WorkflowStore> StateStore for T {}
+
+/// How long used and expired operator cards stay listed ([`Store::operator_cards`]): an hour.
+pub const OPERATOR_CARDS_KEPT_MS: i64 = 60 * 60 * 1000;
 
 /// Trimmed results a session keeps for `tool_output` (the oldest is dropped first).
 pub const KEPT_OUTPUTS: usize = 32;

@@ -180,6 +180,33 @@ pub struct ApprovalCard {
     pub question: CardQuestion,
 }
 
+/// An operator card: a person's approval, given ahead, of one exact call (tool and canonical
+/// arguments, optionally in one session), used by that call at most once and only before it
+/// expires ([`crate::Store::use_operator_card`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatorCard {
+    /// The card's id.
+    pub id: String,
+    /// The tool's qualified name.
+    pub tool: String,
+    /// The arguments it approves, as given (matched by the digest of their canonical JSON).
+    pub arguments: Value,
+    /// The only session it may be used in; `None`: any.
+    pub session: Option<String>,
+    /// Who made it.
+    pub created_by: String,
+    /// When it was made (Unix ms).
+    pub created_at: i64,
+    /// When it stops matching (Unix ms).
+    pub expires_at: i64,
+    /// When a call used it (Unix ms); `None`: unused.
+    pub used_at: Option<i64>,
+    /// The session of the call that used it.
+    pub used_session: Option<String>,
+    /// The id of the call that used it.
+    pub used_call: Option<String>,
+}
+
 /// What an approval card asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

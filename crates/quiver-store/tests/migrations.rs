@@ -49,6 +49,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "loaded_tools",
             "once_approvals",
             "opened_packages",
+            "operator_cards",
             "operator_state",
             "perception_cache",
             "sessions",

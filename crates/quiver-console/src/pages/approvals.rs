@@ -202,6 +202,7 @@ struct ListPage {
     chrome: Chrome,
     cards: Vec<CardView>,
     runs: Vec<ParkedRun>,
+    operator_cards: Vec<pages::operator_cards::OperatorCardView>,
 }
 
 /// A workflow run parked on a person's answer, linked to its own page.
@@ -305,10 +306,12 @@ pub(crate) async fn list(
         return pages::html(&ListPart { chrome, cards });
     }
     let runs = parked(&ctx).await?;
+    let operator_cards = pages::operator_cards::load(&ctx).await?;
     pages::html(&ListPage {
         chrome,
         cards,
         runs,
+        operator_cards,
     })
 }
 

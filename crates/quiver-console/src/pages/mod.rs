@@ -15,9 +15,11 @@ pub(crate) mod approvals;
 pub(crate) mod audit;
 pub(crate) mod control;
 pub(crate) mod login;
+pub(crate) mod operator_cards;
 pub(crate) mod overview;
 pub(crate) mod package_pages;
 pub(crate) mod packages;
+pub(crate) mod run_ops;
 pub(crate) mod sessions;
 
 /// What every page's frame shows: the CSRF token of its forms, the control plane's mode and

@@ -157,6 +157,8 @@ pub(crate) struct RunDetail {
     pub run: RunRow,
     /// Whether it has not ended (it can be cancelled).
     pub open: bool,
+    /// Whether it is in doubt (an operator retries or resolves it).
+    pub in_doubt: bool,
     /// What it waits for a person to answer, when it is parked on one.
     pub question: Option<String>,
     pub error: String,
@@ -205,6 +207,7 @@ pub(crate) async fn run(
                 created: pages::time_text(found.run.created_at),
             },
             open: !found.run.status.is_final(),
+            in_doubt: found.run.status == quiver_store::workflow::RunStatus::InDoubt,
             question,
             error: escape_invisible(found.run.error.as_deref().unwrap_or("")),
             attempts: found

@@ -560,9 +560,50 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
     assert!(rows > 500, "{rows}");
     let page = p95(loads);
 
+    package_page(driver, client, base).await;
+
     let (screen, stored) = (p95(to_screen), p95(to_stored));
     eprintln!(
         "figures (10 rounds): pending call -> card on screen p95 {screen:?}; click -> decision stored p95 {stored:?}; audit page with 500 rows, DOMContentLoaded p95 {page:?}"
     );
     Ok(())
+}
+
+/// A package page, sandboxed (an opaque origin): its own CSS and script, files beside it
+/// requested without the cookie, load; it cannot read the console's pages or another
+/// package's (`connect-src 'none'`), and loading its own files breaks no policy.
+async fn package_page(driver: &Driver, client: &Client, base: &str) {
+    let _ = console_log(driver, client).await;
+    client
+        .goto(&format!("{base}/packages/weather/pages/index.html"))
+        .await
+        .unwrap();
+    appears(client, "#hello[data-script='ran']", Duration::from_secs(5)).await;
+    appears(client, "#hello[data-reads]", Duration::from_secs(5)).await;
+    let hello = client.find(Locator::Css("#hello")).await.unwrap();
+    assert_eq!(
+        hello.attr("data-origin").await.unwrap().as_deref(),
+        Some("null")
+    );
+    assert_eq!(
+        hello.attr("data-reads").await.unwrap().as_deref(),
+        Some("refused,refused")
+    );
+    let color = hello.css_value("color").await.unwrap();
+    assert!(color.contains("1, 2, 3"), "the page's own CSS: {color}");
+    let log = console_log(driver, client).await;
+    let bad: Vec<&Value> = log
+        .iter()
+        .filter(|e| {
+            e["message"].as_str().is_some_and(|m| {
+                !(m.contains("Refused to connect")
+                    || m.contains("connect-src 'none'")
+                    || m.contains("Failed to fetch"))
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "only the refused reads may complain: {bad:#?}"
+    );
 }

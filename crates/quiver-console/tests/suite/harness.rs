@@ -50,8 +50,19 @@ fn fixture(root: &Path) {
     write(
         root,
         "weather/pages/index.html",
-        "<!doctype html><meta charset=utf-8><title>天气</title><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script>\n",
+        "<!doctype html><meta charset=utf-8><title>天气</title><link rel=stylesheet href=style.css><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script><script src=app.js></script>\n",
     );
+    write(
+        root,
+        "weather/pages/style.css",
+        "#hello { color: rgb(1, 2, 3); }\n",
+    );
+    write(
+        root,
+        "weather/pages/app.js",
+        "var hello = document.getElementById('hello');\nhello.dataset.script = 'ran';\nPromise.all(['/approvals', '/packages/notes'].map(function (u) {\n  return fetch(u).then(function () { return 'read'; }, function () { return 'refused'; });\n})).then(function (r) { hello.dataset.reads = r.join(','); });\n",
+    );
+    write(root, "weather/outside.css", "/* not a page's file */\n");
     write(
         root,
         "weather/workflows/report.yaml",
@@ -67,6 +78,16 @@ fn fixture(root: &Path) {
         root,
         "notes/tools/add_note/tool.yaml",
         "description: Save a note\ncategory: action\nexpose: true\napproval: always\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
+        "notes/tools/save_note/tool.yaml",
+        "description: Save a note without asking\ncategory: action\napproval: never\ninput: {type: object, properties: {text: {type: string}}, required: [text]}\nrun: {command: [a]}\n",
+    );
+    write(
+        root,
+        "notes/workflows/save.yaml",
+        "description: Save a note\nexpose: true\nsteps:\n  - id: save\n    tool: save_note\n    with: {text: saved}\n",
     );
     write(
         root,
@@ -92,6 +113,8 @@ pub struct Served {
     pub addr: std::net::SocketAddr,
     pub shutdown: CancellationToken,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Set: the next tool call records itself, then panics (a process dying mid-step).
+    pub crash: Arc<std::sync::atomic::AtomicBool>,
     pub admin: Admin,
     /// The runtime's database, as the test looks at it (the console never does).
     pub store: Arc<SqliteStore>,
@@ -114,18 +137,24 @@ pub async fn serve_waiting(wait: Duration) -> Served {
     let catalog = Catalog::load_dirs(&[&packages]);
     let store = Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap());
     let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let crash = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut executor = BuiltinExecutor::new();
     for tool in [
         "weather.forecast",
         "notes.add_note",
+        "notes.save_note",
         "group-admin.kick_member",
     ] {
         let calls = calls.clone();
+        let crash = crash.clone();
         let name = tool.to_owned();
         executor.register(
             tool,
             Arc::new(move |args: &Value, _ctx| {
                 calls.lock().unwrap().push((name.clone(), args.clone()));
+                if crash.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    panic!("the process died during `{name}`");
+                }
                 Ok(json!({"ran": name, "args": args}))
             }),
         );
@@ -172,6 +201,7 @@ pub async fn serve_waiting(wait: Duration) -> Served {
         addr,
         shutdown,
         calls,
+        crash,
         admin,
         store,
         server,

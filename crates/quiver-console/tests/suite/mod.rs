@@ -4,4 +4,6 @@ mod approvals;
 mod browser;
 mod figures;
 mod harness;
+mod operator_cards;
+mod run_ops;
 mod security;

@@ -374,6 +374,10 @@ async fn package_pages_are_sandboxed_and_stay_in_their_folder() {
     };
     let page = get("/packages/weather/pages/index.html").await.unwrap();
     assert_eq!(page.status(), 200);
+    assert_eq!(
+        page.headers()["cross-origin-resource-policy"],
+        "same-origin"
+    );
     let csp = page.headers()["content-security-policy"]
         .to_str()
         .unwrap()
@@ -402,6 +406,68 @@ async fn package_pages_are_sandboxed_and_stay_in_their_folder() {
         .await
         .unwrap();
     assert_eq!(anonymous.status(), 303);
+}
+
+/// A page's own CSS and scripts come from its opaque origin without the cookie: served
+/// without a sign-in, sandboxed and `nosniff`, and only from inside its package's `pages/`.
+#[tokio::test]
+async fn a_pages_own_assets_are_served_without_the_cookie_and_nothing_else_is() {
+    let s = serve().await;
+    let anonymous = |path: &str| s.client().get(format!("{}{path}", s.base)).send();
+    for (path, kind) in [
+        (
+            "/packages/weather/pages/app.js",
+            "text/javascript; charset=utf-8",
+        ),
+        (
+            "/packages/weather/pages/style.css",
+            "text/css; charset=utf-8",
+        ),
+    ] {
+        let asset = anonymous(path).await.unwrap();
+        assert_eq!(asset.status(), 200, "{path}");
+        let h = asset.headers();
+        assert_eq!(h["content-type"], kind);
+        assert_eq!(h["x-content-type-options"], "nosniff");
+        assert_eq!(h["cross-origin-resource-policy"], "cross-origin");
+        let csp = h["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.starts_with("sandbox allow-scripts") && !csp.contains("allow-same-origin"),
+            "{csp}"
+        );
+    }
+    // Pages, other files, files outside the folder, other packages: behind the login or absent.
+    for (path, want) in [
+        ("/packages/weather/pages/index.html", 303),
+        ("/packages/weather/pages/", 303),
+        ("/packages/weather/secret.txt", 303),
+        ("/packages/weather/pages/..%2foutside.css", 303),
+        ("/packages/weather/pages/%2e%2e/outside.css", 303),
+        ("/packages/notes/pages/app.js", 404),
+        ("/packages/weather/pages/missing.js", 404),
+        ("/approvals", 303),
+    ] {
+        assert_eq!(anonymous(path).await.unwrap().status(), want, "{path}");
+    }
+    // The page's policy loads scripts and styles from its own package's folder only.
+    let (cookie, _) = s.sign_in().await;
+    let page = s
+        .client()
+        .get(format!("{}/packages/weather/pages/index.html", s.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let own = format!("http://{}/packages/weather/pages/", s.addr);
+    assert!(
+        csp.contains(&format!("script-src 'unsafe-inline' {own};"))
+            && csp.contains(&format!("style-src 'unsafe-inline' {own};")),
+        "{csp}"
+    );
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@ mod common;
 mod guarantees;
 mod hooks;
 mod meta_tools;
+mod operator_cards;
 mod pipeline;
 mod sandbox_refusal;
 mod session_state;

@@ -33,6 +33,7 @@
 mod approvals;
 mod audit;
 mod listen;
+mod operator_cards;
 mod ops;
 mod schema;
 mod store;

@@ -32,10 +32,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "commit-ordered event ids",
         sql: V2,
     },
+    Migration {
+        version: 3,
+        name: "operator cards (SQLite schema 14)",
+        sql: V3,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 2;
+pub const PG_SCHEMA_VERSION: i64 = 3;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -360,4 +365,24 @@ CREATE TABLE wf_event_counter (
     last BIGINT NOT NULL
 );
 INSERT INTO wf_event_counter (last) SELECT coalesce(max(id), 0) FROM wf_events;
+"#;
+
+/// Version 3: operator cards, as SQLite's version 14: a person's approval given ahead for one
+/// exact call, used at most once before it expires.
+const V3: &str = r#"
+CREATE TABLE operator_cards (
+    id               TEXT PRIMARY KEY NOT NULL,
+    tool             TEXT NOT NULL,
+    arguments        TEXT NOT NULL,
+    arguments_digest TEXT NOT NULL,
+    session_id       TEXT,
+    created_by       TEXT NOT NULL,
+    created_at       BIGINT NOT NULL,
+    expires_at       BIGINT NOT NULL,
+    used_at          BIGINT,
+    used_session     TEXT,
+    used_call        TEXT
+);
+CREATE INDEX operator_cards_by_call ON operator_cards (tool, arguments_digest)
+    WHERE used_at IS NULL;
 "#;

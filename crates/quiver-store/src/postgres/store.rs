@@ -6,14 +6,15 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::ops::{self, SetTable};
-use super::{PostgresStore, approvals, audit, read, snapshot, write};
+use super::{PostgresStore, approvals, audit, operator_cards, read, snapshot, write};
 use crate::Store;
 use crate::codec::{EncodedAudit, encode};
+use crate::digest::argument_digest;
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
-    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
-    now_ms,
+    NewSession, OnceApproval, OperatorCard, PresenceStamp, Purged, Session, SessionFilter,
+    SessionPresence, now_ms,
 };
 
 /// Whether the process a waiter string names may be gone, as far as this machine can tell: a
@@ -339,6 +340,30 @@ impl Store for PostgresStore {
     fn use_answer(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         write!(self, |tx| approvals::use_answer(&tx, &id, now_ms()).await)
+    }
+
+    fn create_operator_card(&self, card: &OperatorCard) -> Result<OperatorCard> {
+        let card = card.clone();
+        write!(self, |tx| operator_cards::create(&tx, &card).await)
+    }
+
+    fn operator_cards(&self, now: i64) -> Result<Vec<OperatorCard>> {
+        read!(self, |c| operator_cards::list(&c, now).await)
+    }
+
+    fn use_operator_card(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        session: &str,
+        call_id: &str,
+        now: i64,
+    ) -> Result<Option<OperatorCard>> {
+        let (tool, digest) = (tool.to_owned(), argument_digest(arguments, &[]));
+        let (session, call_id) = (session.to_owned(), call_id.to_owned());
+        write!(self, |tx| {
+            operator_cards::use_card(&tx, &tool, &digest, &session, &call_id, now).await
+        })
     }
 
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the [`Store`] on one SQLite file.
 
 mod approvals;
+mod operator_cards;
 mod ops;
 mod pool;
 mod schema;
@@ -17,11 +18,12 @@ use rusqlite::config::DbConfig;
 use serde_json::Value;
 
 use crate::Store;
+use crate::digest::argument_digest;
 use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
-    NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionPresence,
-    now_ms,
+    NewSession, OnceApproval, OperatorCard, PresenceStamp, Purged, Session, SessionFilter,
+    SessionPresence, now_ms,
 };
 
 use crate::notify::Notify;
@@ -483,6 +485,28 @@ impl Store for SqliteStore {
     fn use_answer(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.write(move |c| approvals::use_answer(c, &id, now_ms()))
+    }
+
+    fn create_operator_card(&self, card: &OperatorCard) -> Result<OperatorCard> {
+        let card = card.clone();
+        self.write(move |c| operator_cards::create(c, &card))
+    }
+
+    fn operator_cards(&self, now: i64) -> Result<Vec<OperatorCard>> {
+        self.read(|c| operator_cards::list(c, now))
+    }
+
+    fn use_operator_card(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        session: &str,
+        call_id: &str,
+        now: i64,
+    ) -> Result<Option<OperatorCard>> {
+        let (tool, digest) = (tool.to_owned(), argument_digest(arguments, &[]));
+        let (session, call_id) = (session.to_owned(), call_id.to_owned());
+        self.write(move |c| operator_cards::use_card(c, &tool, &digest, &session, &call_id, now))
     }
 
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {

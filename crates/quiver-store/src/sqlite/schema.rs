@@ -11,7 +11,8 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+pub(crate) const MIGRATIONS: &[&str] =
+    &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -504,5 +505,26 @@ ALTER TABLE approvals ADD COLUMN question TEXT NOT NULL DEFAULT 'approval';
 ALTER TABLE approvals ADD COLUMN arguments_digest TEXT;
 ALTER TABLE approvals ADD COLUMN used_at INTEGER;
 CREATE INDEX approvals_by_call ON approvals (session_id, tool, arguments_digest)
+    WHERE used_at IS NULL;
+"#;
+
+/// Version 14: operator cards, a person's approval given ahead for one exact call (tool and
+/// the digest of its canonical arguments, optionally one session), used at most once before it
+/// expires; the use records the session and call that took it.
+const V14: &str = r#"
+CREATE TABLE operator_cards (
+    id               TEXT PRIMARY KEY NOT NULL,
+    tool             TEXT NOT NULL,
+    arguments        TEXT NOT NULL,     -- JSON, as given
+    arguments_digest TEXT NOT NULL,     -- sha256 hex of the canonical arguments
+    session_id       TEXT,              -- NULL: any session
+    created_by       TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    used_at          INTEGER,
+    used_session     TEXT,
+    used_call        TEXT
+) STRICT;
+CREATE INDEX operator_cards_by_call ON operator_cards (tool, arguments_digest)
     WHERE used_at IS NULL;
 "#;

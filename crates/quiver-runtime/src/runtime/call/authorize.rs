@@ -146,7 +146,7 @@ impl Turn<'_> {
         arguments: &Value,
         audit: &mut AuditEntry,
     ) -> Result<Option<CallOutcome>, RuntimeError> {
-        Ok(match self.ask(ask, qualified, arguments, audit)? {
+        Ok(match self.ask(call_id, ask, qualified, arguments, audit)? {
             Asked::Yes => None,
             Asked::Refused(refusal) => {
                 self.state.record_refusal(&refusal);
@@ -164,6 +164,7 @@ impl Turn<'_> {
     /// answer that is not yes.
     fn ask(
         &mut self,
+        call_id: &str,
         ask: &quiver_policy::Ask,
         qualified: &str,
         arguments: &Value,
@@ -244,7 +245,21 @@ impl Turn<'_> {
             card.question = Question::Approval;
             card.reasons = question.reasons.iter().map(ToString::to_string).collect();
             card.needs_person = needs_person(ask, question);
-            let answer = self.route(question.who, &card);
+            let answer = match self.operator_card(call_id, qualified, arguments)? {
+                Some(used) => {
+                    // A person approved this exact call ahead: nobody is asked.
+                    audit.decisions.push(decision(
+                        AuditStep::Approval,
+                        "allow",
+                        &format!(
+                            "operator card `{}` made by `{}` approved this exact call",
+                            used.id, used.created_by
+                        ),
+                    ));
+                    return Ok(Asked::Yes);
+                }
+                None => self.route(question.who, &card),
+            };
             audit.decisions.push(decision(
                 AuditStep::Approval,
                 answer_word(answer),
@@ -270,6 +285,28 @@ impl Turn<'_> {
             }
         }
         Ok(Asked::Yes)
+    }
+
+    /// Uses, once, an operator card made for this exact call (tool and canonical arguments as
+    /// a card would show them, in this session or any), if one is live.
+    fn operator_card(
+        &self,
+        call_id: &str,
+        qualified: &str,
+        arguments: &Value,
+    ) -> Result<Option<quiver_store::OperatorCard>, RuntimeError> {
+        let now = quiver_store::now_ms();
+        let used = self.runtime.store.use_operator_card(
+            qualified,
+            arguments,
+            &self.session,
+            call_id,
+            now,
+        )?;
+        if let Some(card) = &used {
+            tracing::info!(card = %card.id, tool = %qualified, by = %card.created_by, "an operator card approved a call");
+        }
+        Ok(used)
     }
 
     fn route(&self, who: PolicyApprover, card: &Card) -> Answer {

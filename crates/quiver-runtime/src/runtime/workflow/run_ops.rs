@@ -213,20 +213,44 @@ impl<'r> RunOps<'r> {
     }
 
     /// Runs the step in doubt again (with the same idempotency key), then drives the run on.
+    /// Exactly once: the settle is a conditional write, so a second retry is refused. Audited
+    /// (`retry`) naming `by`.
     pub fn retry(&self, id: &str, by: &str) -> Result<Run, RunError> {
-        Ok(self.engine().settle(id, &Operator::Retry, by)?)
+        let run = self.engine().settle(id, &Operator::Retry, by)?;
+        self.settled(crate::operator::Action::RetryRun(id), by, None)?;
+        Ok(run)
     }
 
-    /// Takes the step in doubt as done with `output`, then drives the run on.
+    /// Takes the step in doubt as done with `output`, then drives the run on (audited:
+    /// `resolve-done`).
     pub fn done(&self, id: &str, output: Value, by: &str) -> Result<Run, RunError> {
-        Ok(self.engine().settle(id, &Operator::Done(output), by)?)
+        let run = self.engine().settle(id, &Operator::Done(output), by)?;
+        self.settled(crate::operator::Action::ResolveRun(id, true), by, None)?;
+        Ok(run)
     }
 
-    /// Fails the run in doubt.
+    /// Fails the run in doubt (audited: `resolve-fail`, with the reason).
     pub fn fail(&self, id: &str, reason: &str, by: &str) -> Result<Run, RunError> {
-        Ok(self
+        let run = self
             .engine()
-            .settle(id, &Operator::Fail(reason.to_owned()), by)?)
+            .settle(id, &Operator::Fail(reason.to_owned()), by)?;
+        self.settled(
+            crate::operator::Action::ResolveRun(id, false),
+            by,
+            Some(reason),
+        )?;
+        Ok(run)
+    }
+
+    fn settled(
+        &self,
+        action: crate::operator::Action<'_>,
+        by: &str,
+        why: Option<&str>,
+    ) -> Result<(), RunError> {
+        crate::operator::record_because(self.runtime.store.as_ref(), action, by, why)?;
+        tracing::info!(action = action.word(), "run settled by {by}");
+        Ok(())
     }
 
     /// The runs parked on a person, oldest first.
