@@ -412,3 +412,69 @@ fn a_running_serve_serves_what_is_installed_after_it_started() {
     serve.kill().unwrap();
     serve.wait().unwrap();
 }
+
+/// The state folder: where `installed.json` is, under the test's folder.
+fn state_dir(root: &Path) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(root).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "installed.json") {
+            return Some(root.to_owned());
+        }
+        if path.is_dir()
+            && let Some(found) = state_dir(&path)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+#[test]
+fn an_install_killed_after_any_step_leaves_the_old_or_the_new_state() {
+    use std::os::unix::process::ExitStatusExt;
+    let (env, key) = setup();
+    for (version, name) in [("1.0.0", "v1.qpkg"), ("1.1.0", "v2.qpkg")] {
+        let src = env.package("echo", version, "");
+        env.ok(&["pack", &src, "--key", &key, "-o", name]);
+    }
+    env.ok(&["install", "v1.qpkg", "--yes"]);
+    let state = state_dir(env.dir.path()).unwrap();
+    for (step, now) in [
+        ("staged", "1.0.0"),
+        ("stored", "1.0.0"),
+        ("listed", "1.1.0"),
+    ] {
+        let out = env
+            .command(&["install", "v2.qpkg", "--yes"])
+            .env("QUIVER_TEST_CRASH_AFTER", step)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.signal(), Some(6), "{step}: not aborted: {out:?}");
+        // The list is the old one or the new one, and every folder it names is complete.
+        let installed = env.ok(&["installed"]);
+        assert!(
+            installed.contains(&format!("acme/echo\t{now}")),
+            "{step}: {installed}"
+        );
+        let list: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(state.join("installed.json")).unwrap()).unwrap();
+        let digest = list["packages"]["echo"]["current"]["digest"]
+            .as_str()
+            .unwrap();
+        let folder = state
+            .join("store")
+            .join(digest.trim_start_matches("sha256:"));
+        assert!(folder.join("MANIFEST.json").is_file(), "{step}");
+        assert!(folder.join("echo/quiver.yaml").is_file(), "{step}");
+        assert!(
+            env.listed().contains("\"echo\""),
+            "{step}: {}",
+            env.listed()
+        );
+        // The next install works, and so does going back for the next round.
+        env.ok(&["install", "v2.qpkg", "--yes"]);
+        assert!(env.ok(&["installed"]).contains("acme/echo\t1.1.0"));
+        env.ok(&["rollback", "echo"]);
+        assert!(env.ok(&["installed"]).contains("acme/echo\t1.0.0"));
+    }
+}

@@ -16,6 +16,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use flate2::read::GzDecoder;
+use quiver_package::declarations::MAX_CHECKED_BYTES;
 use quiver_package::digest::hex_digest;
 use quiver_package::distribution::manifest::{MANIFEST_PATH, SIGNATURE_PATH, normalized_mode};
 use quiver_package::distribution::paths::{Limits, check_depth, check_entry_path, fold_key};
@@ -38,6 +39,10 @@ pub struct Opened {
     pub manifest: PackManifest,
     /// Its signatures (not yet checked against any trust).
     pub signatures: SignatureFile,
+    /// Every file's path and bytes, in archive order; `None` for a file larger than
+    /// [`MAX_CHECKED_BYTES`] (checked by digest, not kept): what the declaration check reads,
+    /// so no file is read back from disk.
+    pub held: Vec<(String, Option<Vec<u8>>)>,
 }
 
 /// Reads the `.qpkg` (tar.gz) `reader`, writing its files under `dest` when given (else only
@@ -74,6 +79,7 @@ pub fn unpack_checked<T>(
         .collect();
     let mut folded = HashSet::new();
     let mut count = 0usize;
+    let mut held = Vec::with_capacity(manifest.files.len());
     for entry in entries {
         let mut entry = entry?;
         let path = entry_path(&entry)?;
@@ -115,12 +121,13 @@ pub fn unpack_checked<T>(
                 want.mode
             )));
         }
-        let digest = copy_hashed(&mut entry, size, dest, &path, &want.mode)?;
+        let (digest, bytes) = copy_hashed(&mut entry, size, dest, &path, &want.mode)?;
         if digest != want.digest {
             return Err(InstallError::Archive(format!(
                 "`{path}` does not match its digest in the manifest (changed after packing)"
             )));
         }
+        held.push((path, bytes));
     }
     if let Some(missing) = expected.keys().next() {
         return Err(InstallError::Archive(format!(
@@ -132,6 +139,7 @@ pub fn unpack_checked<T>(
         Opened {
             manifest,
             signatures,
+            held,
         },
         checked,
     ))
@@ -252,14 +260,15 @@ fn read_meta<R: Read>(
     Ok(bytes)
 }
 
-/// Reads `size` bytes of `entry`, hashing them and writing them to `dest/path` (a new file).
+/// Reads `size` bytes of `entry`, hashing them, writing them to `dest/path` (a new file) and
+/// keeping them when at most [`MAX_CHECKED_BYTES`].
 fn copy_hashed(
     entry: &mut impl Read,
     size: u64,
     dest: Option<&Path>,
     path: &str,
     mode: &str,
-) -> Result<String, InstallError> {
+) -> Result<(String, Option<Vec<u8>>), InstallError> {
     let mut file = match dest {
         Some(dest) => {
             let target = dest.join(path);
@@ -276,6 +285,7 @@ fn copy_hashed(
         }
         None => None,
     };
+    let mut kept = (size <= MAX_CHECKED_BYTES).then(|| Vec::with_capacity(size as usize));
     let mut hasher = Sha256::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let mut left = size;
@@ -287,9 +297,12 @@ fn copy_hashed(
         }
         left -= n as u64;
         hasher.update(&chunk[..n]);
+        if let Some(kept) = kept.as_mut() {
+            kept.extend_from_slice(&chunk[..n]);
+        }
         if let Some((file, target)) = file.as_mut() {
             file.write_all(&chunk[..n]).map_err(io(target))?;
         }
     }
-    Ok(hex_digest(&hasher.finalize()))
+    Ok((hex_digest(&hasher.finalize()), kept))
 }

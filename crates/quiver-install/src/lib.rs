@@ -13,6 +13,7 @@
 //! - [`git`]: package folders from a git repository at a pinned commit.
 //! - [`index`]: building and reading a package index folder with a signed snapshot.
 //! - [`lockfile`]: `quiver.lock` and `skills-lock.json`.
+//! - [`scratch`]: the in-memory temporary folder `quiver verify` unpacks into.
 //! - [`bench`](mod@bench): the figures of `quiver bench install`.
 //!
 //! ```no_run
@@ -40,6 +41,7 @@ pub mod index;
 pub mod keys;
 pub mod lockfile;
 pub mod pack;
+pub mod scratch;
 pub mod store;
 pub mod trust;
 

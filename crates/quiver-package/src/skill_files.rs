@@ -137,6 +137,24 @@ pub(crate) fn walk(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     }
 }
 
+/// The paths among `paths` (`/`-separated, relative to a folder) that [`walk`] of that folder
+/// would list, in its order: no component hidden, litter or a state file, at most
+/// [`MAX_SKILL_FILE_DEPTH`] folders deep, at most [`MAX_SKILL_FILES`] in all. For a package
+/// held in memory (an archive being verified), so it is checked exactly as its folder would be.
+pub fn select<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut listed: Vec<&str> = paths
+        .into_iter()
+        .filter(|path| {
+            let parts: Vec<&str> = path.split('/').collect();
+            parts.len() <= MAX_SKILL_FILE_DEPTH + 1 && parts.iter().all(|p| listed_below(p))
+        })
+        .collect();
+    // `walk` visits each folder's entries sorted by name, depth first: component order.
+    listed.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+    listed.truncate(MAX_SKILL_FILES);
+    listed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +200,36 @@ mod tests {
                 "{name} in a skill folder"
             );
         }
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn select_lists_what_walk_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = vec![
+            "a.md".to_owned(),
+            "a/b.md".to_owned(),
+            "a-b/c.md".to_owned(),
+            ".hidden/x.md".to_owned(),
+            "ok/.env".to_owned(),
+            "node_modules/x.js".to_owned(),
+            "x/__pycache__/y.pyc".to_owned(),
+            "s/state.db".to_owned(),
+            "1/2/3/4/5/6/7.md".to_owned(),
+            "1/2/3/4/5/6/7/8.md".to_owned(),
+            "Z.md".to_owned(),
+        ];
+        for i in 0..MAX_SKILL_FILES + 5 {
+            paths.push(format!("many/{i:05}.md"));
+        }
+        for path in &paths {
+            let file = dir.path().join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, "x").unwrap();
+        }
+        let mut walked = Vec::new();
+        walk(dir.path(), "", 0, &mut walked);
+        let walked: Vec<&str> = walked.iter().map(|p| p.trim_start_matches('/')).collect();
+        assert_eq!(select(paths.iter().map(String::as_str)), walked);
     }
 }

@@ -148,7 +148,7 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return install_failure(e, args.json),
     };
-    let mut lock = lock.unwrap_or_default();
+    let lock = lock.unwrap_or_default();
     let mut results = Vec::new();
     for source in sources {
         let staged = match install_sources::stage(&store, &trust, &args, &source) {
@@ -161,18 +161,24 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
             return install_failure(e, args.json);
         }
         match commit_one(&store, &trust, staged, &args, update)? {
-            Ok(result) => {
-                lock.record(&result.1);
-                results.push(result);
-            }
+            Ok(result) => results.push(result),
             Err(code) => return Ok(code),
         }
     }
     if !results.is_empty() {
         tell_servers(&state);
     }
-    if args.lockfile.exists() && !args.locked {
-        lock.write(&args.lockfile)
+    if args.lockfile.exists() && !args.locked && !results.is_empty() {
+        // Read again and written under the state lock: another install may have changed it.
+        let _held = store.lock_state().map_err(|e| miette::miette!("{e}"))?;
+        let mut fresh = LockFile::read(&args.lockfile)
+            .map_err(|e| miette::miette!("{e}"))?
+            .unwrap_or_default();
+        for (_, record) in &results {
+            fresh.record(record);
+        }
+        fresh
+            .write(&args.lockfile)
             .map_err(|e| miette::miette!("{e}"))?;
     }
     if args.json {
@@ -364,6 +370,7 @@ pub fn uninstall(args: UninstallArgs) -> miette::Result<ExitCode> {
         Err(e) => return install_failure(e, args.json),
     };
     tell_servers(&state);
+    let _held = store.lock_state().map_err(|e| miette::miette!("{e}"))?;
     if let Some(mut lock) = LockFile::read(&args.lockfile).map_err(|e| miette::miette!("{e}"))?
         && lock.packages.remove(&args.id).is_some()
     {

@@ -130,6 +130,8 @@ pub fn keys(command: KeysCommand) -> miette::Result<ExitCode> {
 /// Runs `quiver trust`.
 pub fn trust(command: TrustCommand) -> miette::Result<ExitCode> {
     let state = state()?;
+    // `trust.json` is read, changed and written under the state lock, as installs are.
+    let _held = Store::new(&state).lock_state().map_err(report)?;
     let mut store = TrustStore::load(&state).map_err(report)?;
     match command {
         TrustCommand::Add { key, scope, json } => {

@@ -131,7 +131,7 @@ pub fn sign(args: SignArgs) -> miette::Result<ExitCode> {
 /// Runs `quiver verify`: exit 0 when `install` would take the package, 1 when it would not.
 pub fn verify(args: VerifyArgs) -> miette::Result<ExitCode> {
     let trust = TrustStore::load(&state()?).map_err(report)?;
-    let scratch = tempfile::tempdir().map_err(|e| miette::miette!("{e}"))?;
+    let scratch = quiver_install::scratch::verify_scratch().map_err(report)?;
     let staged = match Store::new(scratch.path()).stage_archive(&args.package, &trust) {
         Ok(s) => s,
         Err(e) => return install_failure(e, args.json),

@@ -104,6 +104,23 @@ pub enum Step {
     Listed,
 }
 
+impl Step {
+    /// The step's name, as [`CRASH_AFTER_ENV`] names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Staged => "staged",
+            Step::Stored => "stored",
+            Step::Listed => "listed",
+        }
+    }
+}
+
+/// For tests only: when this environment variable names a [`Step`] (`staged`, `stored`,
+/// `listed`), [`Store::commit`] ends the process with [`std::process::abort`] right after that
+/// step, as a crash or a power cut would, so a test can check a real process's store state.
+/// Never set it otherwise.
+pub const CRASH_AFTER_ENV: &str = "QUIVER_TEST_CRASH_AFTER";
+
 /// What [`Store::commit`] may do.
 #[derive(Debug, Clone, Default)]
 pub struct CommitOptions {
@@ -146,6 +163,15 @@ pub struct InstalledRoots {
     pub roots: Vec<(PathBuf, Record)>,
     /// Packages disabled because every key that signed them is revoked.
     pub disabled: Vec<Record>,
+}
+
+/// `<state>/install.lock` held by this process (released when dropped): what every write of
+/// the installed list, `trust.json` and `quiver.lock` happens under, so two processes never
+/// interleave a read and a write of them. Not reentrant: [`Store::commit`], `rollback` and
+/// `uninstall` take it themselves, so it must not be held around them.
+#[derive(Debug)]
+pub struct StateLock {
+    _file: fs::File,
 }
 
 /// Quiver's store of installed packages, in a state folder.
@@ -349,6 +375,14 @@ impl Store {
         write_atomically(&self.installed_path(), &bytes)
     }
 
+    /// Takes `<state>/install.lock` for a write of `trust.json` or `quiver.lock` (read, change
+    /// and write it while the lock is held), waiting for another process that holds it.
+    pub fn lock_state(&self) -> Result<StateLock, InstallError> {
+        Ok(StateLock {
+            _file: self.lock()?,
+        })
+    }
+
     /// Takes `<state>/install.lock`, waiting for another process that holds it.
     fn lock(&self) -> Result<fs::File, InstallError> {
         fs::create_dir_all(&self.state).map_err(io(&self.state))?;
@@ -371,6 +405,13 @@ fn not_installed(id: &str) -> InstallError {
 }
 
 fn stop_at(options: &CommitOptions, step: Step) -> Result<(), InstallError> {
+    if std::env::var(CRASH_AFTER_ENV).is_ok_and(|v| v == step.name()) {
+        tracing::error!(
+            step = step.name(),
+            "{CRASH_AFTER_ENV}: stopping dead (test hook)"
+        );
+        std::process::abort();
+    }
     if options.fail_at == Some(step) {
         return Err(InstallError::Refused(format!(
             "stopped after {step:?} (test hook)"

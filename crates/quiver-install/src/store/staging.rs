@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use quiver_package::Diagnostic;
+use quiver_package::declarations::MAX_CHECKED_BYTES;
 use quiver_package::distribution::paths::Limits;
 use quiver_package::distribution::signature::verify_signatures;
 use quiver_package::distribution::{PackManifest, PackPermissions};
@@ -15,6 +16,9 @@ use super::{Record, Staged, Store};
 use crate::InstallError;
 use crate::error::io;
 use crate::trust::TrustStore;
+
+/// Files' paths and bytes held in memory (`None`: too large to check).
+type Held = Vec<(String, Option<Vec<u8>>)>;
 
 impl Store {
     /// A new staging folder.
@@ -41,8 +45,8 @@ impl Store {
             &Limits::default(),
             |manifest, signatures| Ok(verify_signatures(manifest, signatures, &trust.keys)?),
         )
-        .map(|(opened, signed_by)| (opened.manifest, signed_by));
-        let (manifest, signed_by) = match result {
+        .map(|(opened, signed_by)| (opened.manifest, opened.held, signed_by));
+        let (manifest, held, signed_by) = match result {
             Ok(ok) => ok,
             Err(e) => {
                 let _ = remove_tree(&dir);
@@ -53,7 +57,7 @@ impl Store {
         self.finish_staging(
             dir,
             unpacked,
-            manifest,
+            (manifest, held),
             signed_by,
             &source.display().to_string(),
         )
@@ -91,15 +95,27 @@ impl Store {
                 .display()
                 .to_string(),
         };
-        self.finish_staging(dir, unpacked, folder.manifest, Vec::new(), &source)
+        let held = folder
+            .manifest
+            .files
+            .iter()
+            .zip(folder.contents)
+            .map(|(entry, bytes)| {
+                let small = bytes.len() as u64 <= MAX_CHECKED_BYTES;
+                (entry.path.clone(), small.then_some(bytes))
+            })
+            .collect();
+        self.finish_staging(dir, unpacked, (folder.manifest, held), Vec::new(), &source)
     }
 
-    /// Names the unpacked folder by the package id, loads and checks it.
+    /// Names the unpacked folder by the package id, loads and checks it, the declaration check
+    /// reading the files' bytes from `held` (path and bytes, as the archive gave them) rather
+    /// than from disk again.
     fn finish_staging(
         &self,
         dir: PathBuf,
         unpacked: PathBuf,
-        manifest: PackManifest,
+        (manifest, held): (PackManifest, Held),
         signed_by: Vec<String>,
         source: &str,
     ) -> Result<Staged, InstallError> {
@@ -134,7 +150,7 @@ impl Store {
             return Err(e);
         }
         let loaded = quiver_package::load_package(&folder);
-        let diagnostics = quiver_package::check::check_package(&folder, &loaded);
+        let diagnostics = quiver_package::check::check_package_held(&folder, &loaded, &held);
         let package = match loaded.package {
             Some(p) if !diagnostics.iter().any(Diagnostic::is_error) => p,
             _ => {

@@ -86,14 +86,7 @@ pub fn check_dir(package: &Package, home: Option<&Path>) -> Vec<Diagnostic> {
         let rel = PathBuf::from(name.trim_start_matches('/'));
         match dir.read_limited(&package.root.join(&rel), MAX_CHECKED_BYTES) {
             Ok(bytes) => read.push((rel, bytes)),
-            Err(_) => out.push(
-                Diagnostic::warning(
-                    "declaration-not-checked",
-                    package.root.join(&rel),
-                    format!("not checked: larger than {MAX_CHECKED_BYTES} bytes or unreadable"),
-                )
-                .with_help("the sandbox still grants only what is declared"),
-            ),
+            Err(_) => out.push(not_checked(package.root.join(&rel))),
         }
     }
     let files: Vec<PackageFile<'_>> = read
@@ -102,6 +95,44 @@ pub fn check_dir(package: &Package, home: Option<&Path>) -> Vec<Diagnostic> {
         .collect();
     out.extend(check(package, &files, home));
     out
+}
+
+/// Checks the files of `package` held in memory (`path` relative to the package folder,
+/// `/`-separated; `bytes` `None` for a file larger than [`MAX_CHECKED_BYTES`]), selecting them
+/// as [`check_dir`] would list them on disk, so an archive checked before it is written out
+/// gets the diagnostics its folder would.
+pub fn check_held(
+    package: &Package,
+    held: &[(String, Option<Vec<u8>>)],
+    home: Option<&Path>,
+) -> Vec<Diagnostic> {
+    let by_path: std::collections::HashMap<&str, &Option<Vec<u8>>> =
+        held.iter().map(|(p, b)| (p.as_str(), b)).collect();
+    let selected = crate::skill_files::select(held.iter().map(|(p, _)| p.as_str()));
+    let mut out = Vec::new();
+    let mut files = Vec::new();
+    for name in selected {
+        match by_path.get(name) {
+            Some(Some(bytes)) => files.push((PathBuf::from(name), bytes.as_slice())),
+            _ => out.push(not_checked(package.root.join(name))),
+        }
+    }
+    let files: Vec<PackageFile<'_>> = files
+        .iter()
+        .map(|(path, bytes)| PackageFile { path, bytes })
+        .collect();
+    out.extend(check(package, &files, home));
+    out
+}
+
+/// The warning for a file too large to check, or unreadable.
+fn not_checked(path: PathBuf) -> Diagnostic {
+    Diagnostic::warning(
+        "declaration-not-checked",
+        path,
+        format!("not checked: larger than {MAX_CHECKED_BYTES} bytes or unreadable"),
+    )
+    .with_help("the sandbox still grants only what is declared")
 }
 
 fn check_file(
