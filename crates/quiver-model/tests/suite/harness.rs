@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use quiver_catalog::Catalog;
 use quiver_model::rules::Session;
 use quiver_model::world::{Caller, PromptProfile, Role, Target, World};
 use quiver_model::write::{section_marker, write_world};
@@ -111,10 +110,22 @@ pub fn harness(world: &World, person_present: bool) -> Harness {
 /// `SubAgents`, set by the caller) with the agents' meta-tools configured as the host does,
 /// instead of this suite's runner.
 pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
+    harness_placed(world, person_present, chat, 0)
+}
+
+/// The harness of one case whose packages in the bit mask `installed` (bit `p`: package `p`)
+/// are installed (`installed::install`) instead of sitting in the project root.
+pub fn harness_placed(world: &World, person_present: bool, chat: bool, installed: u32) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let packages = dir.path().join("packages");
     write_world(world, &packages).unwrap();
-    let catalog = Catalog::load_dirs(&[packages.as_path()]);
+    let (catalog, refused) = super::installed::catalog(dir.path(), &packages, installed);
+    assert!(
+        refused
+            .iter()
+            .all(|p| !Session::installable(world, *p as usize)),
+        "the install refused a package the model takes: {refused:?}"
+    );
     let mut config = RuntimeConfig::default();
     if chat {
         for (agent, metas) in quiver_agent::agents::agent_meta_tools(&catalog) {

@@ -2,6 +2,7 @@ mod chat_driver;
 mod check;
 mod generated;
 mod harness;
+mod installed;
 mod mcp_client;
 mod mcp_driver;
 mod mcp_http_driver;

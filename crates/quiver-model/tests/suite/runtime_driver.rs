@@ -14,12 +14,18 @@ use quiver_runtime::{CallStatus, Profile, SessionRequest, Turn};
 use serde_json::{Value, json};
 
 use super::check::Invariant;
-use super::harness::{Checker, Run, arguments, error_text, harness, origin, principal};
+use super::harness::{Checker, Run, arguments, error_text, harness_placed, origin, principal};
 
 /// Runs `ops` as `caller` over `world` through the runtime API and checks every invariant
 /// after every step.
 pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
-    let h = harness(world, true);
+    run_case_placed(world, caller, ops, 0)
+}
+
+/// [`run_case`] with the packages in the bit mask `installed` installed instead of in the
+/// project root.
+pub fn run_case_placed(world: &World, caller: Caller, ops: &[Op], installed: u32) -> Run {
+    let h = harness_placed(world, true, false, installed);
     let profile = if caller.unattended {
         Profile::Schedule
     } else {
