@@ -165,6 +165,39 @@ fn generated_cases_hold_every_invariant_with_installed_packages() {
     run_installed(60);
 }
 
+/// Runs `cases` generated cases through the runtime with a hot reload mid-turn.
+#[test]
+fn generated_cases_hold_every_invariant_across_a_hot_reload() {
+    let mut runner = TestRunner::new(Config {
+        cases: 40,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    let strategy = (
+        generate::case(),
+        generate::edit(),
+        generate::ops(8),
+        0usize..4,
+    );
+    let result = runner.run(&strategy, |((world, caller, before), edit, after, open)| {
+        let run = super::reload_driver::run_case(&world, caller, &before, &edit, &after, open);
+        let fresh: Vec<String> = run.violations.iter().map(|v| v.to_string()).collect();
+        if fresh.is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(fresh.join("\n")))
+        }
+    });
+    println!(
+        "quiver-model (hot reload, runtime): in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
 #[test]
 #[ignore = "nightly: thousands of cases (QUIVER_MODEL_CASES, default 5000)"]
 fn nightly_generated_cases_through_every_front() {

@@ -116,6 +116,18 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
 /// The harness of one case whose packages in the bit mask `installed` (bit `p`: package `p`)
 /// are installed (`installed::install`) instead of sitting in the project root.
 pub fn harness_placed(world: &World, person_present: bool, chat: bool, installed: u32) -> Harness {
+    harness_over(world, &[world], person_present, chat, installed)
+}
+
+/// The harness of one case over `world` whose executor runs the tools of every world of
+/// `tools_of` (the catalog versions a reload swaps in).
+pub fn harness_over(
+    world: &World,
+    tools_of: &[&World],
+    person_present: bool,
+    chat: bool,
+    installed: u32,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let packages = dir.path().join("packages");
     write_world(world, &packages).unwrap();
@@ -136,7 +148,7 @@ pub fn harness_placed(world: &World, person_present: bool, chat: bool, installed
     std::fs::copy(template_db(), &db).unwrap();
     let store = Arc::new(SqliteStore::open_with(&db, &store_options()).unwrap());
     let runs: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let executor = executor(world, &runs);
+    let executor = executor(tools_of, &runs);
     let person = Arc::new(Person::default());
     let approvers = ApproverSet {
         person: person_present.then(|| person.clone() as Arc<dyn Approver>),
@@ -181,10 +193,17 @@ pub fn store_options() -> StoreOptions {
 /// Runs every tool of `world`, and every package's skill scripts (as the built-in
 /// `<package>.run_skill_script`, which the runtime names a script's call), in process; each
 /// run is recorded in `runs` as `(<package>.<tool>, session)`.
-pub fn executor(world: &World, runs: &Arc<Mutex<Vec<(String, String)>>>) -> BuiltinExecutor {
+pub fn executor(worlds: &[&World], runs: &Arc<Mutex<Vec<(String, String)>>>) -> BuiltinExecutor {
     let mut executor = BuiltinExecutor::new();
-    let scripts = (0..world.packages.len()).map(Target::Script);
-    for target in world.targets().into_iter().chain(scripts) {
+    let all = worlds.iter().flat_map(|world| {
+        let scripts = (0..world.packages.len()).map(Target::Script);
+        world
+            .targets()
+            .into_iter()
+            .chain(scripts)
+            .map(move |t| (*world, t))
+    });
+    for (world, target) in all {
         if world.tool(&target).is_none() && !matches!(target, Target::Script(_)) {
             continue;
         }

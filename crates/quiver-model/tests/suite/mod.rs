@@ -9,6 +9,7 @@ mod mcp_http_driver;
 mod players;
 mod ran;
 mod regressions;
+mod reload_driver;
 mod runs;
 mod runtime_driver;
 mod scripts;

@@ -147,7 +147,7 @@ impl Checker<'_> {
         let runtime = Arc::new(Runtime::new(
             catalog,
             store.clone(),
-            Arc::new(executor(self.world, &self.h.runs)),
+            Arc::new(executor(&[self.world], &self.h.runs)),
             ApproverSet::default(),
             RuntimeConfig::default(),
         ));
