@@ -38,12 +38,17 @@ pub fn catalog(state: &Path, packages: &Path, installed: u32) -> (Catalog, Vec<u
         }
         std::fs::remove_dir_all(&folder).unwrap();
     }
+    (load(state, packages), refused)
+}
+
+/// The catalog over the project root `packages` and the packages installed in `state`.
+pub fn load(state: &Path, packages: &Path) -> Catalog {
     let mut roots = vec![Root {
         path: packages.to_path_buf(),
         scope: Scope::Project,
     }];
     roots.extend(quiver_host::paths::installed_roots(state));
-    (Catalog::load(&roots, &CatalogOptions::default()), refused)
+    Catalog::load(&roots, &CatalogOptions::default())
 }
 
 /// `p3` → 3.
