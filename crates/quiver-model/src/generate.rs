@@ -274,3 +274,15 @@ pub fn case() -> impl Strategy<Value = (World, Caller, Vec<Op>)> {
     // Up to 19 chunks of one or two steps: about 12 steps on average.
     (world(), caller(), ops(20))
 }
+
+/// An edit of a catalog (hot reload): flip a tool's `expose`, remove a skill or the last
+/// package, or add a package.
+pub fn edit() -> impl Strategy<Value = crate::versions::Edit> {
+    use crate::versions::Edit;
+    prop_oneof![
+        3 => (0..MAX_PACKAGES, 0..3usize).prop_map(|(p, t)| Edit::FlipExpose(p, t)),
+        2 => (0..MAX_PACKAGES, 0..3usize).prop_map(|(p, s)| Edit::RemoveSkill(p, s)),
+        1 => Just(Edit::RemovePackage),
+        2 => package().prop_map(|p| Edit::AddPackage(Box::new(p))),
+    ]
+}

@@ -8,6 +8,7 @@
 //!   how long each grant lasts. This is the spec in code; it says what DESIGN.md says.
 //! - [`runs`]: workflow runs as the rules see them: what each step's call gets, and where a
 //!   run parks when nobody can answer it.
+//! - [`versions`]: catalog versions under hot reload: which catalog a turn sees.
 //! - [`write`](mod@write): a world written out as real package folders.
 //! - [`generate`]: `proptest` strategies of worlds, callers and conversations.
 //!
@@ -18,5 +19,6 @@ pub mod generate;
 pub mod grants;
 pub mod rules;
 pub mod runs;
+pub mod versions;
 pub mod world;
 pub mod write;

@@ -16,7 +16,7 @@ pub struct World {
 }
 
 /// One package folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Package {
     /// Root tools `tools/t{i}/`.
     pub tools: Vec<Tool>,

@@ -126,7 +126,7 @@ fn write_tool(dir: &Path, name: &str, tool: &Tool, word: usize) -> io::Result<()
     put(&dir.join("tool.yaml"), &yaml)?;
     put(
         &dir.join("run.sh"),
-        "cat >/dev/null\necho '{\"ok\": true}'\n",
+        "while read -r _; do :; done\necho '{\"ok\": true}'\n",
     )
 }
 

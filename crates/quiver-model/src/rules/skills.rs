@@ -33,40 +33,77 @@ impl Session {
         let Some((p, s, skill)) = world.skill(id) else {
             return BTreeSet::new();
         };
-        let own: Vec<Target> = match s {
-            Some(s) => (0..skill.scoped.len())
-                .map(|k| Target::Scoped(p, s, k))
-                .collect(),
-            None => Vec::new(),
-        };
         let Some(names) = &skill.tools else {
-            return own.into_iter().collect();
+            return Self::own_tools(p, s, skill.scoped.len()).collect();
         };
-        let mut out = BTreeSet::new();
-        for name in names {
-            let qualified = if name.contains('.') {
-                name.clone()
-            } else {
-                format!("p{p}.{name}")
-            };
-            let Some(target) = world.resolve(&qualified) else {
-                continue;
-            };
-            let ok = match &target {
-                Target::Scoped(..) => own.contains(&target),
-                Target::Tool(q, _) => {
-                    *q == p && world.tool(&target).is_some_and(|t| t.expose && !t.hidden)
+        names
+            .iter()
+            .filter_map(|name| Self::unlock(world, p, s, name))
+            .collect()
+    }
+
+    /// The own tools of skill `s` (none for the root skill) with `count` of them.
+    fn own_tools(p: usize, s: Option<usize>, count: usize) -> impl Iterator<Item = Target> {
+        s.into_iter()
+            .flat_map(move |s| (0..count).map(move |k| Target::Scoped(p, s, k)))
+    }
+
+    /// What the name `name` in `tools:` of skill `s` of package `p` unlocks, if it may.
+    fn unlock(world: &World, p: usize, s: Option<usize>, name: &str) -> Option<Target> {
+        let qualified = if name.contains('.') {
+            name.to_owned()
+        } else {
+            format!("p{p}.{name}")
+        };
+        let target = world.resolve(&qualified)?;
+        let ok = match &target {
+            Target::Scoped(q, t, _) => *q == p && Some(*t) == s,
+            Target::Tool(q, _) => {
+                *q == p && world.tool(&target).is_some_and(|t| t.expose && !t.hidden)
+            }
+            Target::Agent(q, _) | Target::Workflow(q, _) => {
+                *q == p && world.exposed_item(&target) == Some(true)
+            }
+            Target::Script(_) => false,
+        };
+        ok.then_some(target)
+    }
+
+    /// Whether `quiver install` takes package `p`: its declaration check refuses a package
+    /// where a skill's `tools:` names anything [`Session::unlocks`] leaves out.
+    pub fn installable(world: &World, p: usize) -> bool {
+        let Some(package) = world.packages.get(p) else {
+            return false;
+        };
+        let root = package.root_skill.iter().map(|skill| (None, skill));
+        let skills = package.skills.iter().enumerate().map(|(s, k)| (Some(s), k));
+        root.chain(skills).all(|(s, skill)| {
+            skill
+                .tools
+                .iter()
+                .flatten()
+                .all(|name| Self::unlock(world, p, s, name).is_some())
+        })
+    }
+
+    /// `world` with every name in a skill's `tools:` that it may not unlock left out (what a
+    /// publisher fixes before `quiver install` takes the package): it unlocks the same.
+    pub fn tidied(world: &World) -> World {
+        let mut tidy = world.clone();
+        for (p, package) in tidy.packages.iter_mut().enumerate() {
+            let root = package.root_skill.iter_mut().map(|skill| (None, skill));
+            let skills = package
+                .skills
+                .iter_mut()
+                .enumerate()
+                .map(|(s, k)| (Some(s), k));
+            for (s, skill) in root.chain(skills) {
+                if let Some(names) = &mut skill.tools {
+                    names.retain(|name| Self::unlock(world, p, s, name).is_some());
                 }
-                Target::Agent(q, _) | Target::Workflow(q, _) => {
-                    *q == p && world.exposed_item(&target) == Some(true)
-                }
-                Target::Script(_) => false,
-            };
-            if ok {
-                out.insert(target);
             }
         }
-        out
+        tidy
     }
 
     /// `read_skill(id)` by the model.

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use quiver_catalog::Catalog;
 use quiver_model::rules::Session;
 use quiver_model::world::{Caller, PromptProfile, Role, Target, World};
 use quiver_model::write::{section_marker, write_world};
@@ -111,10 +110,34 @@ pub fn harness(world: &World, person_present: bool) -> Harness {
 /// `SubAgents`, set by the caller) with the agents' meta-tools configured as the host does,
 /// instead of this suite's runner.
 pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
+    harness_placed(world, person_present, chat, 0)
+}
+
+/// The harness of one case whose packages in the bit mask `installed` (bit `p`: package `p`)
+/// are installed (`installed::install`) instead of sitting in the project root.
+pub fn harness_placed(world: &World, person_present: bool, chat: bool, installed: u32) -> Harness {
+    harness_over(world, &[world], person_present, chat, installed)
+}
+
+/// The harness of one case over `world` whose executor runs the tools of every world of
+/// `tools_of` (the catalog versions a reload swaps in).
+pub fn harness_over(
+    world: &World,
+    tools_of: &[&World],
+    person_present: bool,
+    chat: bool,
+    installed: u32,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let packages = dir.path().join("packages");
     write_world(world, &packages).unwrap();
-    let catalog = Catalog::load_dirs(&[packages.as_path()]);
+    let (catalog, refused) = super::installed::catalog(dir.path(), &packages, installed);
+    assert!(
+        refused
+            .iter()
+            .all(|p| !Session::installable(world, *p as usize)),
+        "the install refused a package the model takes: {refused:?}"
+    );
     let mut config = RuntimeConfig::default();
     if chat {
         for (agent, metas) in quiver_agent::agents::agent_meta_tools(&catalog) {
@@ -125,7 +148,7 @@ pub fn harness_for(world: &World, person_present: bool, chat: bool) -> Harness {
     std::fs::copy(template_db(), &db).unwrap();
     let store = Arc::new(SqliteStore::open_with(&db, &store_options()).unwrap());
     let runs: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let executor = executor(world, &runs);
+    let executor = executor(tools_of, &runs);
     let person = Arc::new(Person::default());
     let approvers = ApproverSet {
         person: person_present.then(|| person.clone() as Arc<dyn Approver>),
@@ -170,10 +193,17 @@ pub fn store_options() -> StoreOptions {
 /// Runs every tool of `world`, and every package's skill scripts (as the built-in
 /// `<package>.run_skill_script`, which the runtime names a script's call), in process; each
 /// run is recorded in `runs` as `(<package>.<tool>, session)`.
-pub fn executor(world: &World, runs: &Arc<Mutex<Vec<(String, String)>>>) -> BuiltinExecutor {
+pub fn executor(worlds: &[&World], runs: &Arc<Mutex<Vec<(String, String)>>>) -> BuiltinExecutor {
     let mut executor = BuiltinExecutor::new();
-    let scripts = (0..world.packages.len()).map(Target::Script);
-    for target in world.targets().into_iter().chain(scripts) {
+    let all = worlds.iter().flat_map(|world| {
+        let scripts = (0..world.packages.len()).map(Target::Script);
+        world
+            .targets()
+            .into_iter()
+            .chain(scripts)
+            .map(move |t| (*world, t))
+    });
+    for (world, target) in all {
         if world.tool(&target).is_none() && !matches!(target, Target::Script(_)) {
             continue;
         }

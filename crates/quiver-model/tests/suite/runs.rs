@@ -13,7 +13,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use quiver_catalog::Catalog;
 use quiver_model::rules::Verdict;
 use quiver_model::runs::{Presence, Run, Status};
 use quiver_model::world::{Role, Step, Target};
@@ -141,13 +140,14 @@ impl Checker<'_> {
             return second.clone();
         }
         let dir = self.h.dir.path();
-        let catalog = Catalog::load_dirs(&[dir.join("packages").as_path()]);
+        // The installed packages too: the second process loads what the first did.
+        let catalog = super::installed::load(dir, &dir.join("packages"));
         let store =
             Arc::new(SqliteStore::open_with(dir.join("state.db"), &store_options()).unwrap());
         let runtime = Arc::new(Runtime::new(
             catalog,
             store.clone(),
-            Arc::new(executor(self.world, &self.h.runs)),
+            Arc::new(executor(&[self.world], &self.h.runs)),
             ApproverSet::default(),
             RuntimeConfig::default(),
         ));

@@ -14,12 +14,18 @@ use quiver_runtime::{CallStatus, Profile, SessionRequest, Turn};
 use serde_json::{Value, json};
 
 use super::check::Invariant;
-use super::harness::{Checker, Run, arguments, error_text, harness, origin, principal};
+use super::harness::{Checker, Run, arguments, error_text, harness_placed, origin, principal};
 
 /// Runs `ops` as `caller` over `world` through the runtime API and checks every invariant
 /// after every step.
 pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
-    let h = harness(world, true);
+    run_case_placed(world, caller, ops, 0)
+}
+
+/// [`run_case`] with the packages in the bit mask `installed` installed instead of in the
+/// project root.
+pub fn run_case_placed(world: &World, caller: Caller, ops: &[Op], installed: u32) -> Run {
+    let h = harness_placed(world, true, false, installed);
     let profile = if caller.unattended {
         Profile::Schedule
     } else {
@@ -47,70 +53,11 @@ pub fn run_case(world: &World, caller: Caller, ops: &[Op]) -> Run {
     c.check_prompt(&turn);
     for (step, op) in ops.iter().enumerate() {
         c.step = step;
-        match op {
-            Op::NewTurn => {
-                drop(turn);
-                turn = h
-                    .runtime
-                    .begin_turn(&session, principal(&caller), "again")
-                    .unwrap();
-                c.model.new_turn();
-                c.check_prompt(&turn);
-            }
-            Op::EmergencyStop(on) => {
-                let control = ControlPlane {
-                    emergency_stop: *on,
-                    ..ControlPlane::default()
-                };
-                h.runtime.set_control(control, "operator").unwrap();
-                c.model.stopped = *on;
-            }
-            Op::ConsentAnswer(yes) => {
-                h.person.consent_no.store(!yes, Ordering::SeqCst);
-                c.model.consent_yes = *yes;
-            }
-            Op::ApprovalAnswer(yes) => {
-                h.person.approval_no.store(!yes, Ordering::SeqCst);
-                c.model.approval_yes = *yes;
-            }
-            Op::ReadSkill(id) => c.read_skill(&mut turn, id),
-            Op::LoadTool(target, form) => {
-                let name = target.named(*form);
-                let out = turn.call("load_tool", json!({"name": name})).unwrap();
-                c.check_audit(&out, None, &json!({"name": name}), "load_tool");
-                let before = c.model.clone();
-                let loaded = c.model.load_tool(world, target);
-                if loaded && out.status != CallStatus::Ok {
-                    // Follow the runtime where it differs, so one difference is reported once.
-                    c.model = before;
-                }
-                if loaded != (out.status == CallStatus::Ok) {
-                    let tag = match form {
-                        NameForm::Qualified if loaded => "load-tool-qualified-name",
-                        _ if out.status == CallStatus::Ok && Session::private(world, target) => {
-                            "load-tool-loads-private"
-                        }
-                        _ => "load-tool-differs",
-                    };
-                    c.report(
-                        Invariant::VerdictIsModels,
-                        tag,
-                        format!(
-                            "load_tool({name}): model loads {loaded}, runtime {:?}",
-                            out.status
-                        ),
-                    );
-                }
-            }
-            Op::Search(word) => c.search(&mut turn, word),
-            Op::Call(target, form) => c.call(&mut turn, target, &target.named(*form)),
-            Op::RunScript(id, script) => c.run_script_in_turn(&mut turn, id, *script),
-            Op::TriggerRun(i) => c.trigger_run(*i),
-            Op::AnswerRun(yes) => c.answer_run(*yes),
+        if *op == Op::NewTurn {
+            drop(turn);
+            turn = next_turn(&mut c, &session, caller);
         }
-        c.check_runs();
-        c.check_run_states();
-        c.check_offer(&turn);
+        run_op(&mut c, &mut turn, op);
     }
     drop(turn);
     let ran = h.ran();
@@ -127,7 +74,7 @@ impl Checker<'_> {
         } // else the front fails: allowed
     }
 
-    fn check_offer(&mut self, turn: &Turn<'_>) {
+    pub fn check_offer(&mut self, turn: &Turn<'_>) {
         let offer = turn.offer().unwrap();
         let names: BTreeSet<String> = offer.tools.iter().map(|t| t.name.clone()).collect();
         for name in &names {
@@ -349,4 +296,77 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// Runs one operation of the conversation `session` in `turn` and checks it.
+/// Begins the next turn of `session` and checks its prompt.
+pub fn next_turn<'h>(c: &mut Checker<'h>, session: &str, caller: Caller) -> Turn<'h> {
+    let turn =
+        c.h.runtime
+            .begin_turn(session, principal(&caller), "again")
+            .unwrap();
+    c.model.new_turn();
+    c.check_prompt(&turn);
+    turn
+}
+
+pub fn run_op(c: &mut Checker<'_>, turn: &mut Turn<'_>, op: &Op) {
+    let (h, world) = (c.h, c.world);
+    match op {
+        // The caller begins the next turn ([`next_turn`]).
+        Op::NewTurn => {}
+        Op::EmergencyStop(on) => {
+            let control = ControlPlane {
+                emergency_stop: *on,
+                ..ControlPlane::default()
+            };
+            h.runtime.set_control(control, "operator").unwrap();
+            c.model.stopped = *on;
+        }
+        Op::ConsentAnswer(yes) => {
+            h.person.consent_no.store(!yes, Ordering::SeqCst);
+            c.model.consent_yes = *yes;
+        }
+        Op::ApprovalAnswer(yes) => {
+            h.person.approval_no.store(!yes, Ordering::SeqCst);
+            c.model.approval_yes = *yes;
+        }
+        Op::ReadSkill(id) => c.read_skill(turn, id),
+        Op::LoadTool(target, form) => {
+            let name = target.named(*form);
+            let out = turn.call("load_tool", json!({"name": name})).unwrap();
+            c.check_audit(&out, None, &json!({"name": name}), "load_tool");
+            let before = c.model.clone();
+            let loaded = c.model.load_tool(world, target);
+            if loaded && out.status != CallStatus::Ok {
+                // Follow the runtime where it differs, so one difference is reported once.
+                c.model = before;
+            }
+            if loaded != (out.status == CallStatus::Ok) {
+                let tag = match form {
+                    NameForm::Qualified if loaded => "load-tool-qualified-name",
+                    _ if out.status == CallStatus::Ok && Session::private(world, target) => {
+                        "load-tool-loads-private"
+                    }
+                    _ => "load-tool-differs",
+                };
+                c.report(
+                    Invariant::VerdictIsModels,
+                    tag,
+                    format!(
+                        "load_tool({name}): model loads {loaded}, runtime {:?}",
+                        out.status
+                    ),
+                );
+            }
+        }
+        Op::Search(word) => c.search(turn, word),
+        Op::Call(target, form) => c.call(turn, target, &target.named(*form)),
+        Op::RunScript(id, script) => c.run_script_in_turn(turn, id, *script),
+        Op::TriggerRun(i) => c.trigger_run(*i),
+        Op::AnswerRun(yes) => c.answer_run(*yes),
+    }
+    c.check_runs();
+    c.check_run_states();
+    c.check_offer(turn);
 }
