@@ -137,7 +137,7 @@ pub(crate) fn walk(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     }
 }
 
-/// The paths among `paths` (`/`-separated, relative to a folder) that [`walk`] of that folder
+/// The paths among `paths` (`/`-separated, relative to a folder) that `walk` of that folder
 /// would list, in its order: no component hidden, litter or a state file, at most
 /// [`MAX_SKILL_FILE_DEPTH`] folders deep, at most [`MAX_SKILL_FILES`] in all. For a package
 /// held in memory (an archive being verified), so it is checked exactly as its folder would be.
