@@ -4,6 +4,10 @@
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::Store;
+use crate::error::{Result, StoreError};
+use crate::types::{Approval, ApprovalStatus};
+
 /// Wakes [`wait_approval`](crate::Store::wait_approval) callers after each commit.
 #[derive(Default)]
 pub(crate) struct Notify {
@@ -48,5 +52,38 @@ impl Notify {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+}
+
+/// [`Store::wait_approval`] for either backend: reads the approval until it is resolved or
+/// `timeout` passes, sleeping between reads until `notify` moves on (an answer written by this
+/// process, or one another process announced) or `poll` passes (which covers an answer whose
+/// announcement was lost on the way).
+pub(crate) fn wait_approval(
+    store: &dyn Store,
+    notify: &Notify,
+    poll: Duration,
+    id: &str,
+    timeout: Duration,
+) -> Result<Approval> {
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        let seen = notify.generation();
+        let current = store.approval(id)?.ok_or_else(|| StoreError::NotFound {
+            what: "approval",
+            id: id.to_owned(),
+        })?;
+        if current.status != ApprovalStatus::Pending {
+            return Ok(current);
+        }
+        let mut wait = poll;
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(current);
+            }
+            wait = wait.min(left);
+        }
+        notify.wait_past(seen, wait);
     }
 }

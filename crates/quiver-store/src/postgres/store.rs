@@ -1,7 +1,7 @@
 //! [`Store`] on the [`PostgresStore`]: each method one transaction (a write) or one query (a
 //! read) on a pooled connection.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -367,28 +367,7 @@ impl Store for PostgresStore {
     }
 
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
-        let deadline = Instant::now().checked_add(timeout);
-        loop {
-            let seen = self.notify.generation();
-            let current = self.approval(id)?.ok_or_else(|| StoreError::NotFound {
-                what: "approval",
-                id: id.to_owned(),
-            })?;
-            if current.status != ApprovalStatus::Pending {
-                return Ok(current);
-            }
-            let mut wait = self.poll_interval;
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(current);
-                }
-                wait = wait.min(left);
-            }
-            // An answer written by this process, or notified by another one (`listen`),
-            // wakes the wait at once; the poll covers a notification lost on the way.
-            self.notify.wait_past(seen, wait);
-        }
+        crate::notify::wait_approval(self, &self.notify, self.poll_interval, id, timeout)
     }
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {

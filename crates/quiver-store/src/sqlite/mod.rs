@@ -510,26 +510,7 @@ impl Store for SqliteStore {
     }
 
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
-        let deadline = Instant::now().checked_add(timeout);
-        loop {
-            let seen = self.notify.generation();
-            let current = self.approval(id)?.ok_or_else(|| StoreError::NotFound {
-                what: "approval",
-                id: id.to_owned(),
-            })?;
-            if current.status != ApprovalStatus::Pending {
-                return Ok(current);
-            }
-            let mut wait = self.poll_interval;
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(current);
-                }
-                wait = wait.min(left);
-            }
-            self.notify.wait_past(seen, wait);
-        }
+        crate::notify::wait_approval(self, &self.notify, self.poll_interval, id, timeout)
     }
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
