@@ -59,6 +59,7 @@ mod digest;
 mod error;
 mod notify;
 mod postgres;
+mod sets;
 mod sqlite;
 mod types;
 pub mod waiter;

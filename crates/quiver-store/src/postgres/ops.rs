@@ -9,6 +9,8 @@ use tokio_postgres::types::ToSql;
 
 use crate::codec::{decode, encode, require};
 use crate::error::{Result, StoreError};
+pub(super) use crate::sets::SetTable;
+use crate::sets::next_seq;
 use crate::types::{
     Consent, EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
     SessionStatus,
@@ -333,27 +335,6 @@ pub(super) async fn delete_sessions<C: GenericClient>(c: &C, ids: &[String]) -> 
 
 // --- loaded tools, opened packages, active skills ---
 
-/// The three per-session ordered sets.
-#[derive(Clone, Copy)]
-pub(super) enum SetTable {
-    /// `loaded_tools`, ordered by last use.
-    Tools,
-    /// `opened_packages`, ordered by opening.
-    Packages,
-    /// `active_skills`, ordered by activation.
-    Skills,
-}
-
-impl SetTable {
-    fn names(self) -> (&'static str, &'static str) {
-        match self {
-            SetTable::Tools => ("loaded_tools", "tool"),
-            SetTable::Packages => ("opened_packages", "package"),
-            SetTable::Skills => ("active_skills", "skill"),
-        }
-    }
-}
-
 /// A session's items with their `seq`, oldest first.
 async fn items<C: GenericClient>(
     c: &C,
@@ -367,10 +348,6 @@ async fn items<C: GenericClient>(
         .iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
-}
-
-fn next_seq(items: &[(String, i64)]) -> i64 {
-    items.last().map_or(1, |(_, seq)| seq.saturating_add(1))
 }
 
 /// A session's items, oldest first.
@@ -474,15 +451,7 @@ pub(super) async fn set_add<C: GenericClient>(
     now: i64,
 ) -> Result<bool> {
     let (name, column) = table.names();
-    let at = match table {
-        SetTable::Packages => "opened_at",
-        SetTable::Skills => "activated_at",
-        SetTable::Tools => {
-            return Err(StoreError::Invalid(
-                "tools are loaded with load_tool".to_owned(),
-            ));
-        }
-    };
+    let at = table.added_at()?;
     require(item, column)?;
     lock_session(c, session).await?;
     let seq = next_seq(&items(c, table, session).await?);

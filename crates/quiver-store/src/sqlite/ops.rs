@@ -7,6 +7,8 @@ use serde_json::Value;
 
 use crate::codec::{EncodedAudit, decode, encode, require};
 use crate::error::{Result, StoreError};
+pub(crate) use crate::sets::SetTable;
+use crate::sets::next_seq;
 use crate::types::{
     AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, Consent, EndedSkill, NewSession,
     OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionStatus,
@@ -260,29 +262,6 @@ pub(crate) fn delete_sessions(conn: &Connection, ids: &[String]) -> Result<Purge
 
 // --- loaded tools, opened packages, active skills: per-session ordered sets ---
 
-/// The three per-session ordered sets: each row has a `seq`, larger for later (or more recently
-/// used) items.
-#[derive(Clone, Copy)]
-pub(crate) enum SetTable {
-    /// `loaded_tools`, ordered by last use.
-    Tools,
-    /// `opened_packages`, ordered by opening.
-    Packages,
-    /// `active_skills`, ordered by activation.
-    Skills,
-}
-
-impl SetTable {
-    /// Table and item column.
-    fn names(self) -> (&'static str, &'static str) {
-        match self {
-            SetTable::Tools => ("loaded_tools", "tool"),
-            SetTable::Packages => ("opened_packages", "package"),
-            SetTable::Skills => ("active_skills", "skill"),
-        }
-    }
-}
-
 /// A session's items with their `seq`, oldest first.
 ///
 /// The order (and the largest `seq`) is computed here rather than with `ORDER BY` or `max()`
@@ -299,11 +278,6 @@ fn items(conn: &Connection, table: SetTable, session: &str) -> Result<Vec<(Strin
     )?;
     rows.sort_by_key(|(_, seq)| *seq);
     Ok(rows)
-}
-
-/// The `seq` for a new or refreshed item.
-fn next_seq(items: &[(String, i64)]) -> i64 {
-    items.last().map_or(1, |(_, seq)| seq.saturating_add(1))
 }
 
 pub(crate) fn load_tool(
@@ -380,15 +354,7 @@ pub(crate) fn set_add(
     now: i64,
 ) -> Result<bool> {
     let (name, column) = table.names();
-    let at = match table {
-        SetTable::Packages => "opened_at",
-        SetTable::Skills => "activated_at",
-        SetTable::Tools => {
-            return Err(StoreError::Invalid(
-                "tools are loaded with load_tool".to_owned(),
-            ));
-        }
-    };
+    let at = table.added_at()?;
     require(item, column)?;
     ensure_session(conn, session)?;
     let seq = next_seq(&items(conn, table, session)?);
