@@ -47,8 +47,9 @@ pub fn run(args: LintArgs) -> miette::Result<ExitCode> {
         &catalog,
         &collisions(&catalog, COLLISION_THRESHOLD),
     ));
-    // What the code and skill text visibly use against what each package declares.
-    let home = std::env::home_dir();
+    // What the code and skill text visibly use against what each package declares, with `~`
+    // read as the loader expands it (as pack, verify and install do).
+    let home = quiver_package::env::home();
     for cp in catalog.packages() {
         diags.extend(quiver_package::declarations::check_dir(
             &cp.package,

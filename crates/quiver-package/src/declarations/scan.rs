@@ -395,7 +395,6 @@ fn shell_programs(line: &str) -> Vec<(String, usize)> {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '+'));
                 if plain
                     && !is_function
-                    && !word.contains('=')
                     && !SHELL_BUILTINS.contains(&word)
                     && !word.starts_with('-')
                     && !word.chars().all(|c| c.is_ascii_digit())
@@ -463,21 +462,4 @@ fn url_is_a_value(lang: Lang, before: &str) -> bool {
         Some('\'' | '"' | '`') => true,
         Some(c) => lang == Lang::Shell && (c.is_whitespace() || c == '='),
     }
-}
-
-/// Hosts named in prose (`SKILL.md`, references): URLs only.
-pub fn scan_text_hosts(text: &str) -> Vec<Found> {
-    let mut out = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        for caps in URL.captures_iter(line) {
-            if let Some(host) = caps.get(1) {
-                out.push(Found {
-                    what: Use::Host(host.as_str().to_ascii_lowercase()),
-                    line: index as u64 + 1,
-                    column: line[..host.start()].chars().count() as u64 + 1,
-                });
-            }
-        }
-    }
-    out
 }
