@@ -174,7 +174,7 @@ fn a_busy_loop_under_a_small_cpu_limit_is_throttled_and_cpu_seconds_stop_it() {
     let Some(world) = new_world("limits:\n  ceiling:\n    cpu: 2\n") else {
         return;
     };
-    tool(&world, "spin", "cpu, 1.5", "limits: {cpu: 0.1}");
+    tool(&world, "spin", "cpu, 1.5", "limits: {cpu: 0.05}");
     tool(&world, "free", "cpu, 1.5", "");
     tool(&world, "forever", "cpu, 20", "limits: {cpu_seconds: 1}");
     let (spin, stderr) = world.call("spin");
@@ -184,14 +184,22 @@ fn a_busy_loop_under_a_small_cpu_limit_is_throttled_and_cpu_seconds_stop_it() {
     assert_eq!(spin["status"], "ok", "{spin}");
     let throttled = spin["content"]["share"].as_f64().unwrap();
     assert!(
-        throttled < 0.3,
-        "a tenth of a core, but it had {throttled:.2} of one"
+        throttled < 0.2,
+        "a twentieth of a core, but it had {throttled:.2} of one"
     );
-    let (free, _) = world.call("free");
-    let share = free["content"]["share"].as_f64().unwrap();
+    // The same loop without the limit gets more, though on a machine busy with other work
+    // (a CI run shares two cores) it may get far less than a core: the best of three runs.
+    let mut best = 0.0_f64;
+    for _ in 0..3 {
+        let (free, _) = world.call("free");
+        best = best.max(free["content"]["share"].as_f64().unwrap());
+        if best > 2.0 * throttled {
+            break;
+        }
+    }
     assert!(
-        share > 2.0 * throttled,
-        "without the limit {share:.2}, with it {throttled:.2}"
+        best > 2.0 * throttled,
+        "without the limit {best:.2}, with it {throttled:.2}"
     );
     // One CPU second, then the kernel stops it, long before its 20 s loop or its timeout.
     let started = Instant::now();
