@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use super::harness::{Served, TOKEN, serve};
 
+mod attacks;
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
@@ -94,6 +96,7 @@ async fn browser(driver: &Driver, profile: &Path) -> Client {
                 "--disable-component-update",
                 "--disable-sync",
                 "--window-size=1280,1024",
+                format!("--host-resolver-rules=MAP {} 127.0.0.1", attacks::REBINDING_HOST),
                 format!("--user-data-dir={}", profile.display()),
             ],
         },
@@ -489,6 +492,8 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    attacks::attacks(s, driver, client).await;
+
     // No CSP violation (nor any other console error) on any page.
     for path in [
         "/",
@@ -562,9 +567,10 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
 
     package_page(driver, client, base).await;
 
+    let shutdown = attacks::shutdown_with_open_tabs(s, client).await;
     let (screen, stored) = (p95(to_screen), p95(to_stored));
     eprintln!(
-        "figures (10 rounds): pending call -> card on screen p95 {screen:?}; click -> decision stored p95 {stored:?}; audit page with 500 rows, DOMContentLoaded p95 {page:?}"
+        "figures (10 rounds): pending call -> card on screen p95 {screen:?}; click -> decision stored p95 {stored:?}; audit page with 500 rows, DOMContentLoaded p95 {page:?}; shutdown with three open tabs {shutdown:?}"
     );
     Ok(())
 }
