@@ -4,7 +4,7 @@
 //   parent.postMessage({quiver: "call", id: 1, item: "forecast", arguments: {city: "Beijing"}}, "*")
 // and gets back, from this page:
 //   {quiver: "result", id: 1, ok: true, status: "ok", call: "call-...", result: {...}}
-//   {quiver: "result", id: 1, ok: false, status: "refused", error: "..."}
+//   {quiver: "result", id: 1, ok: false, status: "refused", error: "...", result: ...}
 // This script takes only messages from that frame (the frame's own window, origin "null"),
 // and only calls; it posts each with the package id this page was served for and this page's
 // bridge token (good for that package's bridge only) to /packages/<id>/bridge/call. The server
@@ -70,13 +70,18 @@
         if (response.ok) {
           var answer = JSON.parse(text);
           show("call " + seen + ": " + m.item + ": " + answer.status);
-          reply(source, {
+          var message = {
             id: id,
             ok: answer.ok,
             status: answer.status,
             call: answer.call,
             result: answer.result
-          });
+          };
+          if (!answer.ok) {
+            // The pipeline's message (a refusal, a failed tool) is the result's `error`.
+            message.error = (answer.result && answer.result.error) || answer.status;
+          }
+          reply(source, message);
         } else {
           show("call " + seen + ": " + m.item + ": refused (" + response.status + ")");
           reply(source, {

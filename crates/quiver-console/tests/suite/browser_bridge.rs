@@ -147,6 +147,29 @@ async fn a_package_page_calls_its_own_tool_through_the_bridge_and_nothing_else()
             .unwrap();
         assert_eq!(outcome.status, CallStatus::Refused);
 
+        // Under the emergency stop the page's call reaches the pipeline, which refuses it: the
+        // page gets the refusal and its reason.
+        s.admin
+            .set_control(
+                quiver_policy::ControlPlane {
+                    emergency_stop: true,
+                    ..Default::default()
+                },
+                "test",
+            )
+            .unwrap();
+        client
+            .goto(&format!("{}/packages/weather/app", s.base))
+            .await
+            .unwrap();
+        appears(client, "#package-frame", Duration::from_secs(5)).await;
+        client.enter_frame(0).await.unwrap();
+        assert_eq!(status_of(client, "forecast").await, "refused");
+        let why = text_of(client, "#forecast").await;
+        assert!(why.contains("the operator stopped all tools"), "{why}");
+        client.enter_parent_frame().await.unwrap();
+        assert_eq!(s.calls.lock().unwrap().len(), 1);
+
         // The console's own page never complained of framing its package's page (the frames'
         // own refusals are not in this log).
         let log = console_log(driver, client).await;
