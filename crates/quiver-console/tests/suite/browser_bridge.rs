@@ -15,7 +15,7 @@ use quiver_store::{ApprovalStatus, CardQuestion, Decision};
 use serde_json::{Value, json};
 
 use super::browser::{Driver, ONE_BROWSER, appears, browser, click, console_log, driver, text_of};
-use super::harness::{Served, TOKEN, serve, serve_loading};
+use super::harness::{Served, TOKEN, serve, serve_examples, serve_loading};
 
 async fn sign_in(s: &Served, client: &Client) {
     client
@@ -259,6 +259,44 @@ async fn the_sessions_page_marks_active_skills_and_lists_loaded_tools_lru_first(
             text_of(client, &format!("{section} strong.active-skill")).await,
             "weather"
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weather_examples_page_asks_its_forecast_through_the_bridge() {
+    let s = serve_examples().await;
+    in_browser(&s, async |_driver, client| {
+        client
+            .goto(&format!("{}/packages/weather/app", s.base))
+            .await
+            .unwrap();
+        appears(client, "#package-frame", Duration::from_secs(5)).await;
+        client.enter_frame(0).await.unwrap();
+        appears(client, "#ask", Duration::from_secs(5)).await;
+        click(client, "#ask").await;
+        // Its package's consent is asked first; the answer lets the call run.
+        let card = s.pending(1).await.remove(0);
+        assert_eq!(card.card.question, CardQuestion::Consent);
+        assert_eq!(card.card.package, "weather");
+        s.admin
+            .answer_approval(&card.card.id, Decision::Approve, "test", None)
+            .unwrap();
+        // The answer shows, as the page shows it.
+        appears(client, "#out[class]", Duration::from_secs(10)).await;
+        let class = client
+            .find(Locator::Css("#out"))
+            .await
+            .unwrap()
+            .attr("class")
+            .await
+            .unwrap();
+        let out = text_of(client, "#out").await;
+        assert_eq!(class.as_deref(), Some("ok"), "{out}");
+        let shown: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(shown["city"], "北京", "{out}");
+        assert_eq!(shown["condition"], "晴 sunny");
+        assert_eq!(s.calls.lock().unwrap().len(), 1);
     })
     .await;
 }

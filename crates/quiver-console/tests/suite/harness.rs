@@ -172,22 +172,36 @@ pub async fn serve() -> Served {
 
 /// [`serve`] whose queued calls wait `wait`.
 pub async fn serve_waiting(wait: Duration) -> Served {
-    serve_with(wait, RuntimeConfig::default().max_loaded).await
+    serve_with(wait, RuntimeConfig::default().max_loaded, None).await
 }
 
 /// [`serve`] whose sessions hold `max_loaded` loaded slots.
 pub async fn serve_loading(max_loaded: usize) -> Served {
-    serve_with(WAIT, max_loaded).await
+    serve_with(WAIT, max_loaded, None).await
 }
 
-async fn serve_with(wait: Duration, max_loaded: usize) -> Served {
+/// [`serve`] over the repository's example packages (`examples/packages`) instead of the
+/// fixture; their tools of the fixture's names run as built-ins.
+pub async fn serve_examples() -> Served {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
+    serve_with(WAIT, RuntimeConfig::default().max_loaded, Some(&examples)).await
+}
+
+async fn serve_with(wait: Duration, max_loaded: usize, root: Option<&Path>) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    let packages = dir.path().join("packages");
-    fixture(&packages);
+    let packages = match root {
+        Some(root) => root.to_path_buf(),
+        None => {
+            let packages = dir.path().join("packages");
+            fixture(&packages);
+            packages
+        }
+    };
     let catalog = Catalog::load_dirs(&[&packages]);
     let store = Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap());
     let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let crash = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let examples = root.is_some();
     let mut executor = BuiltinExecutor::new();
     for tool in [
         "weather.forecast",
@@ -204,6 +218,12 @@ async fn serve_with(wait: Duration, max_loaded: usize) -> Served {
                 calls.lock().unwrap().push((name.clone(), args.clone()));
                 if crash.swap(false, std::sync::atomic::Ordering::SeqCst) {
                     panic!("the process died during `{name}`");
+                }
+                if examples && name == "weather.forecast" {
+                    // The example declares its output: a forecast.
+                    return Ok(json!({"city": args["city"], "date": "2026-12-07",
+                        "condition": "晴 sunny", "temp_min_c": -3, "temp_max_c": 6,
+                        "source": "console test"}));
                 }
                 Ok(json!({"ran": name, "args": args}))
             }),

@@ -31,7 +31,7 @@
     if (date) {
       args.date = date;
     }
-    out.className = "";
+    out.removeAttribute("class");
     out.textContent = "…";
     quiverCall("forecast", args).then(function (r) {
       out.className = r.status;
