@@ -1,5 +1,6 @@
 //! The console's static files, compiled into the binary: htmx (vendored, see
-//! `static/NOTICE`), the console's script and its style sheet.
+//! `static/NOTICE`), the console's scripts (its own, and the package-page bridge) and its
+//! style sheet.
 
 use axum::extract::Path;
 use axum::http::header;
@@ -16,6 +17,10 @@ pub(crate) async fn file(Path(file): Path<String>) -> Result<impl IntoResponse, 
         ),
         "console.js" => (
             include_str!("../static/console.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        "bridge.js" => (
+            include_str!("../static/bridge.js"),
             "text/javascript; charset=utf-8",
         ),
         "console.css" => (

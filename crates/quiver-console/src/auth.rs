@@ -85,15 +85,22 @@ impl Auth {
     pub fn csrf(&self, id: &str) -> String {
         csrf_token(&self.secret, id)
     }
+
+    /// The bridge token of the browser session `id` for the pages of `package`.
+    pub fn bridge(&self, id: &str, package: &str) -> String {
+        bridge_token(&self.secret, id, package)
+    }
 }
 
-/// The CSRF token of session `id` under `secret` (hex HMAC-SHA256).
-pub fn csrf_token(secret: &[u8], id: &str) -> String {
+/// The hex HMAC-SHA256 under `secret` of `parts`, each ended by a NUL.
+fn mac_hex(secret: &[u8], parts: &[&str]) -> String {
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
         return String::new();
     };
-    mac.update(b"csrf\0");
-    mac.update(id.as_bytes());
+    for part in parts {
+        mac.update(part.as_bytes());
+        mac.update(b"\0");
+    }
     mac.finalize()
         .into_bytes()
         .iter()
@@ -101,20 +108,40 @@ pub fn csrf_token(secret: &[u8], id: &str) -> String {
         .collect()
 }
 
+/// The CSRF token of session `id` under `secret` (hex HMAC-SHA256).
+pub fn csrf_token(secret: &[u8], id: &str) -> String {
+    mac_hex(secret, &["csrf", id])
+}
+
+/// The bridge token of session `id` for the pages of `package` under `secret`: what the
+/// console's page hosting that package's page sends with the calls it forwards. It is good for
+/// `POST /packages/<package>/bridge/call` only: no other form takes it, and no other
+/// package's bridge.
+pub fn bridge_token(secret: &[u8], id: &str, package: &str) -> String {
+    mac_hex(secret, &["bridge", id, package])
+}
+
 /// Whether a state change signed by `signed` carries what it must: nothing more for a bearer
-/// token; for a cookie, the session's CSRF token in the form and this console's `Origin`.
+/// token; for a cookie, this console's `Origin` and the token of the form's scope in the
+/// form: the bridge token of `bridge`'s package for its bridge call, else the session's CSRF
+/// token.
 pub fn state_change_allowed(
     secret: &[u8],
     signed: &Signed,
     form_csrf: Option<&str>,
     origin: Option<&str>,
     host: &str,
+    bridge: Option<&str>,
 ) -> bool {
     match signed {
         Signed::Bearer => true,
         Signed::Cookie(id) => {
+            let want = match bridge {
+                Some(package) => bridge_token(secret, id, package),
+                None => csrf_token(secret, id),
+            };
             crate::security::origin_matches(origin, host)
-                && form_csrf.is_some_and(|t| same_secret(t, &csrf_token(secret, id)))
+                && form_csrf.is_some_and(|t| same_secret(t, &want))
         }
     }
 }
@@ -191,26 +218,48 @@ mod tests {
         let cookie = Signed::Cookie("sess".into());
         let good = csrf_token(secret, "sess");
         let other = csrf_token(secret, "other");
+        let weather = bridge_token(secret, "sess", "weather");
+        let notes = bridge_token(secret, "sess", "notes");
+        let elsewhere = bridge_token(secret, "other", "weather");
         let host = "127.0.0.1:8932";
         let origin = Some("http://127.0.0.1:8932");
+        let w = Some("weather");
+        // (who, token, Origin, the bridge of the request) -> allowed
         let cases = [
-            (&Signed::Bearer, None, None, true),
-            (&cookie, Some(good.as_str()), origin, true),
-            (&cookie, None, origin, false),
-            (&cookie, Some(other.as_str()), origin, false),
+            (&Signed::Bearer, None, None, None, true),
+            (&Signed::Bearer, None, None, w, true),
+            (&cookie, Some(good.as_str()), origin, None, true),
+            (&cookie, None, origin, None, false),
+            (&cookie, Some(other.as_str()), origin, None, false),
             (
                 &cookie,
                 Some(good.as_str()),
                 Some("http://evil.example"),
+                None,
                 false,
             ),
-            (&cookie, Some(good.as_str()), None, false),
+            (&cookie, Some(good.as_str()), None, None, false),
+            // The bridge token opens its own package's bridge, and nothing else.
+            (&cookie, Some(weather.as_str()), origin, w, true),
+            (&cookie, Some(weather.as_str()), origin, None, false),
+            (
+                &cookie,
+                Some(weather.as_str()),
+                origin,
+                Some("notes"),
+                false,
+            ),
+            (&cookie, Some(notes.as_str()), origin, w, false),
+            (&cookie, Some(elsewhere.as_str()), origin, w, false),
+            (&cookie, Some(good.as_str()), origin, w, false),
+            (&cookie, Some(weather.as_str()), Some("null"), w, false),
+            (&cookie, None, origin, w, false),
         ];
-        for (signed, csrf, origin, want) in cases {
+        for (signed, csrf, origin, bridge, want) in cases {
             assert_eq!(
-                state_change_allowed(secret, signed, csrf, origin, host),
+                state_change_allowed(secret, signed, csrf, origin, host, bridge),
                 want,
-                "{signed:?} {csrf:?} {origin:?}"
+                "{signed:?} {csrf:?} {origin:?} {bridge:?}"
             );
         }
     }

@@ -48,6 +48,8 @@ pub struct Console {
     pub(crate) auth: Auth,
     pub(crate) secret: Vec<u8>,
     pub(crate) config: ConsoleConfig,
+    /// The runtime session of each package page's bridge, by sign-in and package.
+    pub(crate) bridge_sessions: crate::pages::bridge::BridgeSessions,
 }
 
 impl Console {
@@ -60,6 +62,7 @@ impl Console {
             auth: Auth::new(config.token.clone(), secret.clone()),
             secret,
             config,
+            bridge_sessions: Default::default(),
         }
     }
 }

@@ -26,6 +26,10 @@ pub enum ConsoleError {
     /// The request is malformed.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// The request asks for what its sender may not do (a package page's bridge naming
+    /// another package's item): nothing ran.
+    #[error("refused: {0}")]
+    Forbidden(String),
 }
 
 impl IntoResponse for ConsoleError {
@@ -34,6 +38,7 @@ impl IntoResponse for ConsoleError {
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::Conflict(_) => StatusCode::CONFLICT,
             ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ConsoleError::Forbidden(_) => StatusCode::FORBIDDEN,
             ConsoleError::Runtime(_) | ConsoleError::Template(_) | ConsoleError::Io(_) => {
                 tracing::warn!(error = %self, "console request failed");
                 StatusCode::INTERNAL_SERVER_ERROR

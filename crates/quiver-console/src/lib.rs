@@ -11,7 +11,8 @@
 //! scripts), a `Host` allowlist (a rebinding host gets 421), a CSRF token and an `Origin`
 //! check on every state change, a strict CSP. An approval is answered with the digest of the
 //! arguments the person saw: a card that changed, expired or was already answered gets 409 and
-//! nothing runs.
+//! nothing runs. A package's own page runs sandboxed and reaches the console only through the
+//! message bridge, which calls that package's own items through the runtime's call path.
 //!
 //! ```no_run
 //! # async fn f(admin: quiver_runtime::admin::Admin) -> Result<(), quiver_console::ConsoleError> {

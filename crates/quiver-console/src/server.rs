@@ -89,6 +89,13 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         .route("/runs/{id}/answer", post(pages::sessions::answer))
         .route("/runs/{id}/retry", post(pages::run_ops::retry))
         .route("/runs/{id}/resolve", post(pages::run_ops::resolve))
+        // Revoking an operator card; a package page's host and its message bridge.
+        .route(
+            "/operator-cards/{id}/revoke",
+            post(pages::operator_cards::revoke),
+        )
+        .route("/packages/{id}/app", get(pages::bridge::host))
+        .route("/packages/{id}/bridge/call", post(pages::bridge::call))
         .route("/events", get(events::stream))
         .route("/static/{file}", get(assets::file))
         .fallback(not_found)
@@ -118,7 +125,7 @@ pub async fn serve(
 
 /// The content security policy: scripts and styles from the console itself only, no
 /// inline script, no framing, forms only to itself.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The usual headers on every answer.
 async fn headers(request: Request, next: Next) -> Response {
@@ -206,6 +213,8 @@ async fn guard(State(ctx): State<Ctx>, request: Request, next: Next) -> Response
     let mut request = request;
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let origin = header_str(request.headers(), header::ORIGIN).map(str::to_owned);
+        // A package page's bridge call takes that package's bridge token, no other form does.
+        let bridge = crate::pages::bridge::bridge_package(request.uri().path()).map(str::to_owned);
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, MAX_FORM).await else {
             return (StatusCode::PAYLOAD_TOO_LARGE, "form too large\n").into_response();
@@ -217,6 +226,7 @@ async fn guard(State(ctx): State<Ctx>, request: Request, next: Next) -> Response
             form_csrf,
             origin.as_deref(),
             &host,
+            bridge.as_deref(),
         ) {
             tracing::warn!(origin = ?origin, "console: refused a state change without this console's CSRF token and Origin");
             return (

@@ -33,7 +33,8 @@ pub struct Admin {
 pub struct SessionView {
     /// The session's row.
     pub session: Session,
-    /// Its loaded tools, least recently used first.
+    /// Its loaded slots (a package's id for its exposed items, or an item's qualified name),
+    /// least recently used first: the first is evicted next.
     pub loaded_tools: Vec<String>,
     /// The packages it opened.
     pub opened_packages: Vec<String>,
@@ -72,7 +73,8 @@ impl Admin {
         };
         Ok(Some(SessionView {
             session,
-            loaded_tools: self.store.loaded_tools(id)?,
+            // The store lists them most recently used first.
+            loaded_tools: self.store.loaded_tools(id)?.into_iter().rev().collect(),
             opened_packages: self.store.opened_packages(id)?,
             active_skills: self.store.active_skills(id)?,
             consents: self.store.consents(id)?,
@@ -158,6 +160,8 @@ impl Admin {
             used_at: None,
             used_session: None,
             used_call: None,
+            revoked_at: None,
+            revoked_by: None,
         })?;
         let digest = quiver_store::argument_digest(arguments, &[]);
         let action = operator::Action::OperatorCard {
@@ -171,7 +175,24 @@ impl Admin {
         Ok(card)
     }
 
-    /// The operator cards still usable, and those used or expired in the last hour, newest
+    /// Revokes the live operator card `id` before it expires (it then matches no call), and
+    /// audits it naming `by`. A card already used, revoked or expired is
+    /// [`quiver_store::StoreError::Conflict`]; an unknown one
+    /// [`quiver_store::StoreError::NotFound`]: nothing changes.
+    pub fn revoke_operator_card(&self, id: &str, by: &str) -> Result<OperatorCard, RuntimeError> {
+        let card = self
+            .store
+            .revoke_operator_card(id, by, quiver_store::now_ms())?;
+        let action = operator::Action::RevokeOperatorCard {
+            card: &card.id,
+            tool: &card.tool,
+            session: card.session.as_deref(),
+        };
+        operator::record(self.store.as_ref(), action, by)?;
+        Ok(card)
+    }
+
+    /// The operator cards still usable, and those used, revoked or expired in the last hour, newest
     /// first.
     pub fn operator_cards(&self) -> Result<Vec<OperatorCard>, RuntimeError> {
         Ok(self.store.operator_cards(quiver_store::now_ms())?)

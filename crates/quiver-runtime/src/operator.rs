@@ -154,6 +154,16 @@ pub enum Action<'a> {
         /// When it stops matching (Unix ms).
         expires_at: i64,
     },
+    /// An operator card was revoked before it was used or expired: its id, the tool and the one
+    /// session it was for (`None`: any).
+    RevokeOperatorCard {
+        /// The card's id.
+        card: &'a str,
+        /// The tool it approved a call of.
+        tool: &'a str,
+        /// The only session it could be used in.
+        session: Option<&'a str>,
+    },
     /// An operator signed in to the console.
     SignIn,
 }
@@ -181,6 +191,7 @@ impl Action<'_> {
                 ..
             } => "deny",
             Action::OperatorCard { .. } => "operator-card",
+            Action::RevokeOperatorCard { .. } => "revoke-operator-card",
             Action::SignIn => "sign-in",
         }
     }
@@ -202,6 +213,9 @@ impl Action<'_> {
             Action::Answer { card, .. } => format!("card `{card}` {} in the console", self.word()),
             Action::OperatorCard { card, tool, .. } => {
                 format!("operator card `{card}` made for one call of `{tool}`")
+            }
+            Action::RevokeOperatorCard { card, tool, .. } => {
+                format!("operator card `{card}` for `{tool}` revoked before it was used")
             }
             Action::SignIn => "signed in to the console".into(),
         }
@@ -245,7 +259,9 @@ pub fn record_because(
         Action::CancelRun(run) | Action::RetryRun(run) | Action::ResolveRun(run, _) => {
             crate::runtime::run_session_id(run)
         }
-        Action::OperatorCard { session, .. } => session.unwrap_or(OPERATOR_SESSION).to_owned(),
+        Action::OperatorCard { session, .. } | Action::RevokeOperatorCard { session, .. } => {
+            session.unwrap_or(OPERATOR_SESSION).to_owned()
+        }
         Action::Control(_) | Action::Enable(_) | Action::Disable(_) | Action::SignIn => {
             OPERATOR_SESSION.into()
         }
@@ -283,6 +299,11 @@ pub fn record_because(
             "card": card, "tool": tool, "arguments_digest": digest,
             "session": session, "expires_at": expires_at,
         }),
+        Action::RevokeOperatorCard {
+            card,
+            tool,
+            session,
+        } => json!({ "card": card, "tool": tool, "session": session }),
         Action::SignIn => json!({ "front": "console" }),
     });
     if let (Some(why), Some(Value::Object(detail))) = (why, entry.detail.as_mut()) {

@@ -54,6 +54,7 @@
 //!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
 //!   foreign `application_id` is not touched either.
 
+mod card_state;
 mod codec;
 mod digest;
 mod error;
@@ -69,6 +70,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use card_state::OperatorCardState;
 pub use digest::{argument_digest, canonical_json};
 pub use error::{Result, StoreError};
 pub use postgres::{PG_SCHEMA_VERSION, PostgresOptions, PostgresStore, is_postgres_url};
@@ -287,14 +289,16 @@ pub trait Store: Send + Sync {
     /// [`StoreError::AlreadyExists`] if the id is taken.
     fn create_operator_card(&self, card: &OperatorCard) -> Result<OperatorCard>;
 
-    /// The operator cards still usable at `now` (Unix ms: unused and not expired), and those
-    /// used or expired within the last [`OPERATOR_CARDS_KEPT_MS`] before it, newest first.
+    /// The operator cards still usable at `now` (Unix ms: unused, unrevoked and not expired),
+    /// and those used, revoked or expired within the last [`OPERATOR_CARDS_KEPT_MS`] before it,
+    /// newest first.
     fn operator_cards(&self, now: i64) -> Result<Vec<OperatorCard>>;
 
     /// Uses, exactly once, the oldest operator card for call `call_id` of `session`: same tool,
-    /// same canonical arguments, made for this session or for any, unused and expiring after
-    /// `now` (Unix ms). Returns it as used, or `None` when no card matches (so a second call
-    /// with the same arguments finds none, and of two racing calls only one gets it).
+    /// same canonical arguments, made for this session or for any, unused, unrevoked and
+    /// expiring after `now` (Unix ms). Returns it as used, or `None` when no card matches (so a
+    /// second call with the same arguments finds none, and of two racing calls only one gets
+    /// it).
     fn use_operator_card(
         &self,
         tool: &str,
@@ -303,6 +307,12 @@ pub trait Store: Send + Sync {
         call_id: &str,
         now: i64,
     ) -> Result<Option<OperatorCard>>;
+
+    /// Revokes the operator card `id` at `now` (Unix ms), naming `by`: from then on it matches
+    /// no call. Returns it as revoked. Only a live card is revoked: [`StoreError::NotFound`]
+    /// when there is no such card, [`StoreError::Conflict`] when it was already used, revoked
+    /// or expired (nothing changes). Of a revoke and a use racing for one card, one wins.
+    fn revoke_operator_card(&self, id: &str, by: &str, now: i64) -> Result<OperatorCard>;
 
     // --- audit ---
 

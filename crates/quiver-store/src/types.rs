@@ -205,6 +205,12 @@ pub struct OperatorCard {
     pub used_session: Option<String>,
     /// The id of the call that used it.
     pub used_call: Option<String>,
+    /// When an operator revoked it before it was used or expired (Unix ms); `None`: never.
+    #[serde(default)]
+    pub revoked_at: Option<i64>,
+    /// Who revoked it.
+    #[serde(default)]
+    pub revoked_by: Option<String>,
 }
 
 /// What an approval card asks.

@@ -13,6 +13,7 @@ use crate::server::{Ctx, Who};
 
 pub(crate) mod approvals;
 pub(crate) mod audit;
+pub(crate) mod bridge;
 pub(crate) mod control;
 pub(crate) mod login;
 pub(crate) mod operator_cards;

@@ -1,11 +1,11 @@
 //! `/operator-cards`: a person approves ahead one exact call (a tool, its canonical arguments,
 //! optionally one session), used once by the approval step before it expires (at most
-//! fifteen minutes). Made from the form on the approvals page; listed there with who made each
-//! and which call used it.
+//! fifteen minutes), unless a person revokes it first. Made from the form on the approvals
+//! page; listed there with who made each, which call used it, and who revoked it.
 
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
@@ -29,19 +29,17 @@ pub(crate) struct OperatorCardView {
     pub session: String,
     pub created_by: String,
     pub expires: String,
-    /// `live`, `used` or `expired`.
+    /// `live`, `used`, `revoked` or `expired`.
     pub state: &'static str,
     /// The call that used it (`call … in session …`), if any.
     pub used_by: Option<String>,
+    /// Who revoked it and when, if anyone did.
+    pub revoked_by: Option<String>,
 }
 
 /// The view of `card` at `now`.
 pub(crate) fn view(card: OperatorCard, now: i64) -> OperatorCardView {
-    let state = match card.used_at {
-        Some(_) => "used",
-        None if card.expires_at <= now => "expired",
-        None => "live",
-    };
+    let state = card.state(now).as_str();
     let used_by = card.used_at.map(|_| {
         escape_invisible(&format!(
             "call `{}` in session `{}`",
@@ -57,6 +55,13 @@ pub(crate) fn view(card: OperatorCard, now: i64) -> OperatorCardView {
             .as_deref()
             .map_or_else(|| "any".to_owned(), escape_invisible),
         created_by: escape_invisible(&card.created_by),
+        revoked_by: card.revoked_at.map(|at| {
+            escape_invisible(&format!(
+                "{} at {}",
+                card.revoked_by.as_deref().unwrap_or("?"),
+                pages::time_text(at)
+            ))
+        }),
         expires: match state {
             "live" => format!(
                 "in {}",
@@ -174,6 +179,38 @@ pub(crate) async fn create(
     Ok(Redirect::to("/approvals#operator-cards").into_response())
 }
 
+/// `POST /operator-cards/{id}/revoke`: revokes a live card before it expires (audited with
+/// the operator); it then matches no call. 409 when it was already used, revoked or expired;
+/// 404 when there is no such card.
+pub(crate) async fn revoke(
+    State(ctx): State<Ctx>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ConsoleError> {
+    let card_id = id.clone();
+    let revoked = pages::with_admin(&ctx, move |admin| {
+        match admin.revoke_operator_card(&card_id, OPERATOR) {
+            Ok(card) => Ok(card),
+            Err(quiver_runtime::RuntimeError::Store(quiver_store::StoreError::NotFound {
+                ..
+            })) => Err(ConsoleError::NotFound(format!(
+                "operator card `{}`",
+                escape_invisible(&card_id)
+            ))),
+            Err(quiver_runtime::RuntimeError::Store(quiver_store::StoreError::Conflict(why))) => {
+                Err(ConsoleError::Conflict(why))
+            }
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await?;
+    tracing::warn!(card = %revoked.id, tool = %revoked.tool, "console: operator card revoked");
+    if pages::wants_json(&headers) {
+        return Ok(pages::json(&view(revoked, quiver_store::now_ms())));
+    }
+    Ok(Redirect::to("/approvals#operator-cards").into_response())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +276,8 @@ mod tests {
             used_at: None,
             used_session: None,
             used_call: None,
+            revoked_at: None,
+            revoked_by: None,
         };
         let live = view(card.clone(), 1_000);
         assert_eq!(
@@ -251,10 +290,21 @@ mod tests {
             used_at: Some(500),
             used_session: Some("s1".into()),
             used_call: Some("c1".into()),
-            ..card
+            ..card.clone()
         };
         let used = view(used, 1_000);
         assert_eq!(used.state, "used");
         assert_eq!(used.used_by.as_deref(), Some("call `c1` in session `s1`"));
+        let revoked = OperatorCard {
+            revoked_at: Some(500),
+            revoked_by: Some("console:owner".into()),
+            ..card
+        };
+        let revoked = view(revoked, 1_000);
+        assert_eq!(revoked.state, "revoked");
+        assert_eq!(
+            revoked.revoked_by.as_deref(),
+            Some("console:owner at 1970-01-01 00:00:00Z")
+        );
     }
 }

@@ -59,12 +59,12 @@ fn is_asset(file: &Path) -> bool {
 }
 
 /// The policy of a package page of package `id` served to `host`: sandboxed (an opaque
-/// origin), no requests out, and scripts, styles, images and fonts inline or from this
-/// package's own `pages/` folder only.
+/// origin), no requests out, scripts, styles, images and fonts inline or from this package's
+/// own `pages/` folder only, and framed by the console's own pages only (the bridge's host).
 pub(crate) fn page_csp(host: &str, id: &str) -> String {
     let own = format!("http://{host}/packages/{id}/pages/");
     format!(
-        "sandbox allow-scripts allow-popups; default-src 'none'; script-src 'unsafe-inline' {own}; style-src 'unsafe-inline' {own}; img-src data: {own}; font-src data: {own}; connect-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+        "sandbox allow-scripts allow-popups; default-src 'none'; script-src 'unsafe-inline' {own}; style-src 'unsafe-inline' {own}; img-src data: {own}; font-src data: {own}; connect-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors http://{host}"
     )
 }
 
@@ -157,6 +157,11 @@ pub(crate) async fn file(
                 header::HeaderName::from_static("cross-origin-resource-policy"),
                 HeaderValue::from_static(corp),
             ),
+            // The console's page that hosts it frames it (`frame-ancestors` above decides).
+            (
+                header::X_FRAME_OPTIONS,
+                HeaderValue::from_static("SAMEORIGIN"),
+            ),
         ],
         bytes,
     )
@@ -236,6 +241,10 @@ mod tests {
             )
         );
         assert!(csp.contains("connect-src 'none'"));
+        assert!(
+            csp.ends_with("frame-ancestors http://127.0.0.1:8932"),
+            "{csp}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The console in a real browser: headless Chromium from Debian's packages
 //! (`scripts/install-browser.sh`), driven over WebDriver (chromedriver on a free port) with
-//! fantoccini. One browser at a time: every case runs in order in the one test below. Without
+//! fantoccini. One browser at a time: every case runs in order in the one test below (and the
+//! tests of `browser_bridge` wait for it, [`ONE_BROWSER`]). Without
 //! the browser the test says why and skips, unless `QUIVER_REQUIRE_BROWSER=1`.
 
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// chromedriver, killed when dropped.
-struct Driver {
+pub(super) struct Driver {
     child: Child,
     url: String,
 }
@@ -40,7 +41,7 @@ fn free_port() -> u16 {
 }
 
 /// Starts chromedriver, or says why it cannot (`None`: skip).
-async fn driver() -> Option<Driver> {
+pub(super) async fn driver() -> Option<Driver> {
     let missing: Vec<&str> = [CHROMIUM, CHROMEDRIVER]
         .into_iter()
         .filter(|p| !Path::new(p).exists())
@@ -80,7 +81,7 @@ async fn driver() -> Option<Driver> {
     panic!("chromedriver did not start on port {port}");
 }
 
-async fn browser(driver: &Driver, profile: &Path) -> Client {
+pub(super) async fn browser(driver: &Driver, profile: &Path) -> Client {
     let capabilities = json!({
         "browserName": "chrome",
         "goog:loggingPrefs": {"browser": "ALL"},
@@ -112,7 +113,7 @@ async fn browser(driver: &Driver, profile: &Path) -> Client {
 }
 
 /// The browser's console log since the last read (chromedriver's log endpoint).
-async fn console_log(driver: &Driver, client: &Client) -> Vec<Value> {
+pub(super) async fn console_log(driver: &Driver, client: &Client) -> Vec<Value> {
     let session = client.session_id().await.unwrap().unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let response: Value = reqwest::Client::new()
@@ -128,7 +129,7 @@ async fn console_log(driver: &Driver, client: &Client) -> Vec<Value> {
 }
 
 /// Waits until `find` is on the page; how long it took.
-async fn appears(client: &Client, css: &str, within: Duration) -> Duration {
+pub(super) async fn appears(client: &Client, css: &str, within: Duration) -> Duration {
     let started = Instant::now();
     loop {
         if client.find(Locator::Css(css)).await.is_ok() {
@@ -184,7 +185,7 @@ fn artifacts() -> PathBuf {
 
 /// Runs `step` until it succeeds: a live update may swap the element out between finding it
 /// and using it (a stale element reference), after which the step starts over.
-async fn retried<T, F, Fut>(mut step: F) -> T
+pub(super) async fn retried<T, F, Fut>(mut step: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, fantoccini::error::CmdError>>,
@@ -201,7 +202,7 @@ where
     }
 }
 
-async fn text_of(client: &Client, css: &str) -> String {
+pub(super) async fn text_of(client: &Client, css: &str) -> String {
     retried(|| async move {
         client
             .find(Locator::Css(css))
@@ -214,7 +215,7 @@ async fn text_of(client: &Client, css: &str) -> String {
 }
 
 /// Waits until the text of `css` is `want`.
-async fn until_text(client: &Client, css: &str, want: &str) {
+pub(super) async fn until_text(client: &Client, css: &str, want: &str) {
     let started = Instant::now();
     loop {
         let text = text_of(client, css).await;
@@ -229,7 +230,7 @@ async fn until_text(client: &Client, css: &str, want: &str) {
     }
 }
 
-async fn click(client: &Client, css: &str) {
+pub(super) async fn click(client: &Client, css: &str) {
     retried(|| async move { client.find(Locator::Css(css)).await?.click().await }).await;
 }
 
@@ -253,8 +254,12 @@ async fn answer(client: &Client, id: &str, reason: &str, button: &str) -> Instan
     .await
 }
 
+/// Held by each browser test while its browser runs: one browser at a time.
+pub(super) static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser() {
+    let _one = ONE_BROWSER.lock().await;
     let Some(driver) = driver().await else {
         return;
     };

@@ -50,7 +50,7 @@ fn fixture(root: &Path) {
     write(
         root,
         "weather/pages/index.html",
-        "<!doctype html><meta charset=utf-8><title>天气</title><link rel=stylesheet href=style.css><p id=hello>天气页面</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script><script src=app.js></script>\n",
+        "<!doctype html><meta charset=utf-8><title>天气</title><link rel=stylesheet href=style.css><p id=hello>天气页面</p><p id=forecast>-</p><script>document.getElementById('hello').dataset.origin = String(window.origin);</script><script src=app.js></script><script src=forecast.js></script>\n",
     );
     write(
         root,
@@ -63,6 +63,7 @@ fn fixture(root: &Path) {
         "var hello = document.getElementById('hello');\nhello.dataset.script = 'ran';\nPromise.all(['/approvals', '/packages/notes'].map(function (u) {\n  return fetch(u).then(function () { return 'read'; }, function () { return 'refused'; });\n})).then(function (r) { hello.dataset.reads = r.join(','); });\n",
     );
     write(root, "weather/outside.css", "/* not a page's file */\n");
+    bridge_pages(root);
     write(
         root,
         "weather/workflows/report.yaml",
@@ -106,6 +107,46 @@ fn fixture(root: &Path) {
     );
 }
 
+/// The pages that talk to the console's bridge: weather's page calls its own `forecast`
+/// (beside what it already does), group-admin's is hostile: it tries another package's item,
+/// a message that is not a call, a read of the console and a form to the control plane. A
+/// skill of weather's, for the sessions page.
+fn bridge_pages(root: &Path) {
+    write(
+        root,
+        "weather/SKILL.md",
+        "---\nname: weather\ndescription: 天气 Weather for a city\n---\nUse forecast.\n",
+    );
+    write(
+        root,
+        "weather/pages/forecast.js",
+        "function quiverCall(item, args) {\n  return new Promise(function (resolve) {\n    var id = 'c' + Math.random().toString(36).slice(2);\n    window.addEventListener('message', function on(e) {\n      if (e.source !== window.parent || !e.data || e.data.quiver !== 'result' || e.data.id !== id) { return; }\n      window.removeEventListener('message', on);\n      resolve(e.data);\n    });\n    window.parent.postMessage({quiver: 'call', id: id, item: item, arguments: args}, '*');\n  });\n}\nif (window.parent !== window) {\n  quiverCall('forecast', {city: '北京'}).then(function (r) {\n    var out = document.getElementById('forecast');\n    out.textContent = r.ok ? JSON.stringify(r.result) : r.error;\n    out.dataset.status = r.status;\n  });\n}\n",
+    );
+    write(
+        root,
+        "group-admin/pages/index.html",
+        r#"<!doctype html><meta charset=utf-8><title>hostile</title>
+<form id=f method=post action="/control"><input name=mode value=emergency-stop><input name=reason value=hostile></form>
+<ul><li id=other>-</li><li id=unknown>-</li><li id=approve>-</li><li id=read>-</li><li id=form>-</li></ul>
+<script>
+var n = 0, slots = {};
+function mark(slot, status, text) { var el = document.getElementById(slot); el.dataset.status = status; el.textContent = text || status; }
+window.addEventListener('message', function (e) {
+  if (e.source !== window.parent || !e.data || e.data.quiver !== 'result') { return; }
+  mark(slots[e.data.id], e.data.status, e.data.error || JSON.stringify(e.data.result));
+});
+function ask(slot, message) { n += 1; message.id = n; slots[n] = slot; window.parent.postMessage(message, '*'); }
+ask('other', {quiver: 'call', item: 'weather.forecast', arguments: {city: 'x'}});
+ask('unknown', {quiver: 'call', item: 'forecast', arguments: {city: 'x'}});
+ask('approve', {quiver: 'answer', card: 'apr-x', decision: 'approve'});
+fetch('/approvals/apr-x', {method: 'POST', body: 'decision=approve'}).then(function () { mark('read', 'sent'); }, function () { mark('read', 'refused'); });
+document.getElementById('f').submit();
+mark('form', 'tried');
+</script>
+"#,
+    );
+}
+
 pub struct Served {
     pub _dir: tempfile::TempDir,
     pub runtime: Arc<Runtime>,
@@ -131,13 +172,36 @@ pub async fn serve() -> Served {
 
 /// [`serve`] whose queued calls wait `wait`.
 pub async fn serve_waiting(wait: Duration) -> Served {
+    serve_with(wait, RuntimeConfig::default().max_loaded, None).await
+}
+
+/// [`serve`] whose sessions hold `max_loaded` loaded slots.
+pub async fn serve_loading(max_loaded: usize) -> Served {
+    serve_with(WAIT, max_loaded, None).await
+}
+
+/// [`serve`] over the repository's example packages (`examples/packages`) instead of the
+/// fixture; their tools of the fixture's names run as built-ins.
+pub async fn serve_examples() -> Served {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/packages");
+    serve_with(WAIT, RuntimeConfig::default().max_loaded, Some(&examples)).await
+}
+
+async fn serve_with(wait: Duration, max_loaded: usize, root: Option<&Path>) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    let packages = dir.path().join("packages");
-    fixture(&packages);
+    let packages = match root {
+        Some(root) => root.to_path_buf(),
+        None => {
+            let packages = dir.path().join("packages");
+            fixture(&packages);
+            packages
+        }
+    };
     let catalog = Catalog::load_dirs(&[&packages]);
     let store = Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap());
     let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let crash = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let examples = root.is_some();
     let mut executor = BuiltinExecutor::new();
     for tool in [
         "weather.forecast",
@@ -154,6 +218,12 @@ pub async fn serve_waiting(wait: Duration) -> Served {
                 calls.lock().unwrap().push((name.clone(), args.clone()));
                 if crash.swap(false, std::sync::atomic::Ordering::SeqCst) {
                     panic!("the process died during `{name}`");
+                }
+                if examples && name == "weather.forecast" {
+                    // The example declares its output: a forecast.
+                    return Ok(json!({"city": args["city"], "date": "2026-12-07",
+                        "condition": "晴 sunny", "temp_min_c": -3, "temp_max_c": 6,
+                        "source": "console test"}));
                 }
                 Ok(json!({"ran": name, "args": args}))
             }),
@@ -175,6 +245,7 @@ pub async fn serve_waiting(wait: Duration) -> Served {
                 serde_json::Map::from_iter([("api_key".to_owned(), json!(SECRET_SETTING))]),
             )]
             .into(),
+            max_loaded,
             ..RuntimeConfig::default()
         },
     ));

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod approvals;
+mod bridge;
 mod browser;
+mod browser_bridge;
 mod figures;
 mod harness;
 mod operator_cards;

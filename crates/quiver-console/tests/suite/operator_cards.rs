@@ -123,3 +123,122 @@ async fn a_card_made_in_the_console_lets_one_exact_dangerous_call_run_once() {
     assert!(page.contains("<td class=\"state\">used</td>"), "{page}");
     assert!(page.contains(&format!("call `{call_id}` in session `{session}`")));
 }
+
+async fn revoke(s: &Served, cookie: &str, csrf: &str, id: &str) -> reqwest::Response {
+    s.client()
+        .post(format!("{}/operator-cards/{id}/revoke", s.base))
+        .header("cookie", cookie)
+        .header("origin", &s.base)
+        .form(&[("csrf", csrf)])
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_card_revoked_before_it_expires_matches_no_call() {
+    let s = serve().await;
+    let session = s.session(&["group-admin"]);
+    let (cookie, csrf) = s.sign_in().await;
+    let kick = [
+        ("tool", "group-admin.kick_member"),
+        ("arguments", r#"{"user": "7"}"#),
+    ];
+    assert_eq!(make(&s, &cookie, &csrf, &s.base, &kick).await.status(), 303);
+    let id = s.admin.operator_cards().unwrap()[0].id.clone();
+    // The approvals page offers to revoke the live card, with its own form.
+    let page = s
+        .client()
+        .get(format!("{}/approvals", s.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!("action=\"/operator-cards/{id}/revoke\"")),
+        "{page}"
+    );
+
+    // Refused: no CSRF token, another site's form, an unknown card. Nothing changes.
+    assert_eq!(revoke(&s, &cookie, "", &id).await.status(), 403);
+    let cross = s
+        .client()
+        .post(format!("{}/operator-cards/{id}/revoke", s.base))
+        .header("cookie", &cookie)
+        .header("origin", "http://evil.example")
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403);
+    assert_eq!(revoke(&s, &cookie, &csrf, "opc-nope").await.status(), 404);
+    assert_eq!(s.admin.operator_cards().unwrap()[0].revoked_at, None);
+
+    let revoked = revoke(&s, &cookie, &csrf, &id).await;
+    assert_eq!(revoked.status(), 303);
+    let card = s.admin.operator_cards().unwrap().remove(0);
+    assert_eq!(card.revoked_by.as_deref(), Some("console:owner"));
+    // Once: a second revoke is a conflict.
+    assert_eq!(revoke(&s, &cookie, &csrf, &id).await.status(), 409);
+
+    // The exact call it approved now asks a person; denied, nothing runs.
+    let call = s.call(&session, "group-admin__kick_member", json!({"user": "7"}));
+    let asked = s.pending(1).await.remove(0);
+    s.admin
+        .answer_approval(&asked.card.id, Decision::Deny, "test", None)
+        .unwrap();
+    assert_eq!(call.join().unwrap().status, CallStatus::Refused);
+    assert!(s.calls.lock().unwrap().is_empty());
+    assert!(s.admin.operator_cards().unwrap()[0].used_at.is_none());
+
+    // Audited with the operator; listed as revoked, with who, and no longer offered to revoke.
+    let records = s
+        .admin
+        .audit(&AuditQuery {
+            kind: Some(AuditKind::Operator),
+            ..AuditQuery::default()
+        })
+        .unwrap();
+    let revokes: Vec<_> = records
+        .iter()
+        .filter(|r| r.entry.decisions[0].decision == "revoke-operator-card")
+        .collect();
+    assert_eq!(revokes.len(), 1, "{records:#?}");
+    assert_eq!(revokes[0].entry.principal["user_id"], "console:owner");
+    assert_eq!(
+        revokes[0].entry.detail.as_ref().unwrap()["card"],
+        id.as_str()
+    );
+    let listed: serde_json::Value = s
+        .client()
+        .get(format!("{}/operator-cards", s.base))
+        .bearer_auth(super::harness::TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed[0]["state"], "revoked");
+    assert!(
+        listed[0]["revoked_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("console:owner at ")
+    );
+    let page = s
+        .client()
+        .get(format!("{}/approvals", s.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("<td class=\"state\">revoked</td>"), "{page}");
+    assert!(!page.contains(&format!("/operator-cards/{id}/revoke")));
+}

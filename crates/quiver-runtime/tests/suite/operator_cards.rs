@@ -23,6 +23,8 @@ fn card(h: &Harness, id: &str, arguments: Value, session: Option<&str>, ttl_ms: 
             used_at: None,
             used_session: None,
             used_call: None,
+            revoked_at: None,
+            revoked_by: None,
         })
         .unwrap();
 }

@@ -37,10 +37,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "operator cards (SQLite schema 14)",
         sql: V3,
     },
+    Migration {
+        version: 4,
+        name: "revoked operator cards (SQLite schema 15)",
+        sql: V4,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 3;
+pub const PG_SCHEMA_VERSION: i64 = 4;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -385,4 +390,11 @@ CREATE TABLE operator_cards (
 );
 CREATE INDEX operator_cards_by_call ON operator_cards (tool, arguments_digest)
     WHERE used_at IS NULL;
+"#;
+
+/// Version 4: as SQLite's version 15, an operator card revoked before it expires (when, and by
+/// whom) matches no call.
+const V4: &str = r#"
+ALTER TABLE operator_cards ADD COLUMN revoked_at BIGINT;
+ALTER TABLE operator_cards ADD COLUMN revoked_by TEXT;
 "#;

@@ -366,6 +366,11 @@ impl Store for PostgresStore {
         })
     }
 
+    fn revoke_operator_card(&self, id: &str, by: &str, now: i64) -> Result<OperatorCard> {
+        let (id, by) = (id.to_owned(), by.to_owned());
+        write!(self, |tx| operator_cards::revoke(&tx, &id, &by, now).await)
+    }
+
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
         crate::notify::wait_approval(self, &self.notify, self.poll_interval, id, timeout)
     }

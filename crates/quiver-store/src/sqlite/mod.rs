@@ -509,6 +509,11 @@ impl Store for SqliteStore {
         self.write(move |c| operator_cards::use_card(c, &tool, &digest, &session, &call_id, now))
     }
 
+    fn revoke_operator_card(&self, id: &str, by: &str, now: i64) -> Result<OperatorCard> {
+        let (id, by) = (id.to_owned(), by.to_owned());
+        self.write(move |c| operator_cards::revoke(c, &id, &by, now))
+    }
+
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
         crate::notify::wait_approval(self, &self.notify, self.poll_interval, id, timeout)
     }

@@ -11,8 +11,9 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
-pub(crate) const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15,
+];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -527,4 +528,11 @@ CREATE TABLE operator_cards (
 ) STRICT;
 CREATE INDEX operator_cards_by_call ON operator_cards (tool, arguments_digest)
     WHERE used_at IS NULL;
+"#;
+
+/// Version 15: an operator card can be revoked before it expires: when, and by whom. A revoked
+/// card matches no call.
+const V15: &str = r#"
+ALTER TABLE operator_cards ADD COLUMN revoked_at INTEGER;
+ALTER TABLE operator_cards ADD COLUMN revoked_by TEXT;
 "#;

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod backend;
+mod operator_card_cases;
 mod postgres_only;
 mod race_cases;
 mod sqlite_only;
@@ -74,4 +75,13 @@ suite!(
     race_cases::concurrent_loads_into_one_session_never_pass_the_cap,
     race_cases::two_answers_to_one_approval_from_two_stores_one_wins,
     race_cases::a_wait_sees_an_answer_written_by_another_store,
+    operator_card_cases::a_card_matches_its_exact_call_once_and_before_it_expires,
+    operator_card_cases::a_card_for_one_session_matches_only_there,
+    operator_card_cases::two_cards_for_one_call_are_two_uses_oldest_first,
+    operator_card_cases::invalid_cards_are_refused,
+    operator_card_cases::the_list_shows_live_cards_and_recently_ended_ones,
+    operator_card_cases::a_revoked_card_matches_no_call_and_is_listed_as_revoked,
+    operator_card_cases::only_a_live_card_is_revoked,
+    operator_card_cases::of_racing_calls_exactly_one_uses_the_card,
+    operator_card_cases::of_a_use_and_a_revoke_racing_from_two_stores_one_wins,
 );
