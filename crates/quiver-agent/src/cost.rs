@@ -75,6 +75,30 @@ enum Before<'a> {
     Load(&'a str),
 }
 
+/// Tokens of a fresh eager turn of `sender` from the CLI: the system prompt and every
+/// exposed tool's definition (the baseline a counted turn is recorded against).
+pub fn eager_tokens(runtime: &Runtime, sender: &Principal) -> Result<usize, AgentError> {
+    let session = runtime.create_session(&SessionRequest {
+        origin: Origin::default(),
+        agent: EAGER_AGENT.to_owned(),
+        principal: sender.clone(),
+        profile: Profile::Interactive,
+    })?;
+    let measured = (|| {
+        load_every_tool(runtime, &session)?;
+        let turn = runtime.begin_turn(&session, sender.clone(), "")?;
+        let (system, tools) = request_parts(
+            &turn,
+            &ToolScope::All,
+            &SystemPrompt::Runtime,
+            ToolMode::Native,
+        )?;
+        Ok::<usize, AgentError>(tokens::count(&system) + tokens::tools(&tools))
+    })();
+    runtime.end_session(&session)?;
+    measured
+}
+
 /// Measures the catalog of `runtime` for a turn of `sender` from the CLI (no platform).
 pub fn measure(runtime: &Runtime, sender: &Principal) -> Result<CatalogCost, AgentError> {
     let turn_cost =

@@ -217,6 +217,8 @@ pub struct ChatSession<'r> {
     skills_in_conversation: BTreeSet<String>,
     scope: ToolScope,
     system: SystemPrompt,
+    /// The eager baseline's tokens, measured at the first counted turn.
+    eager_tokens: Option<Option<usize>>,
 }
 
 impl<'r> ChatSession<'r> {
@@ -240,7 +242,21 @@ impl<'r> ChatSession<'r> {
             skills_in_conversation: BTreeSet::new(),
             scope: ToolScope::All,
             system: SystemPrompt::Runtime,
+            eager_tokens: None,
         }
+    }
+
+    /// Records a counted turn's prompt tokens against the eager baseline (measured once per
+    /// conversation; left out with a warning when it cannot be) in the audit, kind `turn`.
+    fn record_tokens(&mut self, prompt_tokens: usize) -> Result<(), AgentError> {
+        let eager = *self.eager_tokens.get_or_insert_with(|| {
+            crate::cost::eager_tokens(self.runtime, &self.sender)
+                .inspect_err(|e| tracing::warn!("cannot measure the eager baseline: {e}"))
+                .ok()
+        });
+        self.runtime
+            .record_turn_tokens(&self.session, prompt_tokens, eager)?;
+        Ok(())
     }
 
     /// Makes `person` answer consent, approvals and `ask_user` in this conversation.
@@ -385,6 +401,7 @@ impl<'r> ChatSession<'r> {
             if report.steps == 0 && self.options.count_tokens {
                 report.prompt_tokens =
                     tokens::count(&system) + if native { tokens::tools(&tools) } else { 0 };
+                self.record_tokens(report.prompt_tokens)?;
             }
             let request = ChatRequest {
                 model: self.options.model.clone(),

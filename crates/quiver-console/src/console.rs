@@ -3,6 +3,7 @@
 
 use std::io::Read;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +28,28 @@ pub struct ConsoleConfig {
     /// (the MCP front's stdio principal), so a run's separation of duties sees one person
     /// whether they answer here or with `quiver approvals`.
     pub owner: quiver_policy::Principal,
+    /// Package authoring (`/drafts`): where drafts live and installs go. `None`: the pages
+    /// say authoring is off.
+    pub authoring: Option<Authoring>,
+}
+
+/// Where the console's package authoring works: drafts under `<state_dir>/drafts/`, installs
+/// into the state folder's package store (as `quiver install` does), then `after_install`.
+#[derive(Clone)]
+pub struct Authoring {
+    /// Quiver's state folder.
+    pub state_dir: PathBuf,
+    /// Called after a package was installed (the host asks its serving processes to reload,
+    /// as `quiver install` does).
+    pub after_install: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Authoring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authoring")
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConsoleConfig {
@@ -37,6 +60,7 @@ impl ConsoleConfig {
             approval_wait,
             extra_hosts: Vec::new(),
             owner: quiver_policy::Principal::user("local", quiver_package::rules::Role::Master),
+            authoring: None,
         }
     }
 }

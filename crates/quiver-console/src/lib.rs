@@ -30,7 +30,9 @@
 
 mod assets;
 mod auth;
+mod chart;
 mod console;
+mod drafts;
 mod error;
 mod escape;
 mod events;
@@ -39,7 +41,7 @@ mod pages;
 mod security;
 mod server;
 
-pub use console::{Console, ConsoleConfig, login_url, new_token};
+pub use console::{Authoring, Console, ConsoleConfig, login_url, new_token};
 pub use error::ConsoleError;
 pub use escape::escape_invisible;
 pub use server::{DEFAULT_ADDR, router, serve};

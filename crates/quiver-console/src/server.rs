@@ -20,8 +20,8 @@ use crate::{Console, ConsoleError, assets, events, pages};
 /// The address the console listens on by default (loopback only).
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8932";
 
-/// The largest form read (a reason, a few fields).
-const MAX_FORM: usize = 64 << 10;
+/// The largest form read (a reason, a few fields, or one file of a package draft).
+const MAX_FORM: usize = 256 << 10;
 
 /// What every handler gets: the console, the hosts it answers to, its event hints and the
 /// shutdown signal.
@@ -96,6 +96,15 @@ pub fn router(console: Arc<Console>, local: SocketAddr, shutdown: CancellationTo
         )
         .route("/packages/{id}/app", get(pages::bridge::host))
         .route("/packages/{id}/bridge/call", post(pages::bridge::call))
+        // Charts and package authoring.
+        .route("/charts", get(pages::charts::show))
+        .route(
+            "/drafts",
+            get(pages::authoring::list).post(pages::authoring::create),
+        )
+        .route("/drafts/{id}", get(pages::authoring::show))
+        .route("/drafts/{id}/files", post(pages::authoring::save))
+        .route("/drafts/{id}/install", post(pages::authoring::install))
         .route("/events", get(events::stream))
         .route("/static/{file}", get(assets::file))
         .fallback(not_found)

@@ -483,6 +483,16 @@ impl Host {
         let token = quiver_console::new_token().map_err(|e| HostError::Console(e.to_string()))?;
         let mut config = quiver_console::ConsoleConfig::new(token.clone(), approval_wait);
         config.owner = owner;
+        // Authoring installs as `quiver install` does, then asks the serving processes
+        // (this one among them) to reload.
+        config.authoring = crate::paths::state_dir().map(|dir| quiver_console::Authoring {
+            state_dir: dir.clone(),
+            after_install: Arc::new(move || {
+                if let Err(e) = crate::reload::request::ask(&dir) {
+                    tracing::warn!("cannot ask running servers to reload: {e}");
+                }
+            }),
+        });
         let console =
             quiver_console::Console::new(self.admin.clone(), Some(self.runtime.clone()), config);
         Ok((console, token))

@@ -25,6 +25,6 @@ pub use runtime::{Answerer, Cancelled, Emitted, RunError, RunOps, ScheduleEntry}
 pub use runtime::{
     ApproverSet, CallKind, CallOutcome, CallStatus, Delivery, HookError, NotConfigured, Offer,
     Profile, RunWaker, Runtime, RuntimeConfig, RuntimeError, SCHEDULER_USER, SIGNATURE_HEADER,
-    SessionRequest, TIMESTAMP_HEADER, ToolDefinition, Trimmed, Turn, WEBHOOK_USER, WorkflowSteps,
-    run_session_id,
+    SessionRequest, TIMESTAMP_HEADER, TURN_TOKENS_KIND, ToolDefinition, Trimmed, Turn,
+    WEBHOOK_USER, WorkflowSteps, run_session_id,
 };

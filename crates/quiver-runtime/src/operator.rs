@@ -166,6 +166,27 @@ pub enum Action<'a> {
     },
     /// An operator signed in to the console.
     SignIn,
+    /// A package draft was worked on in the console: `what` names the template it was made
+    /// from, the file saved, or the digest installed.
+    Draft {
+        /// The draft's package id.
+        package: &'a str,
+        /// What was done.
+        step: DraftStep,
+        /// What it concerned.
+        what: &'a str,
+    },
+}
+
+/// What was done to a package draft in the console.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraftStep {
+    /// Made from a template.
+    Create,
+    /// A file written.
+    Save,
+    /// Installed (unsigned) through the install store's checks.
+    Install,
 }
 
 impl Action<'_> {
@@ -193,6 +214,11 @@ impl Action<'_> {
             Action::OperatorCard { .. } => "operator-card",
             Action::RevokeOperatorCard { .. } => "revoke-operator-card",
             Action::SignIn => "sign-in",
+            Action::Draft { step, .. } => match step {
+                DraftStep::Create => "draft-create",
+                DraftStep::Save => "draft-save",
+                DraftStep::Install => "draft-install",
+            },
         }
     }
 
@@ -218,6 +244,9 @@ impl Action<'_> {
                 format!("operator card `{card}` for `{tool}` revoked before it was used")
             }
             Action::SignIn => "signed in to the console".into(),
+            Action::Draft { package, what, .. } => {
+                format!("draft `{package}`: {} `{what}` in the console", self.word())
+            }
         }
     }
 }
@@ -262,9 +291,11 @@ pub fn record_because(
         Action::OperatorCard { session, .. } | Action::RevokeOperatorCard { session, .. } => {
             session.unwrap_or(OPERATOR_SESSION).to_owned()
         }
-        Action::Control(_) | Action::Enable(_) | Action::Disable(_) | Action::SignIn => {
-            OPERATOR_SESSION.into()
-        }
+        Action::Control(_)
+        | Action::Enable(_)
+        | Action::Disable(_)
+        | Action::SignIn
+        | Action::Draft { .. } => OPERATOR_SESSION.into(),
     };
     let mut entry = AuditEntry::new(AuditKind::Operator, session);
     entry.principal = json!({ "user_id": by });
@@ -305,6 +336,9 @@ pub fn record_because(
             session,
         } => json!({ "card": card, "tool": tool, "session": session }),
         Action::SignIn => json!({ "front": "console" }),
+        Action::Draft { package, what, .. } => {
+            json!({ "front": "console", "package": package, "what": what })
+        }
     });
     if let (Some(why), Some(Value::Object(detail))) = (why, entry.detail.as_mut()) {
         detail.insert("why".into(), Value::String(why.to_owned()));

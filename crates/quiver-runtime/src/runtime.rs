@@ -37,6 +37,7 @@ mod workflow;
 
 pub use agent_calls::{AgentReply, AgentRunner, AgentTask};
 pub use call::CallKind;
+pub use conversation::TURN_TOKENS_KIND;
 pub use meta::get_run::{GET_RUN, get_run_tool};
 pub use meta::{META_TOOLS, MetaTool};
 pub use outcome::{CallOutcome, CallStatus, NotConfigured, Offer, ToolDefinition, Trimmed};

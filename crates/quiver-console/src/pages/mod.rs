@@ -13,7 +13,9 @@ use crate::server::{Ctx, Who};
 
 pub(crate) mod approvals;
 pub(crate) mod audit;
+pub(crate) mod authoring;
 pub(crate) mod bridge;
+pub(crate) mod charts;
 pub(crate) mod control;
 pub(crate) mod login;
 pub(crate) mod operator_cards;

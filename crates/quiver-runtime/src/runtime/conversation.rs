@@ -7,11 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quiver_policy::Principal;
-use quiver_store::{AuditKind, AuditQuery, AuditRecord, NewSession};
+use quiver_store::{AuditEntry, AuditKind, AuditQuery, AuditRecord, NewSession};
 
 use super::{Runtime, RuntimeError};
 use crate::approver::{Approver, QueueApprover, RetryApprover};
 use crate::ids::new_id;
+
+/// The audit kind of a counted turn's tokens ([`Runtime::record_turn_tokens`]).
+pub const TURN_TOKENS_KIND: &str = "turn";
 
 /// How far [`Runtime::session_depth`] follows parents at most.
 const MAX_DEPTH: usize = 64;
@@ -100,6 +103,25 @@ impl Runtime {
         for qualified in tools {
             self.store.load_tool(session, qualified, capacity)?;
         }
+        Ok(())
+    }
+
+    /// Records what the first request of a turn in `session` carried before the conversation:
+    /// `prompt_tokens` (its system prompt and tool definitions) against `eager_tokens` (the
+    /// same with every exposed tool's definition, the eager baseline; `None` when not
+    /// measured), as an audit record of kind [`TURN_TOKENS_KIND`] (the console charts them).
+    pub fn record_turn_tokens(
+        &self,
+        session: &str,
+        prompt_tokens: usize,
+        eager_tokens: Option<usize>,
+    ) -> Result<(), RuntimeError> {
+        let mut entry = AuditEntry::new(AuditKind::from(TURN_TOKENS_KIND.to_owned()), session);
+        entry.detail = Some(serde_json::json!({
+            "prompt_tokens": prompt_tokens,
+            "eager_tokens": eager_tokens,
+        }));
+        self.store.append_audit(&entry)?;
         Ok(())
     }
 
