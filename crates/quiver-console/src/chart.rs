@@ -43,8 +43,6 @@ const LEFT: f64 = 60.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 44.0;
 const BOTTOM: f64 = 40.0;
-/// Y-axis ticks above zero.
-const TICKS: u32 = 4;
 /// The most x labels written (others are left out evenly).
 const MAX_LABELS: usize = 8;
 /// Series colours, in order (then again).
@@ -63,6 +61,13 @@ pub(crate) fn nice_max(max: f64) -> f64 {
         .map(|m| m * power)
         .find(|v| *v >= max * (1.0 - 1e-12))
         .unwrap_or(10.0 * power)
+}
+
+/// How many steps the y axis of a [`nice_max`] `top` has, so that every tick is a round
+/// value: halves of a 2 (0.5, 1, 1.5, 2), fifths of a 1 or a 5.
+pub(crate) fn ticks(top: f64) -> u32 {
+    let leading = top / 10f64.powf(top.log10().floor());
+    if (leading - 2.0).abs() < 1e-9 { 4 } else { 5 }
 }
 
 /// A tick's value as text: whole numbers without decimals, others with one.
@@ -178,8 +183,9 @@ fn axes(out: &mut String, chart: &Chart, top: f64, y: &dyn Fn(f64) -> f64) {
         "<line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{base:.1}\" stroke=\"#888\"/><line x1=\"{LEFT}\" y1=\"{base:.1}\" x2=\"{:.1}\" y2=\"{base:.1}\" stroke=\"#888\"/>",
         WIDTH - RIGHT
     );
-    for t in 0..=TICKS {
-        let value = top * f64::from(t) / f64::from(TICKS);
+    let steps = ticks(top);
+    for t in 0..=steps {
+        let value = top * f64::from(t) / f64::from(steps);
         let at = y(value);
         let _ = write!(
             out,
@@ -301,9 +307,22 @@ mod tests {
             let got = nice_max(max);
             assert!((got - want).abs() < 1e-9, "{max}: {got} != {want}");
         }
-        let ticks = [(0.0, "0"), (2.5, "2.5"), (250.0, "250"), (0.05, "0.1")];
-        for (v, want) in ticks {
+        let texts = [(0.0, "0"), (2.5, "2.5"), (250.0, "250"), (0.05, "0.1")];
+        for (v, want) in texts {
             assert_eq!(tick_text(v), want);
+        }
+        // Every tick of a nice scale is round.
+        let steps = [
+            (1.0, 5),
+            (2.0, 4),
+            (5.0, 5),
+            (10.0, 5),
+            (20.0, 4),
+            (500.0, 5),
+            (0.2, 4),
+        ];
+        for (top, want) in steps {
+            assert_eq!(ticks(top), want, "{top}");
         }
     }
 

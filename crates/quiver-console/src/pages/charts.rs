@@ -153,7 +153,8 @@ pub(crate) fn calls_per_package(
 pub(crate) struct TurnTokens {
     pub at: i64,
     pub prompt_tokens: u64,
-    pub eager_tokens: u64,
+    /// `None` when the turn's loop could not measure the baseline.
+    pub eager_tokens: Option<u64>,
 }
 
 /// The counted turns among `records` (oldest first), at most [`MAX_TURNS`] of the newest.
@@ -166,7 +167,7 @@ pub(crate) fn turn_tokens(records: &[AuditRecord]) -> Vec<TurnTokens> {
             Some(TurnTokens {
                 at: r.entry.time,
                 prompt_tokens: d["prompt_tokens"].as_u64()?,
-                eager_tokens: d["eager_tokens"].as_u64().unwrap_or(0),
+                eager_tokens: d["eager_tokens"].as_u64(),
             })
         })
         .collect();
@@ -224,6 +225,8 @@ pub(crate) struct Figures {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct PackageCalls {
     pub package: String,
+    /// Its display name, when it has one of its own.
+    pub name: Option<String>,
     pub calls: Vec<f64>,
     pub refusals: Vec<f64>,
 }
@@ -235,7 +238,10 @@ pub(crate) fn draw(figures: &Figures) -> Vec<String> {
         .iter()
         .map(|p| {
             chart::svg(&Chart {
-                title: format!("{}: calls and refusals", p.package),
+                title: match &p.name {
+                    Some(name) => format!("{} · {name}: calls and refusals", p.package),
+                    None => format!("{}: calls and refusals", p.package),
+                },
                 unit: "calls".into(),
                 kind: Kind::Bars,
                 labels: figures.slots.clone(),
@@ -285,7 +291,7 @@ pub(crate) fn draw(figures: &Figures) -> Vec<String> {
                 values: figures
                     .turns
                     .iter()
-                    .map(|t| t.eager_tokens as f64)
+                    .map(|t| t.eager_tokens.map_or(f64::NAN, |e| e as f64))
                     .collect(),
             },
         ],
@@ -348,6 +354,18 @@ pub(crate) async fn show(
     let now = now_ms();
     let starts = slots(window, now);
     let since = starts.first().copied().unwrap_or(now);
+    let names: BTreeMap<String, String> = ctx
+        .console
+        .runtime
+        .as_ref()
+        .map(|r| {
+            r.catalog()
+                .packages()
+                .iter()
+                .map(|cp| (cp.package.id.to_string(), cp.package.name.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     let figures = pages::with_admin(&ctx, move |admin| {
         let calls = admin.audit(&AuditQuery {
             kind: Some(AuditKind::Call),
@@ -358,6 +376,10 @@ pub(crate) async fn show(
         let packages = calls_per_package(&calls, &starts, window.slot)
             .into_iter()
             .map(|(package, calls, refusals)| PackageCalls {
+                name: names
+                    .get(&package)
+                    .filter(|n| **n != package)
+                    .map(|n| crate::escape_invisible(n)),
                 package: crate::escape_invisible(&package),
                 calls,
                 refusals,
@@ -494,7 +516,7 @@ mod tests {
             vec![TurnTokens {
                 at: 7,
                 prompt_tokens: 120,
-                eager_tokens: 900
+                eager_tokens: Some(900)
             }]
         );
         let attempts = [

@@ -177,7 +177,7 @@ fn p95(mut samples: Vec<Duration>) -> Duration {
     samples[index.min(samples.len() - 1)]
 }
 
-fn artifacts() -> PathBuf {
+pub(super) fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-browser");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -571,6 +571,7 @@ async fn cases(s: &Served, driver: &Driver, client: &Client) -> Result<(), Strin
     let page = p95(loads);
 
     package_page(driver, client, base).await;
+    super::browser_author::cases(s, driver, client).await;
 
     let shutdown = attacks::shutdown_with_open_tabs(s, client).await;
     let (screen, stored) = (p95(to_screen), p95(to_stored));

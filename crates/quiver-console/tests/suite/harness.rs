@@ -251,11 +251,13 @@ async fn serve_with(wait: Duration, max_loaded: usize, root: Option<&Path>) -> S
     ));
     runtime.set_workflow_store(store.clone());
     let admin = Admin::new(store.clone(), store.clone());
-    let console = Arc::new(Console::new(
-        admin.clone(),
-        Some(runtime.clone()),
-        ConsoleConfig::new(TOKEN.into(), wait),
+    let mut config = ConsoleConfig::new(TOKEN.into(), wait);
+    config.authoring = Some(super::authoring::config(
+        &dir.path().join("state"),
+        &packages,
+        &runtime,
     ));
+    let console = Arc::new(Console::new(admin.clone(), Some(runtime.clone()), config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
