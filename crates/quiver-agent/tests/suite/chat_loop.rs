@@ -83,6 +83,20 @@ fn tool_search_then_a_call_with_the_exact_tools_each_request() {
         );
         assert_eq!(report.usage.input_tokens, 300);
         assert!(report.prompt_tokens > 100, "{}", report.prompt_tokens);
+        // The counted turn is in the audit against the eager baseline (every exposed tool's
+        // definition, no meta-tools), which the console charts.
+        let turns: Vec<_> = h
+            .runtime
+            .session_audit(&s, 100)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.entry.kind.as_str() == quiver_runtime::TURN_TOKENS_KIND)
+            .collect();
+        assert_eq!(turns.len(), 1, "{turns:#?}");
+        let detail = turns[0].entry.detail.clone().unwrap();
+        assert_eq!(detail["prompt_tokens"], json!(report.prompt_tokens));
+        let eager = detail["eager_tokens"].as_u64().unwrap();
+        assert!(eager > 0 && eager != report.prompt_tokens as u64, "{detail}");
         if api == Api::Anthropic {
             let roles: Vec<String> = messages(&requests[2].body)
                 .iter()
