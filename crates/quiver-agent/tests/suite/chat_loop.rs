@@ -96,7 +96,10 @@ fn tool_search_then_a_call_with_the_exact_tools_each_request() {
         let detail = turns[0].entry.detail.clone().unwrap();
         assert_eq!(detail["prompt_tokens"], json!(report.prompt_tokens));
         let eager = detail["eager_tokens"].as_u64().unwrap();
-        assert!(eager > 0 && eager != report.prompt_tokens as u64, "{detail}");
+        assert!(
+            eager > 0 && eager != report.prompt_tokens as u64,
+            "{detail}"
+        );
         if api == Api::Anthropic {
             let roles: Vec<String> = messages(&requests[2].body)
                 .iter()
