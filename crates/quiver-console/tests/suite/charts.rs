@@ -168,3 +168,35 @@ async fn charts_with_nothing_to_show_say_so() {
         "{page}"
     );
 }
+
+/// Figures (ignored, as `figures.rs`): the charts page over a day of 100,000 call records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "figures: fills 100,000 audit records"]
+async fn figures_charts_over_100k_calls() {
+    use std::time::{Duration, Instant};
+    let s = serve().await;
+    let filled = Instant::now();
+    let now = quiver_store::AuditEntry::new(AuditKind::Call, "x").time;
+    for i in 0..100_000i64 {
+        let mut entry = AuditEntry::new(AuditKind::Call, format!("ses-{}", i % 1_000));
+        entry.tool = Some(format!("pkg{}.tool{}", i % 40, i % 7));
+        entry.time = now - (i * 800) % (23 * 3_600_000);
+        if i % 9 == 0 {
+            entry.status = AuditStatus::Refused;
+        }
+        s.store.append_audit(&entry).unwrap();
+    }
+    eprintln!("filled 100000 call records in {:?}", filled.elapsed());
+    for (accept_json, what) in [(true, "JSON"), (false, "HTML")] {
+        let mut samples = Vec::new();
+        for _ in 0..10 {
+            let started = Instant::now();
+            let (status, _) = get(&s, "/charts", accept_json).await;
+            assert_eq!(status, 200);
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        let p95: Duration = samples[9];
+        eprintln!("figures: /charts ({what}) over 100,000 calls in the window: p95 {p95:?}");
+    }
+}
