@@ -269,12 +269,18 @@ fn is_sha256(hash: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A file, what is accepted from it as (name, version), what is refused as (line, code).
+    type Case = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        &'static [(u64, &'static str)],
+    );
+
     const HASH: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
     #[test]
     fn only_exact_pins_from_the_index_pass() {
-        // (file, accepted as (name, version), refused as (line, code))
-        let cases: &[(&str, &[(&str, &str)], &[(u64, &str)])] = &[
+        let cases: &[Case] = &[
             ("requests==2.32.3\n", &[("requests", "2.32.3")], &[]),
             (
                 "# comment\n\n  \nidna==3.7  # why\n",

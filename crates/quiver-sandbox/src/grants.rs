@@ -59,8 +59,8 @@ pub const LOADERS: &[&str] = &[
 /// What one job may see and run, and how it is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The program to execute (the first word of the command, found in the tool's folder or
-    /// in [`SANDBOX_PATH`]).
+    /// The program to execute (the first word of the command, found in the tool's folder, or
+    /// in the `bin` of the job's Python environment, then in [`SANDBOX_PATH`]).
     pub program: PathBuf,
     /// The argument vector: the program, then the command's words, relative words that name
     /// files of the tool made absolute.
@@ -368,6 +368,53 @@ mod tests {
                 "{words}"
             );
         }
+    }
+
+    #[test]
+    fn a_python_environment_is_granted_and_searched_first_inside_the_hidden_state() {
+        let Ok(system) = std::fs::canonicalize("/usr/bin/python3") else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        let state = top.join("state");
+        let env = state.join("envs/ab12");
+        let package = state.join("store/ab12/dated");
+        let data = state.join("data/dated");
+        for dir in [env.join("bin"), package.join("tools/show"), data.clone()] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::os::unix::fs::symlink("/usr/bin/python3", env.join("bin/python3")).unwrap();
+        std::fs::write(package.join("tools/show/main.py"), "print(1)\n").unwrap();
+        let job = |python_env: Option<PathBuf>| Job {
+            package: "dated".into(),
+            package_dir: package.clone(),
+            command: vec!["python3".into(), "main.py".into()],
+            command_dir: package.join("tools/show"),
+            access: Default::default(),
+            settings: Default::default(),
+            timeout: std::time::Duration::from_secs(1),
+            limits: Default::default(),
+            python_env,
+        };
+        let hidden = [state.clone()];
+
+        let with = plan(&job(Some(env.clone())), &data, &hidden).unwrap();
+        assert_eq!(with.program, env.join("bin/python3"));
+        assert_eq!(with.argv[0], env.join("bin/python3").into_os_string());
+        assert!(with.read_exec.contains(&env), "{:?}", with.read_exec);
+        assert!(with.read_exec.contains(&system), "{:?}", with.read_exec);
+        assert!(!with.granted().any(|p| p == &state.join("envs")));
+
+        let plain = plan(&job(None), &data, &hidden).unwrap();
+        assert_ne!(plain.program, env.join("bin/python3"));
+        assert!(!plain.granted().any(|p| p.starts_with(&env)));
+
+        // An environment among the data folders is refused, as a package folder there is.
+        let among = state.join("data/other");
+        std::fs::create_dir_all(&among).unwrap();
+        let err = plan(&job(Some(among)), &data, &hidden).unwrap_err();
+        assert!(err.to_string().contains("Python environment"), "{err}");
     }
 
     #[test]

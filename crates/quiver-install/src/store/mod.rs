@@ -118,9 +118,9 @@ impl Step {
 }
 
 /// For tests only: when this environment variable names a [`Step`] (`staged`, `environment`,
-/// `stored`, `listed`), [`Store::commit`] ends the process with [`std::process::abort`] right after that
-/// step, as a crash or a power cut would, so a test can check a real process's store state.
-/// Never set it otherwise.
+/// `stored`, `listed`), [`Store::commit`] ends the process with [`std::process::abort`] right
+/// after that step, as a crash or a power cut would, so a test can check a real process's store
+/// state. Never set it otherwise.
 pub const CRASH_AFTER_ENV: &str = "QUIVER_TEST_CRASH_AFTER";
 
 /// What [`Store::commit`] may do.
