@@ -70,7 +70,13 @@ impl Store {
             }
             let _ = writeln!(lock, "{}", std::process::id());
             let dir = root.join(&name);
-            fs::create_dir(&dir).map_err(io(&dir))?;
+            if let Err(e) = fs::create_dir(&dir) {
+                let _ = fs::remove_file(&lock_path);
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    continue;
+                }
+                return Err(io(&dir)(e));
+            }
             return Ok(Claim {
                 dir,
                 lock_path,
