@@ -22,6 +22,9 @@ const SHOW_PY: &str = "import json\nimport sys\n\nimport quiverdemo\n\njson.load
 /// The tool of `snoop`: lists the folder it is given, or says why it cannot.
 const LOOK_PY: &str = "import json\nimport os\nimport sys\n\nfolder = json.load(sys.stdin)[\"arguments\"][\"folder\"]\ntry:\n    print(json.dumps({\"entries\": sorted(os.listdir(folder))}))\nexcept OSError as e:\n    print(json.dumps({\"error\": e.strerror}))\n";
 
+/// The skill script of `dated`: the same, as text.
+const WHICH_PY: &str = "import sys\n\nimport quiverdemo\n\nprint(quiverdemo.VALUE, sys.prefix)\n";
+
 struct World {
     _dir: tempfile::TempDir,
     top: PathBuf,
@@ -146,6 +149,14 @@ impl World {
         std::fs::write(dir.join("main.py"), tool.1).unwrap();
         if let Some(text) = requirements {
             std::fs::write(root.join("requirements.txt"), text).unwrap();
+            // A skill whose script imports the requirement too.
+            std::fs::create_dir_all(root.join("scripts")).unwrap();
+            std::fs::write(
+                root.join("SKILL.md"),
+                format!("---\nname: {id}\ndescription: Tells the date. Use when asked for it.\n---\n\nRun `scripts/which.py`.\n"),
+            )
+            .unwrap();
+            std::fs::write(root.join("scripts/which.py"), WHICH_PY).unwrap();
         }
         root
     }
@@ -183,6 +194,32 @@ fn an_installed_packages_tool_imports_its_pinned_requirement_in_the_sandbox() {
     assert_eq!(
         shown["executable"],
         env.join("bin/python3").display().to_string()
+    );
+
+    // Its skill's scripts run there too (`run_skill_script`, in a session that read the skill).
+    let opened = world.run(&[
+        "call",
+        "read_skill",
+        "--args",
+        r#"{"id": "dated"}"#,
+        "--yes",
+    ]);
+    let opened: Value = serde_json::from_slice(&opened.stdout).unwrap();
+    let session = opened["session"].as_str().unwrap();
+    let script = world.run(&[
+        "call",
+        "run_skill_script",
+        "--session",
+        session,
+        "--args",
+        r#"{"skill": "dated", "script": "which.py"}"#,
+        "--yes",
+    ]);
+    let script: Value = serde_json::from_slice(&script.stdout).unwrap();
+    assert_eq!(
+        script["outcome"]["content"]["stdout"],
+        format!("天气 {}\n", env.display()),
+        "{script}"
     );
 
     // Another package sees neither that environment nor the others: in its view the state
