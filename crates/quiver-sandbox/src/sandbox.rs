@@ -812,6 +812,24 @@ mod tests {
     }
 
     #[test]
+    fn a_python_environment_comes_first_in_path_and_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path(), &["python3"]);
+        let none = |_: &str| None;
+        let plain = environment_from(&j, Path::new("/d"), Path::new("/t"), &none);
+        assert_eq!(plain["PATH"], SANDBOX_PATH);
+        assert!(!plain.contains_key("VIRTUAL_ENV"));
+        j.python_env = Some(PathBuf::from("/state/envs/ab12"));
+        // A package cannot set the variable itself: Quiver's value wins over a fixed one.
+        j.access
+            .env_values
+            .insert("VIRTUAL_ENV".into(), "/elsewhere".into());
+        let env = environment_from(&j, Path::new("/d"), Path::new("/t"), &none);
+        assert_eq!(env["PATH"], format!("/state/envs/ab12/bin:{SANDBOX_PATH}"));
+        assert_eq!(env["VIRTUAL_ENV"], "/state/envs/ab12");
+    }
+
+    #[test]
     fn a_declared_variable_empty_in_the_runtime_is_left_out() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = job(dir.path(), &["python3"]);
