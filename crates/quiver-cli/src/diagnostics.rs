@@ -45,6 +45,8 @@ pub fn to_report(diag: &Diagnostic, base: &Path) -> Report {
             m = m.with_label(LabeledSpan::at(offset..offset + len, "here"));
             Report::new(m).with_source_code(NamedSource::new(shown, text))
         }
+        // The file is gone (a refused install's staging folder): its name and line still say where.
+        (None, Some(line)) => Report::new(m.with_url(format!("{shown}:{line}"))),
         _ => Report::new(m.with_url(shown)),
     }
 }

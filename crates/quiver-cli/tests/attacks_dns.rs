@@ -119,6 +119,7 @@ fn a_declared_name_resolving_to_a_host_address_is_refused() {
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(30),
             limits: Default::default(),
+            python_env: None,
         };
         sandbox
             .run(&job, b"{}")

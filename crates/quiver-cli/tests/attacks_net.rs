@@ -82,6 +82,7 @@ impl Lab {
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(30),
             limits: Default::default(),
+            python_env: None,
         }
     }
 

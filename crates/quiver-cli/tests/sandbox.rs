@@ -129,6 +129,7 @@ impl Lab {
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(10),
             limits: Default::default(),
+            python_env: None,
         }
     }
 

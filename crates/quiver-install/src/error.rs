@@ -44,6 +44,10 @@ pub enum InstallError {
     /// An update that adds permissions, not accepted.
     #[error(transparent)]
     Escalation(#[from] crate::store::Escalation),
+    /// The package's Python environment could not be made (`python3 -m venv`, `pip install`
+    /// of its `requirements.txt`, or `pip check` failed); nothing of it is left.
+    #[error("the package's Python environment: {0}")]
+    Environment(String),
     /// Something the user asked for that cannot be done (a name unknown, a downgrade).
     #[error("{0}")]
     Refused(String),

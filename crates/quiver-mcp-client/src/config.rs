@@ -407,6 +407,7 @@ impl McpServer {
                     settings: settings.cloned().unwrap_or_default(),
                     timeout: self.timeout,
                     limits: Default::default(),
+                    python_env: None,
                 };
                 McpClient::start(sandbox, &job, changed)
             }

@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod names;
 pub mod package;
 pub mod prompt;
+pub mod requirements;
 pub mod rules;
 pub mod schema;
 pub mod skill;

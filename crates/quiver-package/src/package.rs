@@ -871,34 +871,12 @@ fn optional_text(files: &PackageDir, path: &Path, diags: &mut Vec<Diagnostic>) -
     }
 }
 
+/// The requirements of `requirements.txt` (see [`crate::requirements`]); a line refused is a
+/// diagnostic and is dropped.
 fn parse_requirements(text: &str, file: &Path, diags: &mut Vec<Diagnostic>) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let name_ok = line
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-        if !name_ok || line.starts_with("-e") || line.contains("://") {
-            diags.push(
-                Diagnostic::error(
-                    "requirements-unsupported",
-                    file,
-                    format!("`{line}` is not a plain requirement from the package index"),
-                )
-                .at(i as u64 + 1, 1)
-                .with_help(
-                    "list packages as `name==version`; URLs and editable installs are not allowed",
-                ),
-            );
-            continue;
-        }
-        out.push(line.to_owned());
-    }
-    out
+    let (found, problems) = crate::requirements::parse(text);
+    diags.extend(crate::requirements::diagnostics(&problems, file));
+    found.into_iter().map(|r| r.text).collect()
 }
 
 /// Sub-folders of `dir` (links to folders included), sorted, skipping dot-folders.

@@ -442,7 +442,8 @@ fn daily_report_parts() {
 
     let week = tool(&p, "week_range");
     assert_eq!(week.scope, ToolScope::Skill("daily-report/weekly".into()));
-    // Nothing installs requirements.txt yet, so no tool may import it.
+    // It runs from project roots too, where nothing installs requirements.txt (only
+    // `quiver install` does), so no tool may import it.
     for t in &p.tools {
         let source = std::fs::read_to_string(t.file.with_file_name("main.py")).unwrap();
         let imports = source.lines().any(|l| {

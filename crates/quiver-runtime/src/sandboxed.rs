@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use quiver_mcp_client::config::{McpServer, McpServers};
 use quiver_mcp_client::{McpClient, McpClientError, ToolsChanged};
+use quiver_package::distribution::python_env::{COMPLETE, REQUIREMENTS, env_of_package};
 use quiver_package::limits::ResourceLimits;
 use quiver_package::tool::Run;
 use quiver_package::{Diagnostic, Package};
@@ -88,9 +89,32 @@ impl SandboxExecutor {
         mcp_servers::load(&self.external, state, &connect)
     }
 
-    fn job(&self, execution: &Execution<'_>, command: &[String]) -> Job {
+    /// The Python environment the package in `package_dir` runs in: an installed version
+    /// with a `requirements.txt` has one, made by `quiver install`. When it is missing or
+    /// unfinished the call fails: nothing is installed at call time, and the system's Python
+    /// would lack what the package pins.
+    fn python_env(&self, package_dir: &Path) -> Result<Option<PathBuf>, ExecError> {
+        if !package_dir.join(REQUIREMENTS).is_file() {
+            return Ok(None);
+        }
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        let state = real(&self.sandbox.config().state_dir);
+        let Some(env) = env_of_package(&state, &real(package_dir)) else {
+            // A project or user root: the package runs as its author left it.
+            return Ok(None);
+        };
+        if env.join(COMPLETE).is_file() {
+            return Ok(Some(env));
+        }
+        Err(ExecError::Unavailable(format!(
+            "the package's Python environment `{}` is missing or unfinished, so its tools do not run (nothing is installed when a tool is called); run `quiver install` for the package again",
+            env.display()
+        )))
+    }
+
+    fn job(&self, execution: &Execution<'_>, command: &[String]) -> Result<Job, ExecError> {
         let p = execution.permissions;
-        Job {
+        Ok(Job {
             package: execution.package.to_owned(),
             package_dir: execution.package_dir.to_owned(),
             command: command.to_vec(),
@@ -106,11 +130,12 @@ impl SandboxExecutor {
             settings: execution.settings.cloned().unwrap_or_default(),
             timeout: execution.timeout,
             limits: limit_request(&execution.limits),
-        }
+            python_env: self.python_env(execution.package_dir)?,
+        })
     }
 
     fn command(&self, execution: &Execution<'_>, command: &[String]) -> Result<Value, ExecError> {
-        let job = self.job(execution, command);
+        let job = self.job(execution, command)?;
         let input = if execution.script {
             Vec::new()
         } else {
@@ -157,7 +182,7 @@ impl SandboxExecutor {
     }
 
     fn worker(&self, execution: &Execution<'_>, command: &[String]) -> Result<Value, ExecError> {
-        let job = self.job(execution, command);
+        let job = self.job(execution, command)?;
         let key = format!(
             "{}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
             execution.package, command, execution.permissions, execution.limits
@@ -229,7 +254,7 @@ impl SandboxExecutor {
                 "the package declares no MCP server `{server}` (`mcp_servers` in quiver.yaml)"
             ))
         })?;
-        let mut job = self.job(execution, command);
+        let mut job = self.job(execution, command)?;
         job.command_dir = execution.package_dir.to_owned();
         let key = format!(
             "{}\u{0}{server}\u{0}{:?}\u{0}{:?}",

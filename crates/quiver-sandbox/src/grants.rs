@@ -59,8 +59,8 @@ pub const LOADERS: &[&str] = &[
 /// What one job may see and run, and how it is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The program to execute (the first word of the command, found in the tool's folder or
-    /// in [`SANDBOX_PATH`]).
+    /// The program to execute (the first word of the command, found in the tool's folder, or
+    /// in the `bin` of the job's Python environment, then in [`SANDBOX_PATH`]).
     pub program: PathBuf,
     /// The argument vector: the program, then the command's words, relative words that name
     /// files of the tool made absolute.
@@ -95,28 +95,37 @@ pub fn plan(job: &Job, data: &Path, hidden: &[PathBuf]) -> Result<Plan, SandboxE
     };
     let package = canonical(&job.package_dir)?;
     let command_dir = canonical(&job.command_dir)?;
+    let venv = job.python_env.as_deref().map(canonical).transpose()?;
     let data = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_owned());
     let hidden = canonical_hidden(hidden);
     // The package folder is mounted back inside a hidden path that holds it (an installed
     // package in the state folder): never one among, or holding, the packages' data folders
     // (a link in a root leading there would show another package's data).
-    if let Some(all_data) = data.parent()
-        && (package.starts_with(all_data)
-            || (all_data.starts_with(&package) && hidden.iter().any(|h| package.starts_with(h))))
-    {
-        return Err(SandboxError::Setup(format!(
-            "the package folder `{}` lies among the packages' data folders, so the sandbox does not run it",
-            package.display()
-        )));
+    // The same for the Python environment, which lies in the state folder too.
+    if let Some(all_data) = data.parent() {
+        for (what, dir) in std::iter::once(("package folder", &package))
+            .chain(venv.iter().map(|v| ("Python environment", v)))
+        {
+            if dir.starts_with(all_data)
+                || (all_data.starts_with(dir) && hidden.iter().any(|h| dir.starts_with(h)))
+            {
+                return Err(SandboxError::Setup(format!(
+                    "the {what} `{}` lies among the packages' data folders, so the sandbox does not run it",
+                    dir.display()
+                )));
+            }
+        }
     }
+    let mut holes = vec![data.clone(), package.clone()];
+    holes.extend(venv.clone());
     let visible = Visible {
         hidden: &hidden,
-        holes: [data.clone(), package.clone()],
+        holes,
     };
     let read_declared = declared(&job.access.read, &visible, &job.package);
     let write_declared = declared(&job.access.write, &visible, &job.package);
 
-    let (program, named) = resolve_command(job, &command_dir)?;
+    let (program, named) = resolve_command(job, &command_dir, venv.as_deref())?;
     // Where a file may be executed from: the system folders (as the host resolves them), the
     // package folder and the declared readable paths. Nothing else, whatever names it.
     let mut exec_roots: Vec<PathBuf> = SYSTEM_DIRS
@@ -124,6 +133,7 @@ pub fn plan(job: &Job, data: &Path, hidden: &[PathBuf]) -> Result<Plan, SandboxE
         .filter_map(|d| std::fs::canonicalize(d).ok())
         .collect();
     exec_roots.push(package.clone());
+    exec_roots.extend(venv.iter().cloned());
     exec_roots.extend(read_declared.iter().cloned());
     let mut read_exec = Vec::new();
     for (what, path) in named {
@@ -139,6 +149,7 @@ pub fn plan(job: &Job, data: &Path, hidden: &[PathBuf]) -> Result<Plan, SandboxE
         read_exec.push(real);
     }
     read_exec.extend(LOADERS.iter().filter_map(|p| std::fs::canonicalize(p).ok()));
+    read_exec.extend(venv.iter().cloned());
 
     let system = SYSTEM_DIRS.iter().map(PathBuf::from);
     let mut read: Vec<PathBuf> = SYSTEM_FILES.iter().map(PathBuf::from).collect();
@@ -181,9 +192,10 @@ pub fn plan(job: &Job, data: &Path, hidden: &[PathBuf]) -> Result<Plan, SandboxE
 /// The hidden paths and the tool's own folders that may show inside them.
 struct Visible<'a> {
     hidden: &'a [PathBuf],
-    /// The data folder and the package folder: mounted back inside a hidden path that holds
-    /// them (the state folder holds every data folder).
-    holes: [PathBuf; 2],
+    /// The data folder, the package folder and the package's Python environment: mounted
+    /// back inside a hidden path that holds them (the state folder holds every data folder
+    /// and every environment).
+    holes: Vec<PathBuf>,
 }
 
 impl Visible<'_> {
@@ -240,14 +252,16 @@ fn declared(paths: &[PathBuf], visible: &Visible<'_>, package: &str) -> Vec<Path
     out
 }
 
-/// Finds `name` in [`SANDBOX_PATH`]; a name with a `/` is never looked up.
-fn which(name: &str) -> Option<PathBuf> {
+/// Finds `name` in the `bin` folder of the Python environment `venv`, then in
+/// [`SANDBOX_PATH`] (the tool's `PATH`, in that order); a name with a `/` is never looked up.
+fn which(name: &str, venv: Option<&Path>) -> Option<PathBuf> {
     if name.is_empty() || name.contains('/') {
         return None;
     }
-    SANDBOX_PATH
-        .split(':')
-        .map(|dir| Path::new(dir).join(name))
+    venv.map(|v| v.join("bin"))
+        .into_iter()
+        .chain(SANDBOX_PATH.split(':').map(PathBuf::from))
+        .map(|dir| dir.join(name))
         .find(|p| p.is_file())
 }
 
@@ -256,7 +270,11 @@ type Named = (&'static str, PathBuf);
 
 /// The program of `job`, and the files it needs to execute, each with what named it: the
 /// program, its `#!` interpreter, and the command an `env` interpreter runs.
-fn resolve_command(job: &Job, command_dir: &Path) -> Result<(PathBuf, Vec<Named>), SandboxError> {
+fn resolve_command(
+    job: &Job,
+    command_dir: &Path,
+    venv: Option<&Path>,
+) -> Result<(PathBuf, Vec<Named>), SandboxError> {
     let first = job
         .command
         .first()
@@ -265,7 +283,7 @@ fn resolve_command(job: &Job, command_dir: &Path) -> Result<(PathBuf, Vec<Named>
         let path = command_dir.join(first);
         path.is_file().then_some(path)
     } else {
-        which(first)
+        which(first, venv)
     }
     .ok_or_else(|| {
         SandboxError::Setup(format!(
@@ -289,7 +307,7 @@ fn resolve_command(job: &Job, command_dir: &Path) -> Result<(PathBuf, Vec<Named>
                 let path = if target.contains('/') {
                     Some(PathBuf::from(target))
                 } else {
-                    which(&target)
+                    which(&target, venv)
                 };
                 if let Some(path) = path {
                     named.push(("the command `env` runs", path));
@@ -353,13 +371,61 @@ mod tests {
     }
 
     #[test]
+    fn a_python_environment_is_granted_and_searched_first_inside_the_hidden_state() {
+        let Ok(system) = std::fs::canonicalize("/usr/bin/python3") else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        let state = top.join("state");
+        let env = state.join("envs/ab12");
+        let package = state.join("store/ab12/dated");
+        let data = state.join("data/dated");
+        for dir in [env.join("bin"), package.join("tools/show"), data.clone()] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::os::unix::fs::symlink("/usr/bin/python3", env.join("bin/python3")).unwrap();
+        std::fs::write(package.join("tools/show/main.py"), "print(1)\n").unwrap();
+        let job = |python_env: Option<PathBuf>| Job {
+            package: "dated".into(),
+            package_dir: package.clone(),
+            command: vec!["python3".into(), "main.py".into()],
+            command_dir: package.join("tools/show"),
+            access: Default::default(),
+            settings: Default::default(),
+            timeout: std::time::Duration::from_secs(1),
+            limits: Default::default(),
+            python_env,
+        };
+        let hidden = [state.clone()];
+
+        let with = plan(&job(Some(env.clone())), &data, &hidden).unwrap();
+        assert_eq!(with.program, env.join("bin/python3"));
+        assert_eq!(with.argv[0], env.join("bin/python3").into_os_string());
+        assert!(with.read_exec.contains(&env), "{:?}", with.read_exec);
+        assert!(with.read_exec.contains(&system), "{:?}", with.read_exec);
+        assert!(!with.granted().any(|p| p == &state.join("envs")));
+
+        let plain = plan(&job(None), &data, &hidden).unwrap();
+        assert_ne!(plain.program, env.join("bin/python3"));
+        assert!(!plain.granted().any(|p| p.starts_with(&env)));
+
+        // An environment among the data folders is refused, as a package folder there is.
+        let among = state.join("data/other");
+        std::fs::create_dir_all(&among).unwrap();
+        let err = plan(&job(Some(among)), &data, &hidden).unwrap_err();
+        assert!(err.to_string().contains("Python environment"), "{err}");
+    }
+
+    #[test]
     fn a_path_shows_outside_hidden_ones_or_in_the_tools_own_folders() {
         let hidden = [PathBuf::from("/state"), PathBuf::from("/tmp/db")];
         let visible = Visible {
             hidden: &hidden,
-            holes: [
+            holes: vec![
                 PathBuf::from("/state/data/p"),
                 PathBuf::from("/state/packages/p"),
+                PathBuf::from("/state/envs/e1"),
             ],
         };
         let cases = [
@@ -372,6 +438,9 @@ mod tests {
             ("/state/data/p", true),
             ("/state/data/p/x", true),
             ("/state/packages/p/tools", true),
+            ("/state/envs/e1/bin/python3", true),
+            ("/state/envs/e2", false),
+            ("/state/envs", false),
             ("/tmp/db", false),
             ("/tmp/db-wal", true),
         ];

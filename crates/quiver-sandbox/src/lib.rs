@@ -31,6 +31,7 @@
 //!     settings: Default::default(),
 //!     timeout: Duration::from_secs(5),
 //!     limits: Default::default(),
+//!     python_env: None,
 //! };
 //! let output = sandbox.run(&job, br#"{"arguments": {"text": "hi"}, "context": {}}"#)?;
 //! assert_eq!(output.code, 0);

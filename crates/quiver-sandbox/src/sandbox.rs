@@ -60,6 +60,10 @@ pub struct Job {
     /// Resource limits it asks for instead of the defaults, granted within
     /// [`SandboxConfig::ceiling`].
     pub limits: LimitRequest,
+    /// The package's Python environment (an installed package with a `requirements.txt`):
+    /// granted read and execute, its `bin` first in `PATH` (so `python3` is its interpreter),
+    /// `VIRTUAL_ENV` set. `None`: the system's Python.
+    pub python_env: Option<PathBuf>,
 }
 
 /// How the sandbox is set up.
@@ -356,6 +360,7 @@ impl Sandbox {
         let job = &Job {
             package_dir: absolute(&job.package_dir)?,
             command_dir: absolute(&job.command_dir)?,
+            python_env: job.python_env.as_deref().map(absolute).transpose()?,
             ..job.clone()
         };
         // Data, the uid and an unsandboxed tool's temporary folder belong to the package's
@@ -637,8 +642,15 @@ fn environment_from(
         }
     }
     let path = |p: &Path| p.to_string_lossy().into_owned();
+    let search = match &job.python_env {
+        Some(venv) => format!("{}:{SANDBOX_PATH}", path(&venv.join("bin"))),
+        None => SANDBOX_PATH.to_owned(),
+    };
+    if let Some(venv) = &job.python_env {
+        env.insert("VIRTUAL_ENV".to_owned(), path(venv));
+    }
     for (key, value) in [
-        ("PATH", SANDBOX_PATH.to_owned()),
+        ("PATH", search),
         ("LANG", "C.UTF-8".to_owned()),
         ("LC_ALL", "C.UTF-8".to_owned()),
         ("PYTHONDONTWRITEBYTECODE", "1".to_owned()),
@@ -742,6 +754,7 @@ mod tests {
             settings: serde_json::Map::new(),
             timeout: Duration::from_secs(5),
             limits: LimitRequest::default(),
+            python_env: None,
         }
     }
 
@@ -796,6 +809,24 @@ mod tests {
             !env.contains_key("CARGO"),
             "nothing undeclared is inherited"
         );
+    }
+
+    #[test]
+    fn a_python_environment_comes_first_in_path_and_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path(), &["python3"]);
+        let none = |_: &str| None;
+        let plain = environment_from(&j, Path::new("/d"), Path::new("/t"), &none);
+        assert_eq!(plain["PATH"], SANDBOX_PATH);
+        assert!(!plain.contains_key("VIRTUAL_ENV"));
+        j.python_env = Some(PathBuf::from("/state/envs/ab12"));
+        // A package cannot set the variable itself: Quiver's value wins over a fixed one.
+        j.access
+            .env_values
+            .insert("VIRTUAL_ENV".into(), "/elsewhere".into());
+        let env = environment_from(&j, Path::new("/d"), Path::new("/t"), &none);
+        assert_eq!(env["PATH"], format!("/state/envs/ab12/bin:{SANDBOX_PATH}"));
+        assert_eq!(env["VIRTUAL_ENV"], "/state/envs/ab12");
     }
 
     #[test]

@@ -288,6 +288,7 @@ impl World {
             settings: Default::default(),
             timeout: Duration::from_secs(1),
             limits: Default::default(),
+            python_env: None,
         }
     }
 }

@@ -52,6 +52,10 @@ pub struct InstallArgs {
     /// Accept a version lower than the installed one.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// Install each package's `requirements.txt` from this folder of wheels only, never from
+    /// the package index (offline installs).
+    #[arg(long, value_name = "DIR", env = "QUIVER_WHEELS")]
+    pub wheels: Option<PathBuf>,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
@@ -143,6 +147,17 @@ pub fn install(args: InstallArgs, update: bool) -> miette::Result<ExitCode> {
             args.json,
         );
     }
+    if let Some(wheels) = &args.wheels
+        && !wheels.is_dir()
+    {
+        return install_failure(
+            InstallError::Refused(format!(
+                "`--wheels {}` is not a folder of wheels",
+                wheels.display()
+            )),
+            args.json,
+        );
+    }
     let scratch = tempfile::tempdir().map_err(|e| miette::miette!("{e}"))?;
     let sources = match install_sources::sources(&args, scratch.path(), &trust, &state) {
         Ok(s) => s,
@@ -226,6 +241,12 @@ fn commit_one(
     let options = CommitOptions {
         accept_permissions,
         allow_downgrade: args.allow_downgrade,
+        wheels: args
+            .wheels
+            .as_deref()
+            .map(std::path::absolute)
+            .transpose()
+            .map_err(|e| miette::miette!("{e}"))?,
         fail_at: None,
     };
     let record = staged.record.clone();
@@ -297,6 +318,17 @@ fn describe(staged: &Staged, trust: &TrustStore) {
         .map(|t| t.name.as_str())
         .collect();
     lines.push(format!("  dangerous tools: {}", list_or_none(&dangerous)));
+    if !p.requirements.is_empty() {
+        let names: Vec<&str> = p
+            .requirements
+            .iter()
+            .filter_map(|r| r.split_whitespace().next())
+            .collect();
+        lines.push(format!(
+            "  python requirements (installed now into its own environment): {}",
+            list_or_none(&names)
+        ));
+    }
     crate::err(&lines.join("\n"));
     let base = std::env::current_dir().unwrap_or_default();
     crate::diagnostics::emit(&staged.diagnostics, false, &base);

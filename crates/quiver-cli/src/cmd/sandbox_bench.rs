@@ -83,6 +83,7 @@ pub fn run(args: SandboxBenchArgs) -> miette::Result<ExitCode> {
         settings: serde_json::Map::new(),
         timeout: Duration::from_secs(30),
         limits: Default::default(),
+        python_env: None,
     };
     let command_job = job("main.py");
     let input = json!({"arguments": {"n": 1}, "context": {}}).to_string();

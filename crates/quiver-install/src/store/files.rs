@@ -26,11 +26,16 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), InstallE
 }
 
 /// Takes every write bit off a tree: files `0444` (`0555` when executable), folders `0555`.
+/// Symbolic links (a Python environment's `bin/python3`) are left alone: changing one's mode
+/// would change the file it points to.
 pub(super) fn make_read_only(dir: &Path) -> Result<(), InstallError> {
     use std::os::unix::fs::PermissionsExt;
     for entry in fs::read_dir(dir).map_err(io(dir))? {
         let path = entry.map_err(io(dir))?.path();
         let meta = fs::symlink_metadata(&path).map_err(io(&path))?;
+        if meta.is_symlink() {
+            continue;
+        }
         if meta.is_dir() {
             make_read_only(&path)?;
         } else {

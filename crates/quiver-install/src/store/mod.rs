@@ -1,8 +1,12 @@
 //! The content-addressed store and the installed list, under `<state>`:
 //!
 //! - `staging/<random>/`: where an archive is unpacked and checked; removed on any refusal;
+//!   held by its install through `staging/<random>.lock` (see [`claim`]), so one a crashed
+//!   install left is removed by the next store operation under the install lock;
 //! - `store/<digest hex>/`: one installed version, read-only: its `MANIFEST.json` and the
 //!   package folder `<id>/`; a catalog root of its own ([`Store::roots`]);
+//! - `envs/<digest hex>/`: the Python environment of a version with a `requirements.txt`
+//!   (see [`env`]), complete once its marker is written;
 //! - `installed.json`: each package's current version and the ones before it (for
 //!   `rollback`), replaced whole by a rename, only while `install.lock` is held.
 //!
@@ -10,7 +14,8 @@
 //! [`Store::stage_folder`]); [`Store::commit`] then renames the staged folder into the store
 //! and rewrites the installed list. A crash at any step leaves the old list (pointing at
 //! complete folders) or the new one, never a mix: a folder enters the store by one rename,
-//! and the list by another.
+//! and the list by another. A package's environment is made before its folder enters the
+//! store, so the list never names a version whose environment is unfinished.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -27,6 +32,8 @@ use crate::InstallError;
 use crate::error::io;
 use crate::trust::TrustStore;
 
+mod claim;
+pub mod env;
 mod files;
 mod staging;
 
@@ -81,16 +88,8 @@ pub struct Staged {
     pub diagnostics: Vec<Diagnostic>,
     /// The record it will be installed as.
     pub record: Record,
-    /// The staging folder (removed when this is dropped uncommitted).
-    dir: PathBuf,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if self.dir.exists() {
-            let _ = remove_tree(&self.dir);
-        }
-    }
+    /// The staging folder, held (removed when this is dropped uncommitted).
+    claim: claim::Claim,
 }
 
 /// A step of [`Store::commit`] after which a test can make it stop, as a crash would.
@@ -98,6 +97,8 @@ impl Drop for Staged {
 pub enum Step {
     /// Staged and checked, nothing in the store yet.
     Staged,
+    /// The package's Python environment built, its completion marker not yet written.
+    Environment,
     /// Renamed into the store, the installed list not yet rewritten.
     Stored,
     /// The installed list rewritten.
@@ -109,16 +110,17 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Staged => "staged",
+            Step::Environment => "environment",
             Step::Stored => "stored",
             Step::Listed => "listed",
         }
     }
 }
 
-/// For tests only: when this environment variable names a [`Step`] (`staged`, `stored`,
-/// `listed`), [`Store::commit`] ends the process with [`std::process::abort`] right after that
-/// step, as a crash or a power cut would, so a test can check a real process's store state.
-/// Never set it otherwise.
+/// For tests only: when this environment variable names a [`Step`] (`staged`, `environment`,
+/// `stored`, `listed`), [`Store::commit`] ends the process with [`std::process::abort`] right
+/// after that step, as a crash or a power cut would, so a test can check a real process's store
+/// state. Never set it otherwise.
 pub const CRASH_AFTER_ENV: &str = "QUIVER_TEST_CRASH_AFTER";
 
 /// What [`Store::commit`] may do.
@@ -128,6 +130,9 @@ pub struct CommitOptions {
     pub accept_permissions: bool,
     /// Accept a version lower than the installed one.
     pub allow_downgrade: bool,
+    /// Install the package's `requirements.txt` from this folder of wheels only, never from
+    /// the package index (`pip --no-index --find-links`).
+    pub wheels: Option<PathBuf>,
     /// Test hook: stop right after this step, as a crash would.
     pub fail_at: Option<Step>,
 }
@@ -229,7 +234,7 @@ impl Store {
     /// `allow_downgrade`. Either refusal keeps the installed version.
     pub fn commit(
         &self,
-        mut staged: Staged,
+        staged: Staged,
         options: &CommitOptions,
     ) -> Result<Committed, InstallError> {
         let _lock = self.lock()?;
@@ -242,6 +247,9 @@ impl Store {
         let mut outcome = Committed::New;
         if let Some(old) = &previous {
             if old.digest == record.digest && self.folder(&record.digest).exists() {
+                // Its environment is made again if it is unfinished or was removed.
+                let folder = self.folder(&record.digest).join(&record.id);
+                self.ensure_env(&record.digest, &folder, options)?;
                 return Ok(Committed::Unchanged);
             }
             if record.version < old.version && !options.allow_downgrade {
@@ -261,17 +269,21 @@ impl Store {
         }
         stop_at(options, Step::Staged)?;
         let target = self.folder(&record.digest);
+        let dir = &staged.claim.dir;
+        // The environment first: a refusal here leaves the store and the list as they were.
+        let package = if target.exists() { &target } else { dir };
+        self.ensure_env(&record.digest, &package.join(&record.id), options)?;
         if target.exists() {
             // The same content is in the store already (an earlier install or a crash after
             // the rename): it is complete, since it entered by one rename.
-            remove_tree(&staged.dir)?;
+            remove_tree(dir)?;
         } else {
-            make_read_only(&staged.dir)?;
+            make_read_only(dir)?;
             let parent = self.state.join("store");
             fs::create_dir_all(&parent).map_err(io(&parent))?;
-            fs::rename(&staged.dir, &target).map_err(io(&target))?;
+            fs::rename(dir, &target).map_err(io(&target))?;
         }
-        staged.dir = PathBuf::new();
+        drop(staged);
         stop_at(options, Step::Stored)?;
         match installed.packages.get_mut(&record.id) {
             Some(versions) => {
@@ -347,23 +359,28 @@ impl Store {
         Ok(roots)
     }
 
-    /// Removes every store folder that no version of `installed` names. Runs under the install
-    /// lock, so no commit is between its rename and its listing.
+    /// Removes every store folder and environment that no version of `installed` names. Runs
+    /// under the install lock, so no commit is between its rename and its listing.
     fn collect_garbage(&self, installed: &Installed) -> Result<(), InstallError> {
-        let used: Vec<String> = installed
+        let digests: Vec<&String> = installed
             .packages
             .values()
             .flat_map(|v| std::iter::once(&v.current).chain(&v.history))
-            .map(|r| self.folder(&r.digest).display().to_string())
+            .map(|r| &r.digest)
             .collect();
-        let dir = self.state.join("store");
-        let Ok(read) = fs::read_dir(&dir) else {
-            return Ok(());
-        };
-        for entry in read {
-            let path = entry.map_err(io(&dir))?.path();
-            if !used.contains(&path.display().to_string()) {
-                remove_tree(&path)?;
+        let stores = digests.iter().map(|d| self.folder(d)).collect();
+        let envs = digests.iter().map(|d| self.env_folder(d)).collect();
+        for (dir, used) in [("store", stores), ("envs", envs)] {
+            let used: Vec<PathBuf> = used;
+            let dir = self.state.join(dir);
+            let Ok(read) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in read {
+                let path = entry.map_err(io(&dir))?.path();
+                if !used.contains(&path) {
+                    remove_tree(&path)?;
+                }
             }
         }
         Ok(())
@@ -383,7 +400,8 @@ impl Store {
         })
     }
 
-    /// Takes `<state>/install.lock`, waiting for another process that holds it.
+    /// Takes `<state>/install.lock`, waiting for another process that holds it, then removes
+    /// what a crashed install left ([`Store::sweep`]).
     fn lock(&self) -> Result<fs::File, InstallError> {
         fs::create_dir_all(&self.state).map_err(io(&self.state))?;
         let path = self.state.join("install.lock");
@@ -394,6 +412,7 @@ impl Store {
             .open(&path)
             .map_err(io(&path))?;
         file.lock().map_err(io(&path))?;
+        self.sweep();
         Ok(file)
     }
 }
@@ -404,7 +423,7 @@ fn not_installed(id: &str) -> InstallError {
     ))
 }
 
-fn stop_at(options: &CommitOptions, step: Step) -> Result<(), InstallError> {
+pub(super) fn stop_at(options: &CommitOptions, step: Step) -> Result<(), InstallError> {
     if std::env::var(CRASH_AFTER_ENV).is_ok_and(|v| v == step.name()) {
         tracing::error!(
             step = step.name(),

@@ -1,5 +1,6 @@
 //! Staging: an archive unpacked and verified, or a folder copied, into `<state>/staging/<random>/`,
-//! then loaded and checked; removed on any refusal and when a [`Staged`] is dropped uncommitted.
+//! then loaded and checked; removed on any refusal and when a [`Staged`] is dropped uncommitted
+//! (the folder is held by a [`super::claim::Claim`]).
 
 use std::fs;
 use std::io::Write;
@@ -11,7 +12,6 @@ use quiver_package::distribution::paths::Limits;
 use quiver_package::distribution::signature::verify_signatures;
 use quiver_package::distribution::{PackManifest, PackPermissions};
 
-use super::files::remove_tree;
 use super::{Record, Staged, Store};
 use crate::InstallError;
 use crate::error::io;
@@ -21,23 +21,12 @@ use crate::trust::TrustStore;
 type Held = Vec<(String, Option<Vec<u8>>)>;
 
 impl Store {
-    /// A new staging folder.
-    fn staging(&self) -> Result<PathBuf, InstallError> {
-        let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| InstallError::Refused(format!("no random source: {e}")))?;
-        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let dir = self.state.join("staging").join(name);
-        fs::create_dir_all(&dir).map_err(io(&dir))?;
-        Ok(dir)
-    }
-
     /// Unpacks the `.qpkg` at `path` into a staging folder, its signatures checked against
     /// `trust` before any file is written, then loads and checks the package. Nothing is left behind when it is refused.
     pub fn stage_archive(&self, path: &Path, trust: &TrustStore) -> Result<Staged, InstallError> {
         let file = fs::File::open(path).map_err(io(path))?;
-        let dir = self.staging()?;
-        let unpacked = dir.join("package");
+        let claim = self.claim()?;
+        let unpacked = claim.dir.join("package");
         // The signatures are checked as soon as the manifest is read, before any file is.
         let result = crate::archive::unpack_checked(
             std::io::BufReader::new(file),
@@ -46,16 +35,11 @@ impl Store {
             |manifest, signatures| Ok(verify_signatures(manifest, signatures, &trust.keys)?),
         )
         .map(|(opened, signed_by)| (opened.manifest, opened.held, signed_by));
-        let (manifest, held, signed_by) = match result {
-            Ok(ok) => ok,
-            Err(e) => {
-                let _ = remove_tree(&dir);
-                return Err(e);
-            }
-        };
+        // On a refusal the claim, dropped, removes the folder.
+        let (manifest, held, signed_by) = result?;
         let source = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
         self.finish_staging(
-            dir,
+            claim,
             unpacked,
             (manifest, held),
             signed_by,
@@ -67,8 +51,8 @@ impl Store {
     /// loads and checks it; `source` says where it came from (default: the folder).
     pub fn stage_folder(&self, src: &Path, source: Option<&str>) -> Result<Staged, InstallError> {
         let folder = crate::pack::read_folder(src, "local", None)?;
-        let dir = self.staging()?;
-        let unpacked = dir.join("package");
+        let claim = self.claim()?;
+        let unpacked = claim.dir.join("package");
         let written = (|| {
             for (entry, bytes) in folder.manifest.files.iter().zip(&folder.contents) {
                 let target = unpacked.join(&entry.path);
@@ -84,10 +68,7 @@ impl Store {
             }
             Ok::<(), InstallError>(())
         })();
-        if let Err(e) = written {
-            let _ = remove_tree(&dir);
-            return Err(e);
-        }
+        written?;
         let source = match source {
             Some(s) => s.to_owned(),
             None => fs::canonicalize(src)
@@ -105,7 +86,13 @@ impl Store {
                 (entry.path.clone(), small.then_some(bytes))
             })
             .collect();
-        self.finish_staging(dir, unpacked, (folder.manifest, held), Vec::new(), &source)
+        self.finish_staging(
+            claim,
+            unpacked,
+            (folder.manifest, held),
+            Vec::new(),
+            &source,
+        )
     }
 
     /// Names the unpacked folder by the package id, loads and checks it, the declaration check
@@ -113,7 +100,7 @@ impl Store {
     /// than from disk again.
     fn finish_staging(
         &self,
-        dir: PathBuf,
+        claim: super::claim::Claim,
         unpacked: PathBuf,
         (manifest, held): (PackManifest, Held),
         signed_by: Vec<String>,
@@ -129,45 +116,35 @@ impl Store {
             signed_by,
             permissions: manifest.permissions.clone(),
         };
-        let staged = |package, diagnostics| Staged {
-            manifest: manifest.clone(),
-            package,
-            diagnostics,
-            record: record.clone(),
-            dir: dir.clone(),
-        };
+        // Every refusal below drops the claim, which removes the folder.
+        let dir = &claim.dir;
         let folder = dir.join(manifest.id.as_str());
-        let result = fs::create_dir_all(&unpacked)
+        fs::create_dir_all(&unpacked)
             .and_then(|()| fs::rename(&unpacked, &folder))
-            .map_err(io(&folder))
-            .and_then(|()| {
-                let bytes = manifest.to_canonical_bytes();
-                let path = dir.join("MANIFEST.json");
-                fs::write(&path, bytes).map_err(io(&path))
-            });
-        if let Err(e) = result {
-            let _ = remove_tree(&dir);
-            return Err(e);
-        }
+            .map_err(io(&folder))?;
+        let path = dir.join("MANIFEST.json");
+        fs::write(&path, manifest.to_canonical_bytes()).map_err(io(&path))?;
         let loaded = quiver_package::load_package(&folder);
         let diagnostics = quiver_package::check::check_package_held(&folder, &loaded, &held);
         let package = match loaded.package {
             Some(p) if !diagnostics.iter().any(Diagnostic::is_error) => p,
-            _ => {
-                let _ = remove_tree(&dir);
-                return Err(InstallError::Check(diagnostics));
-            }
+            _ => return Err(InstallError::Check(diagnostics)),
         };
         if package.id != manifest.id
             || PackPermissions::from_permissions(&package.manifest.permissions)
                 != manifest.permissions
         {
-            let _ = remove_tree(&dir);
             return Err(InstallError::Archive(format!(
                 "the manifest's id or permissions are not those of the package it holds (`{}`)",
                 package.id
             )));
         }
-        Ok(staged(package, diagnostics))
+        Ok(Staged {
+            manifest,
+            package,
+            diagnostics,
+            record,
+            claim,
+        })
     }
 }

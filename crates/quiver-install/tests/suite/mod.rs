@@ -4,3 +4,5 @@ mod hostile;
 mod index;
 mod install;
 mod pack;
+mod python_env;
+mod wheel;

@@ -9,6 +9,7 @@ pub mod index;
 pub mod manifest;
 pub mod paths;
 pub mod permission_diff;
+pub mod python_env;
 pub mod signature;
 
 pub use manifest::{FileEntry, ManifestError, PackManifest, PackPermissions};
