@@ -57,6 +57,7 @@
 mod codec;
 mod digest;
 mod error;
+pub mod instances;
 mod notify;
 mod postgres;
 mod sets;

@@ -55,6 +55,7 @@ mod driving;
 mod engine;
 mod error;
 pub mod eval;
+pub mod lease;
 mod parked;
 mod runner;
 pub mod schedule;
