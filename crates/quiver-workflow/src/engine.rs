@@ -73,12 +73,12 @@ impl<'a> Engine<'a> {
             runner,
             clock,
             owner: format!("{process}/{n}"),
-            lease_ms: decide::LEASE_MS,
+            lease_ms: lease::configured_ms(),
         }
     }
 
     /// Sets how long the lease this engine takes on an attempt lasts without a heartbeat
-    /// (default [`decide::LEASE_MS`]): the engine heartbeats it every third of that while the
+    /// (default [`lease::configured_ms`]): the engine heartbeats it every third of that while the
     /// step runs, and another engine takes the attempt over once it ran out by the store's
     /// clock. At least 3 ms.
     pub fn with_lease(mut self, lease: std::time::Duration) -> Engine<'a> {

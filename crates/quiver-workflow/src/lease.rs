@@ -13,6 +13,38 @@ use crate::runner::StepCall;
 
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 
+/// The variable that sets how long this process's engines' leases last without a heartbeat,
+/// in ms (default [`LEASE_MS`](crate::decide::LEASE_MS), at least [`MIN_LEASE_MS`]): the time
+/// after which another instance takes over a run whose holder died.
+pub const LEASE_VAR: &str = "QUIVER_WORKFLOW_LEASE_MS";
+
+/// The shortest lease [`LEASE_VAR`] may set.
+pub const MIN_LEASE_MS: i64 = 300;
+
+/// The lease length of this process's engines: [`LEASE_VAR`] if set (read once; a value that
+/// is not a number of ms of at least [`MIN_LEASE_MS`] is logged and the default kept).
+pub fn configured_ms() -> i64 {
+    static MS: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *MS.get_or_init(|| {
+        parse_ms(std::env::var(LEASE_VAR).ok().as_deref()).unwrap_or_else(|problem| {
+            tracing::warn!("{LEASE_VAR}: {problem}; the default lease is kept");
+            crate::decide::LEASE_MS
+        })
+    })
+}
+
+/// A lease length as [`LEASE_VAR`] gives it; unset is the default.
+fn parse_ms(text: Option<&str>) -> Result<i64, String> {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(crate::decide::LEASE_MS);
+    };
+    match text.parse::<i64>() {
+        Ok(ms) if ms >= MIN_LEASE_MS => Ok(ms),
+        Ok(ms) => Err(format!("{ms} ms is shorter than {MIN_LEASE_MS} ms")),
+        Err(_) => Err(format!("`{text}` is not a number of milliseconds")),
+    }
+}
+
 /// How many late results this process had refused: results of attempts whose lease its engines
 /// had lost (another engine took the run over, or it was cancelled) before the result could
 /// be committed.
@@ -92,6 +124,21 @@ pub(crate) fn holding<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lease_lengths_from_the_environment() {
+        let cases = [
+            (None, Ok(crate::decide::LEASE_MS)),
+            (Some(" "), Ok(crate::decide::LEASE_MS)),
+            (Some("3000"), Ok(3_000)),
+            (Some(" 300 "), Ok(300)),
+            (Some("299"), Err("299 ms is shorter than 300 ms")),
+            (Some("3s"), Err("`3s` is not a number of milliseconds")),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_ms(text), want.map_err(str::to_owned), "{text:?}");
+        }
+    }
 
     #[test]
     fn three_heartbeats_per_lease() {
