@@ -103,8 +103,17 @@ impl Runtime {
                 continue;
             }
             let entry = interrupted(record, process);
-            self.store.append_audit(&entry)?;
-            closed.extend(entry.call_id);
+            // Once, when another process (an instance's reaper) closes it too.
+            let wrote = match self.workflow_store() {
+                Some(store) => store.close_call(&entry)?,
+                None => {
+                    self.store.append_audit(&entry)?;
+                    true
+                }
+            };
+            if wrote {
+                closed.extend(entry.call_id);
+            }
         }
         Ok(closed)
     }
