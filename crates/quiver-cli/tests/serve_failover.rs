@@ -140,7 +140,10 @@ impl Drop for Env {
 impl Env {
     fn new(server: &str, tag: &str) -> Env {
         let name = format!("failover_{tag}_{}", std::process::id());
-        psql(server, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        psql(
+            server,
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        );
         psql(server, &format!("CREATE DATABASE {name}"));
         let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
         let env = Env {
@@ -363,7 +366,11 @@ fn kill_9_of_the_instance_holding_a_step_hands_its_run_over_after_the_lease() {
             "SELECT status FROM audit WHERE kind = 'call' AND session_id = 'ses-{run}' ORDER BY id"
         ),
     );
-    assert_eq!(ends.lines().collect::<Vec<_>>(), ["interrupted", "ok"], "{ends}");
+    assert_eq!(
+        ends.lines().collect::<Vec<_>>(),
+        ["interrupted", "ok"],
+        "{ends}"
+    );
 }
 
 #[test]
@@ -390,9 +397,11 @@ fn a_holder_stopped_past_its_lease_has_its_late_result_refused() {
         env.run_field(&run, "output"),
     );
     holder.signal("CONT");
-    env.wait("the woken holder's refusal", Duration::from_secs(15), || {
-        holder.logged().contains("late result is refused")
-    });
+    env.wait(
+        "the woken holder's refusal",
+        Duration::from_secs(15),
+        || holder.logged().contains("late result is refused"),
+    );
     // Fenced: nothing the woken holder did changed the rows.
     assert_eq!(
         (
@@ -402,10 +411,7 @@ fn a_holder_stopped_past_its_lease_has_its_late_result_refused() {
         ),
         taken
     );
-    assert_eq!(
-        taken.0,
-        [(1, "crashed".to_owned()), (2, "ok".to_owned())]
-    );
+    assert_eq!(taken.0, [(1, "crashed".to_owned()), (2, "ok".to_owned())]);
     // Every instance still serves.
     for instance in &instances {
         assert!(
