@@ -25,6 +25,7 @@
 pub mod config;
 mod front;
 mod host;
+pub mod instance;
 mod notices;
 pub mod paths;
 pub mod reload;

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use quiver_runtime::{Runtime, WorkflowSteps};
 use quiver_store::workflow::{RunFilter, RunStatus};
+use quiver_workflow::Clock;
 use quiver_workflow::scheduler::{self, Watched, Woke};
-use quiver_workflow::{Clock, SystemClock};
 
 use crate::HostError;
 
@@ -120,13 +120,16 @@ pub struct Scheduler {
     workers: Vec<(JoinHandle<()>, mpsc::Receiver<()>)>,
     // Held while the scheduler lives: the engines of this process use its id.
     _owner: Option<OwnerLock>,
+    // This instance in the store's registry, heartbeated while the scheduler lives.
+    instance: Option<crate::instance::Registration>,
 }
 
 impl Scheduler {
     /// Starts the scheduler over `runtime` (whose workflow store is the state database `db`)
     /// with `workers` threads driving runs, and tells the runtime to hand it the runs it
     /// starts (webhook deliveries). When the database is `shared` with other machines
-    /// (PostgreSQL), the owner id names this machine too, so no two instances take one id.
+    /// (PostgreSQL), the owner id names this machine and process too, so no two instances
+    /// take one id.
     pub fn start(
         runtime: Arc<Runtime>,
         db: &Path,
@@ -138,8 +141,10 @@ impl Scheduler {
         };
         let owner = match OwnerLock::acquire(db) {
             Ok(lock) => {
+                // Instances sharing a database may each hold `serve-0` of their own state
+                // folder: the pid tells them apart (a restart then waits for the lease).
                 let id = if shared {
-                    format!("{}@{}", lock.id, machine())
+                    format!("{}@{}/{}", lock.id, machine(), std::process::id())
                 } else {
                     lock.id.clone()
                 };
@@ -151,6 +156,7 @@ impl Scheduler {
                 None
             }
         };
+        let instance = crate::instance::Registration::start(runtime.clone())?;
         let shared = Arc::new(Shared::default());
         let waker_shared = Arc::downgrade(&shared);
         runtime.set_run_waker(Arc::new(move |id: &str| {
@@ -187,6 +193,7 @@ impl Scheduler {
             looper: Some(looper),
             workers,
             _owner: owner,
+            instance,
         })
     }
 
@@ -203,6 +210,9 @@ impl Scheduler {
     }
 
     fn shut(&mut self) {
+        if let Some(instance) = self.instance.take() {
+            instance.stop();
+        }
         self.shared.lock().stop = true;
         self.shared.changed.notify_all();
         if let Some(looper) = self.looper.take() {
@@ -294,7 +304,7 @@ fn run_loop(runtime: &Runtime, shared: &Shared) {
     else {
         return;
     };
-    let clock = SystemClock;
+    let clock = &quiver_workflow::STORE_CLOCK;
     let mut woke = Woke {
         kicked: true,
         ..Woke::default()

@@ -58,6 +58,7 @@ mod card_state;
 mod codec;
 mod digest;
 mod error;
+pub mod instances;
 mod notify;
 mod postgres;
 mod sets;

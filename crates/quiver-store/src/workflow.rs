@@ -6,7 +6,10 @@
 //! on the run still being where the caller saw it (status, step, attempt), so a late result of
 //! a step that was cancelled or taken over is discarded, and it writes the attempt, the run's
 //! move, a wait, a wait's resolution and an audit record together or not at all. The order of
-//! these commits is the contract, written down in `docs/workflows.md`.
+//! these commits is the contract, written down in `docs/workflows.md`. A move that starts an
+//! attempt claims it under a lease on the store's clock and raises the run's fencing epoch;
+//! every later write about the attempt carries that epoch, so once another engine claimed the
+//! run (the lease ran out) the old holder's writes change nothing (docs/instances.md).
 
 use std::fmt;
 
@@ -14,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::instances::{Instance, NewInstance};
 use crate::types::AuditEntry;
 
 macro_rules! text_enum {
@@ -225,16 +229,33 @@ pub struct Run {
     pub deadline: Option<i64>,
     /// The engine running its current attempt, while it runs.
     pub lease: Option<Lease>,
+    /// The fencing epoch: raised by one by every move that claims an attempt
+    /// ([`RunMove::lease`]), so a write of an engine that claimed under an older epoch (it
+    /// lost its lease) changes nothing.
+    #[serde(default)]
+    pub epoch: i64,
 }
 
 /// Which engine runs a run's current attempt, and until when it is taken to be alive: another
-/// engine finding the attempt started without a result leaves it alone until then.
+/// engine finding the attempt started without a result leaves it alone until then. The expiry
+/// is on the store's clock (PostgreSQL's `now`, the machine's for SQLite), set by the claim and
+/// moved on by the holder's heartbeats ([`WorkflowStore::heartbeat_run`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// The engine's owner id (one live process at a time per id).
     pub owner: String,
-    /// Unix ms.
+    /// Unix ms, on the store's clock.
     pub until: i64,
+}
+
+/// The lease a move takes on the attempt it starts: the store sets its expiry to its own clock
+/// plus `ms` and raises the run's epoch by one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The claiming engine's owner id.
+    pub owner: String,
+    /// How long the lease lasts without a heartbeat, in ms.
+    pub ms: i64,
 }
 
 /// Which runs [`WorkflowStore::runs`] lists.
@@ -296,6 +317,9 @@ pub struct RunState {
     pub waits: Vec<Wait>,
     /// The id of the last event stored (0 when none).
     pub last_event: i64,
+    /// The store's clock when the snapshot was read (Unix ms): what the run's lease expiry is
+    /// compared with.
+    pub now: i64,
 }
 
 /// A stored wait.
@@ -368,6 +392,9 @@ pub struct Expect {
     pub step: i64,
     /// Its current attempt.
     pub attempt: i64,
+    /// Its fencing epoch ([`Run::epoch`]; after a claim, the claim's).
+    #[serde(default)]
+    pub epoch: i64,
 }
 
 /// An attempt to write (inserted, or replacing the row of the same step and attempt).
@@ -405,8 +432,9 @@ pub struct RunMove {
     /// Its error, when it fails, is cancelled or is in doubt; `None` clears the error of an
     /// earlier move (a run in doubt that an operator settled goes on without it).
     pub error: Option<String>,
-    /// The lease of the engine that starts an attempt (`None` clears it).
-    pub lease: Option<Lease>,
+    /// The lease the engine that starts an attempt takes, raising the run's epoch (`None`
+    /// clears the lease and keeps the epoch).
+    pub lease: Option<Claim>,
 }
 
 /// A wait resolved in the same transaction.
@@ -507,15 +535,30 @@ pub trait WorkflowStore: Send + Sync {
 
     /// Records what runs an attempt now ([`Attempt::process`]): its tool's process group, or
     /// [`ASKING`] while its call waits for a person's answer; `None` clears it. `false` (and
-    /// nothing written) unless the run still runs that attempt and it has no result yet: the
-    /// caller then stops the process, whose result would be discarded.
+    /// nothing written) unless the run still runs that attempt under `epoch` and it has no
+    /// result yet: the caller then stops the process, whose result would be discarded.
     fn set_attempt_process(
         &self,
         run_id: &str,
         step: i64,
         attempt: i64,
+        epoch: i64,
         process: Option<&str>,
     ) -> Result<bool>;
+
+    /// The holder's heartbeat: moves the lease of a running run to the store's clock plus
+    /// `ms`. `false` (and nothing written) unless the run is `running` under `epoch`, leased to
+    /// `owner`, and that lease has not run out: a holder whose lease ran out has lost it, even
+    /// before anyone took the run over.
+    fn heartbeat_run(&self, run_id: &str, epoch: i64, owner: &str, ms: i64) -> Result<bool>;
+
+    /// The ids of the `running` runs whose lease has run out by the store's clock (their holder
+    /// stopped heartbeating), oldest first: runs another engine may take over.
+    fn expired_leases(&self) -> Result<Vec<String>>;
+
+    /// The store's clock (Unix ms): PostgreSQL's, which every instance shares; the machine's
+    /// for SQLite.
+    fn clock_ms(&self) -> Result<i64>;
 
     /// Commits one step of a run's progress (see [`Advance`]). `false` if the run was no
     /// longer where the caller saw it: nothing was written.
@@ -534,7 +577,7 @@ pub trait WorkflowStore: Send + Sync {
     /// Pending waits whose `wake_at` is at or before `now`, soonest first.
     fn due_waits(&self, now: i64) -> Result<Vec<Wait>>;
 
-    /// The soonest `wake_at` of a pending wait, if any has one.
+    /// The soonest `wake_at` of a pending wait or lease expiry of a running run, if any.
     fn next_wake_at(&self) -> Result<Option<i64>>;
 
     /// Stores an event (before anything is told of it) and returns its id.
@@ -566,4 +609,26 @@ pub trait WorkflowStore: Send + Sync {
     /// Moves the position `name` forward to `position` (never back), and returns the stored
     /// one.
     fn advance_cursor(&self, name: &str, position: i64) -> Result<i64>;
+
+    // --- instances (crate::instances) ---
+
+    /// Registers an instance (again, under an id registered before: its row starts afresh,
+    /// not reaped), its start and heartbeat on the store's clock.
+    fn register_instance(&self, new: &NewInstance) -> Result<Instance>;
+
+    /// An instance's heartbeat, on the store's clock; `false` when it is not registered or
+    /// was reaped (taken for dead): it registers again.
+    fn heartbeat_instance(&self, id: &str) -> Result<bool>;
+
+    /// Every registered instance, oldest first.
+    fn instances(&self) -> Result<Vec<Instance>>;
+
+    /// Marks reaped by `by` every instance not reaped yet whose last heartbeat is more than
+    /// `stale_ms` old by the store's clock, and returns them: each to exactly one reaper.
+    fn reap_instances(&self, stale_ms: i64, by: &str) -> Result<Vec<Instance>>;
+
+    /// Ends a call in flight with `entry`, its `call` record (an `interrupted` one, when a
+    /// reaper closes a dead instance's calls): written only while the call's start is still in
+    /// flight, so of two closers one writes and the other gets `false`.
+    fn close_call(&self, entry: &AuditEntry) -> Result<bool>;
 }

@@ -45,6 +45,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "audit",
             "calls_in_flight",
             "consents",
+            "instances",
             "kept_outputs",
             "loaded_tools",
             "once_approvals",

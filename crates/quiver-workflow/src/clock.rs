@@ -63,3 +63,49 @@ impl Clock for ManualClock {
 pub fn from_ms(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
+
+/// The store's clock as this process reads it: the system clock plus the offset to the store's
+/// clock measured at the last [`StoreClock::sync`] (none before the first). Instances that share
+/// one PostgreSQL database set timers, retries and deadlines on it, and compare `wake_at` with
+/// it, so a wait stored by one instance fires at the same moment at every other, whatever
+/// their own clocks say.
+#[derive(Debug, Default)]
+pub struct StoreClock {
+    offset_ms: std::sync::atomic::AtomicI64,
+}
+
+impl StoreClock {
+    /// A clock at offset 0 (the system clock) until synced.
+    pub const fn new() -> StoreClock {
+        StoreClock {
+            offset_ms: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+
+    /// Reads the store's clock and keeps its offset to this machine's (taking the read to
+    /// have happened halfway through its round trip); returns the offset in ms.
+    pub fn sync(&self, store: &dyn quiver_store::WorkflowStore) -> quiver_store::Result<i64> {
+        let before = Utc::now().timestamp_millis();
+        let theirs = store.clock_ms()?;
+        let after = Utc::now().timestamp_millis();
+        let offset = theirs - before.midpoint(after);
+        self.offset_ms
+            .store(offset, std::sync::atomic::Ordering::Relaxed);
+        Ok(offset)
+    }
+
+    /// The offset last measured (ms; positive when the store's clock is ahead).
+    pub fn offset_ms(&self) -> i64 {
+        self.offset_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Clock for StoreClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + chrono::Duration::milliseconds(self.offset_ms())
+    }
+}
+
+/// This process's [`StoreClock`]: its engines' clock, synced by `quiver serve`'s instance
+/// heartbeat.
+pub static STORE_CLOCK: StoreClock = StoreClock::new();

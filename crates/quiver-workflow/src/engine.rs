@@ -17,6 +17,7 @@ use crate::definition::Definition;
 use crate::driving;
 use crate::error::{Result, WorkflowError};
 use crate::eval;
+use crate::lease;
 use crate::runner::StepRunner;
 
 mod operator;
@@ -52,6 +53,7 @@ pub struct Engine<'a> {
     runner: &'a dyn StepRunner,
     pub(crate) clock: &'a dyn Clock,
     owner: String,
+    lease_ms: i64,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -71,7 +73,17 @@ impl<'a> Engine<'a> {
             runner,
             clock,
             owner: format!("{process}/{n}"),
+            lease_ms: lease::configured_ms(),
         }
+    }
+
+    /// Sets how long the lease this engine takes on an attempt lasts without a heartbeat
+    /// (default [`lease::configured_ms`]): the engine heartbeats it every third of that while the
+    /// step runs, and another engine takes the attempt over once it ran out by the store's
+    /// clock. At least 3 ms.
+    pub fn with_lease(mut self, lease: std::time::Duration) -> Engine<'a> {
+        self.lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).max(3);
+        self
     }
 
     /// Sets the owner id under which this engine takes leases on the attempts it runs. One live
@@ -174,6 +186,7 @@ impl<'a> Engine<'a> {
             attempts,
             waits,
             last_event,
+            now: lease_now,
         } = self
             .store
             .run_state(run_id)?
@@ -188,6 +201,7 @@ impl<'a> Engine<'a> {
             attempts,
             waits,
             last_event,
+            lease_now,
             run,
             def,
         })
@@ -211,7 +225,7 @@ impl<'a> Engine<'a> {
         loop {
             let loaded = self.load_with(run_id, def.take())?;
             def = Some(loaded.known());
-            let view = loaded.view(self.clock.now_ms(), &self.owner);
+            let view = loaded.view(self.clock.now_ms(), &self.owner, self.lease_ms);
             match decide::decide(&view) {
                 Next::Idle => return Ok(loaded.run),
                 Next::Commit(advance) => {
@@ -233,8 +247,25 @@ impl<'a> Engine<'a> {
                         continue;
                     }
                     crash::point("attempt_started");
-                    let (outcome, record) = self.runner.run_recorded(&call);
+                    let stop = || self.runner.lease_lost(&call);
+                    let ((outcome, record), lost) = lease::holding(
+                        self.store,
+                        &self.owner,
+                        self.lease_ms,
+                        &call,
+                        &stop,
+                        || self.runner.run_recorded(&call),
+                    );
                     crash::point("tool_exited");
+                    if lost {
+                        // Another engine may run the attempt again: nothing of this one is
+                        // written but the call's own record.
+                        lease::refused(&call, "the lease was lost while the step ran");
+                        if let Some(record) = &record {
+                            self.store.append_step_audit(record)?;
+                        }
+                        continue;
+                    }
                     let mut done = decide::after_call(
                         &View {
                             now: self.clock.now_ms(),
@@ -248,8 +279,11 @@ impl<'a> Engine<'a> {
                     // discarded, and the call's own record kept.
                     if self.store.advance(&done)? {
                         crash::committed(&done, "result_committed");
-                    } else if let Some(record) = &done.call_audit {
-                        self.store.append_step_audit(record)?;
+                    } else {
+                        lease::refused(&call, "the run moved on (cancelled, or taken over)");
+                        if let Some(record) = &done.call_audit {
+                            self.store.append_step_audit(record)?;
+                        }
                     }
                 }
             }
@@ -284,7 +318,7 @@ impl<'a> Engine<'a> {
         for wait in self.store.pending_waits(Some(WaitKind::Event))? {
             let Some(name) = &wait.event else { continue };
             let loaded = self.load(&wait.run_id)?;
-            let view = loaded.view(now, &self.owner);
+            let view = loaded.view(now, &self.owner, self.lease_ms);
             let event = self
                 .store
                 .events_after(name, wait.after_event)?
@@ -316,6 +350,8 @@ impl<'a> Engine<'a> {
         });
         queued.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         moved.extend(queued.into_iter().map(|r| r.id));
+        // Runs whose holder stopped heartbeating (killed, stopped, cut off): taken over.
+        moved.extend(self.store.expired_leases()?);
         let mut seen = std::collections::HashSet::new();
         moved.retain(|id| seen.insert(id.clone()));
         Ok(moved)
@@ -332,7 +368,7 @@ impl<'a> Engine<'a> {
         else {
             return Ok(false);
         };
-        let view = loaded.view(self.clock.now_ms(), &self.owner);
+        let view = loaded.view(self.clock.now_ms(), &self.owner, self.lease_ms);
         let Some(advance) = decide::resolve(&view, wait, outcome) else {
             return Ok(false);
         };
@@ -419,6 +455,7 @@ struct Loaded {
     attempts: Vec<store::Attempt>,
     waits: Vec<store::Wait>,
     last_event: i64,
+    lease_now: i64,
 }
 
 impl Loaded {
@@ -427,9 +464,11 @@ impl Loaded {
         (self.run.digest.clone(), self.def.clone())
     }
 
-    fn view<'v>(&'v self, now: i64, owner: &'v str) -> View<'v> {
+    fn view<'v>(&'v self, now: i64, owner: &'v str, lease_ms: i64) -> View<'v> {
         View {
             owner,
+            lease_now: self.lease_now,
+            lease_ms,
             def: &self.def,
             run: &self.run,
             attempts: &self.attempts,

@@ -55,13 +55,14 @@ mod driving;
 mod engine;
 mod error;
 pub mod eval;
+pub mod lease;
 mod parked;
 mod runner;
 pub mod schedule;
 pub mod scheduler;
 mod triggers;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, STORE_CLOCK, StoreClock, SystemClock};
 pub use definition::{Definition, RerunSafe, StepMeta};
 pub use engine::{Engine, MAX_ACTIVE_RUNS_PER_PACKAGE, Start};
 pub use error::{Result, WorkflowError};

@@ -32,6 +32,10 @@ pub struct StepCall {
     pub step: usize,
     /// The attempt, from 1.
     pub attempt: i64,
+    /// The run's fencing epoch the attempt was claimed under: every write about the attempt
+    /// (its process, its result) carries it and changes nothing once the run's epoch moved on.
+    #[serde(default)]
+    pub epoch: i64,
     /// What it calls.
     pub target: Target,
     /// The rendered arguments (for an agent: `{"task": ...}`).
@@ -77,6 +81,14 @@ pub trait StepRunner: Send + Sync {
     /// transaction as the attempt's result. By default, no record.
     fn run_recorded(&self, call: &StepCall) -> (StepOutcome, Option<AuditEntry>) {
         (self.run(call), None)
+    }
+
+    /// Told that the engine running `call` lost its lease (its heartbeat could not extend it:
+    /// another engine took the run over, or it was cancelled): the runner stops the attempt's
+    /// tool (kills its process group) at once, since its result will be refused. By default,
+    /// nothing.
+    fn lease_lost(&self, call: &StepCall) {
+        let _ = call;
     }
 
     /// The session the runner keeps for `run`'s calls, which the engine stores with the run

@@ -96,47 +96,89 @@ impl Runtime {
     pub fn close_interrupted_calls(&self) -> Result<Vec<String>, RuntimeError> {
         let mut closed = Vec::new();
         for record in self.store.unfinished_calls()? {
-            let process = record
-                .entry
-                .detail
-                .as_ref()
-                .and_then(|d| d.get("process"))
-                .cloned()
-                .unwrap_or_default();
+            let process = started_by(&record);
             // The same test as for a console card's waiter: a process not known to be gone
             // (another PID namespace, an unreadable record) is left alone.
             if process.as_str().is_none_or(quiver_store::waiter::alive) {
                 continue;
             }
-            // A call killed while a person was asked about it never ran.
-            let asking = record
-                .entry
-                .detail
-                .as_ref()
-                .and_then(|d| d.get("phase"))
-                .and_then(Value::as_str)
-                == Some("asking");
-            let mut entry = record.entry;
-            entry.kind = AuditKind::Call;
-            entry.status = quiver_store::AuditStatus::Interrupted;
-            entry.decisions.push(quiver_store::AuditDecision {
-                step: if asking {
-                    AuditStep::Approval
-                } else {
-                    AuditStep::Execute
-                },
-                decision: "interrupted".into(),
-                reason: if asking {
-                    "the process asking about the call ended before anyone answered; nothing ran"
-                } else {
-                    "the process running the call ended before the call did"
+            let entry = interrupted(record, process);
+            // Once, when another process (an instance's reaper) closes it too.
+            let wrote = match self.workflow_store() {
+                Some(store) => store.close_call(&entry)?,
+                None => {
+                    self.store.append_audit(&entry)?;
+                    true
                 }
-                .into(),
-            });
-            entry.detail = Some(json!({"process": process}));
-            self.store.append_audit(&entry)?;
-            closed.extend(entry.call_id);
+            };
+            if wrote {
+                closed.extend(entry.call_id);
+            }
         }
         Ok(closed)
     }
+
+    /// Closes, as `interrupted`, every call in flight that the process `process` (a waiter
+    /// string: a `quiver serve` instance the registry reaped, on this machine or another)
+    /// recorded as started, and returns their call ids. Each is closed once however many
+    /// instances try (a conditional write); without a workflow store, nothing is closed.
+    pub fn close_calls_of(&self, process: &str) -> Result<Vec<String>, RuntimeError> {
+        let Some(store) = self.workflow_store() else {
+            return Ok(Vec::new());
+        };
+        let mut closed = Vec::new();
+        for record in self.store.unfinished_calls()? {
+            let by = started_by(&record);
+            if by.as_str() != Some(process) {
+                continue;
+            }
+            let entry = interrupted(record, by);
+            if store.close_call(&entry)? {
+                closed.extend(entry.call_id);
+            }
+        }
+        Ok(closed)
+    }
+}
+
+/// The process that recorded a call as started (its `detail.process`).
+fn started_by(record: &quiver_store::AuditRecord) -> Value {
+    record
+        .entry
+        .detail
+        .as_ref()
+        .and_then(|d| d.get("process"))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The `call` record that ends a started call whose process ended first.
+fn interrupted(record: quiver_store::AuditRecord, process: Value) -> AuditEntry {
+    // A call killed while a person was asked about it never ran.
+    let asking = record
+        .entry
+        .detail
+        .as_ref()
+        .and_then(|d| d.get("phase"))
+        .and_then(Value::as_str)
+        == Some("asking");
+    let mut entry = record.entry;
+    entry.kind = AuditKind::Call;
+    entry.status = quiver_store::AuditStatus::Interrupted;
+    entry.decisions.push(quiver_store::AuditDecision {
+        step: if asking {
+            AuditStep::Approval
+        } else {
+            AuditStep::Execute
+        },
+        decision: "interrupted".into(),
+        reason: if asking {
+            "the process asking about the call ended before anyone answered; nothing ran"
+        } else {
+            "the process running the call ended before the call did"
+        }
+        .into(),
+    });
+    entry.detail = Some(json!({"process": process}));
+    entry
 }

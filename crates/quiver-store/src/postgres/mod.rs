@@ -32,6 +32,7 @@
 
 mod approvals;
 mod audit;
+mod instances;
 mod listen;
 mod operator_cards;
 mod ops;

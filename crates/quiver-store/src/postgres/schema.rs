@@ -42,10 +42,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "revoked operator cards (SQLite schema 15)",
         sql: V4,
     },
+    Migration {
+        version: 5,
+        name: "run fencing epochs and the instance registry (SQLite schema 16)",
+        sql: V5,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 4;
+pub const PG_SCHEMA_VERSION: i64 = 5;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -397,4 +402,24 @@ CREATE INDEX operator_cards_by_call ON operator_cards (tool, arguments_digest)
 const V4: &str = r#"
 ALTER TABLE operator_cards ADD COLUMN revoked_at BIGINT;
 ALTER TABLE operator_cards ADD COLUMN revoked_by TEXT;
+"#;
+
+/// Version 5: several instances on one database, as SQLite's version 16. A run's fencing epoch,
+/// raised by every claim of an attempt, so a write of a holder that lost its lease changes
+/// nothing; the registry of the `quiver serve` instances, each heartbeating its row on the
+/// database's clock, and reaped once (by one instance) when its heartbeat stops.
+const V5: &str = r#"
+ALTER TABLE wf_runs ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX wf_runs_by_lease ON wf_runs (lease_until)
+    WHERE status = 'running' AND lease_until IS NOT NULL;
+CREATE TABLE instances (
+    id           TEXT PRIMARY KEY NOT NULL,
+    host         TEXT NOT NULL,
+    pid          BIGINT NOT NULL,
+    process      TEXT,
+    started_at   BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL,
+    reaped_at    BIGINT,
+    reaped_by    TEXT
+);
 "#;

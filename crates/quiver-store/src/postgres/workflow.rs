@@ -3,10 +3,12 @@
 
 use serde_json::Value;
 
+use super::instances;
 use super::workflow_ops::{self as ops, KeyedTable};
 use super::{PostgresStore, audit, read, snapshot, write};
 use crate::codec::{EncodedAudit, encode};
 use crate::error::Result;
+use crate::instances::{Instance, NewInstance};
 use crate::types::{AuditEntry, now_ms};
 use crate::workflow::{
     Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, RunState, Wait, WaitKind,
@@ -63,6 +65,7 @@ impl WorkflowStore for PostgresStore {
                     attempts: ops::attempts(&tx, &id).await?,
                     waits: ops::waits(&tx, &id).await?,
                     last_event: ops::last_event_id(&tx).await?,
+                    now: ops::clock_ms(&tx).await?,
                     run,
                 })),
             }
@@ -79,12 +82,28 @@ impl WorkflowStore for PostgresStore {
         run_id: &str,
         step: i64,
         attempt: i64,
+        epoch: i64,
         process: Option<&str>,
     ) -> Result<bool> {
         let (run_id, process) = (run_id.to_owned(), process.map(str::to_owned));
         write!(self, |tx| {
-            ops::set_attempt_process(&tx, &run_id, step, attempt, process.as_deref()).await
+            ops::set_attempt_process(&tx, &run_id, step, attempt, epoch, process.as_deref()).await
         })
+    }
+
+    fn heartbeat_run(&self, run_id: &str, epoch: i64, owner: &str, ms: i64) -> Result<bool> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        write!(self, |tx| {
+            ops::heartbeat_run(&tx, &run_id, epoch, &owner, ms).await
+        })
+    }
+
+    fn expired_leases(&self) -> Result<Vec<String>> {
+        read!(self, |c| ops::expired_leases(&c).await)
+    }
+
+    fn clock_ms(&self) -> Result<i64> {
+        read!(self, |c| ops::clock_ms(&c).await)
     }
 
     fn advance(&self, advance: &Advance) -> Result<bool> {
@@ -168,5 +187,29 @@ impl WorkflowStore for PostgresStore {
         write!(self, |tx| {
             ops::set_cursor(&tx, &name, position, true, now_ms()).await
         })
+    }
+
+    fn register_instance(&self, new: &NewInstance) -> Result<Instance> {
+        let new = new.clone();
+        write!(self, |tx| instances::register(&tx, &new).await)
+    }
+
+    fn heartbeat_instance(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        write!(self, |tx| instances::heartbeat(&tx, &id).await)
+    }
+
+    fn instances(&self) -> Result<Vec<Instance>> {
+        read!(self, |c| instances::list(&c).await)
+    }
+
+    fn reap_instances(&self, stale_ms: i64, by: &str) -> Result<Vec<Instance>> {
+        let by = by.to_owned();
+        write!(self, |tx| instances::reap(&tx, stale_ms, &by).await)
+    }
+
+    fn close_call(&self, entry: &AuditEntry) -> Result<bool> {
+        let entry = EncodedAudit::new(entry)?;
+        write!(self, |tx| instances::close_call(&tx, &entry).await)
     }
 }

@@ -62,7 +62,12 @@ pub(super) async fn definition<C: GenericClient>(
 
 const RUN_COLUMNS: &str = "id, workflow, digest, idempotency_key, status, step, attempt, crashes, \
      input, trigger, principal, started_by, attended, settings, concurrency_key, output, error, \
-     created_at, updated_at, deadline, lease_owner, lease_until";
+     created_at, updated_at, deadline, lease_owner, lease_until, epoch";
+
+/// The database's clock in Unix ms: every instance compares leases and heartbeats with it,
+/// never with its own clock. `clock_timestamp()`, not `now()`, which stands still for the
+/// length of a transaction.
+pub(super) const DB_NOW: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 fn run_row(r: &Row) -> Result<Run> {
     const T: &str = "wf_runs";
@@ -94,6 +99,7 @@ fn run_row(r: &Row) -> Result<Run> {
         lease: owner
             .zip(until)
             .map(|(owner, until)| Lease { owner, until }),
+        epoch: r.try_get(22)?,
     })
 }
 
@@ -334,17 +340,54 @@ pub(super) async fn set_attempt_process<C: GenericClient>(
     run_id: &str,
     step: i64,
     attempt: i64,
+    epoch: i64,
     process: Option<&str>,
 ) -> Result<bool> {
     let set = exec(
         c,
         "UPDATE wf_attempts SET process = $1 WHERE run_id = $2 AND step = $3 AND attempt = $4 \
          AND status = 'started' AND EXISTS (SELECT 1 FROM wf_runs WHERE id = $2 \
-         AND status = 'running' AND step = $3 AND attempt = $4)",
-        &[&process, &run_id, &step, &attempt],
+         AND status = 'running' AND step = $3 AND attempt = $4 AND epoch = $5)",
+        &[&process, &run_id, &step, &attempt, &epoch],
     )
     .await?;
     Ok(set > 0)
+}
+
+/// The database's clock.
+pub(super) async fn clock_ms<C: GenericClient>(c: &C) -> Result<i64> {
+    scalar(c, &format!("SELECT {DB_NOW}"), &[])
+        .await?
+        .ok_or_else(|| corrupt("clock", "the database gave no time".to_owned()))
+}
+
+/// The holder's heartbeat: its lease moved to the database's clock plus `ms` while it still
+/// holds it.
+pub(super) async fn heartbeat_run<C: GenericClient>(
+    c: &C,
+    run_id: &str,
+    epoch: i64,
+    owner: &str,
+    ms: i64,
+) -> Result<bool> {
+    let sql = format!(
+        "UPDATE wf_runs SET lease_until = {DB_NOW} + $1 WHERE id = $2 AND status = 'running' \
+         AND epoch = $3 AND lease_owner = $4 AND lease_until > {DB_NOW}"
+    );
+    Ok(exec(c, &sql, &[&ms, &run_id, &epoch, &owner]).await? > 0)
+}
+
+/// The running runs whose lease ran out by the database's clock, oldest first.
+pub(super) async fn expired_leases<C: GenericClient>(c: &C) -> Result<Vec<String>> {
+    let sql = format!(
+        "SELECT id FROM wf_runs WHERE status = 'running' AND lease_until IS NOT NULL \
+         AND lease_until <= {DB_NOW} ORDER BY created_at, id"
+    );
+    rows(c, &sql, &[])
+        .await?
+        .iter()
+        .map(|r| Ok(r.try_get(0)?))
+        .collect()
 }
 
 /// Writes one step of a run's progress if the run is still where the caller saw it.
@@ -379,12 +422,23 @@ pub(super) async fn advance<C: GenericClient>(
             return Ok(false);
         }
     }
-    let moved = exec(
-        c,
+    if a.to.lease.is_some() {
+        // A claim: of two instances claiming the run at once, the second skips the row the
+        // first holds and claims nothing (the first's conditional update below wins).
+        let sql = "SELECT 1 FROM wf_runs WHERE id = $1 FOR UPDATE SKIP LOCKED";
+        if row(c, sql, &[&a.run_id]).await?.is_none() {
+            return Ok(false);
+        }
+    }
+    let sql = format!(
         "UPDATE wf_runs SET status = $1, step = $2, attempt = $3, crashes = $4, \
          output = coalesce($5, output), error = $6, updated_at = $7, \
-         lease_owner = $12, lease_until = $13 \
-         WHERE id = $8 AND status = $9 AND step = $10 AND attempt = $11",
+         lease_owner = $12, lease_until = {DB_NOW} + $13, epoch = epoch + $14 \
+         WHERE id = $8 AND status = $9 AND step = $10 AND attempt = $11 AND epoch = $15"
+    );
+    let moved = exec(
+        c,
+        &sql,
         &[
             &a.to.status.as_str(),
             &a.to.step,
@@ -398,7 +452,9 @@ pub(super) async fn advance<C: GenericClient>(
             &a.expect.step,
             &a.expect.attempt,
             &a.to.lease.as_ref().map(|l| l.owner.as_str()),
-            &a.to.lease.as_ref().map(|l| l.until),
+            &a.to.lease.as_ref().map(|l| l.ms),
+            &i64::from(a.to.lease.is_some()),
+            &a.expect.epoch,
         ],
     )
     .await?;
@@ -556,7 +612,9 @@ async fn scalar<C: GenericClient>(
 pub(super) async fn next_wake_at<C: GenericClient>(c: &C) -> Result<Option<i64>> {
     scalar(
         c,
-        "SELECT min(wake_at) FROM wf_waits WHERE status = 'pending'",
+        "SELECT min(at) FROM (SELECT min(wake_at) AS at FROM wf_waits WHERE status = 'pending' \
+         UNION ALL SELECT min(lease_until) FROM wf_runs WHERE status = 'running' \
+         AND lease_until IS NOT NULL) AS soonest",
         &[],
     )
     .await

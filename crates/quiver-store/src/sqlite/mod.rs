@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the [`Store`] on one SQLite file.
 
 mod approvals;
+mod instances;
 mod operator_cards;
 mod ops;
 mod pool;

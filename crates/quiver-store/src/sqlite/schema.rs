@@ -12,7 +12,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
 pub(crate) const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16,
 ];
 
 /// The schema version this build writes (the number of migrations).
@@ -535,4 +535,24 @@ CREATE INDEX operator_cards_by_call ON operator_cards (tool, arguments_digest)
 const V15: &str = r#"
 ALTER TABLE operator_cards ADD COLUMN revoked_at INTEGER;
 ALTER TABLE operator_cards ADD COLUMN revoked_by TEXT;
+"#;
+
+/// Version 16: several instances on one database. A run's fencing epoch, raised by every claim
+/// of an attempt, so a write of a holder that lost its lease changes nothing; the registry of
+/// the `quiver serve` instances, each heartbeating its row, and reaped once (by one instance)
+/// when its heartbeat stops.
+const V16: &str = r#"
+ALTER TABLE wf_runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX wf_runs_by_lease ON wf_runs (lease_until)
+    WHERE status = 'running' AND lease_until IS NOT NULL;
+CREATE TABLE instances (
+    id           TEXT PRIMARY KEY NOT NULL,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    process      TEXT,              -- its waiter string (quiver_store::waiter), as its calls record it
+    started_at   INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL,  -- the store's clock
+    reaped_at    INTEGER,
+    reaped_by    TEXT
+) STRICT;
 "#;

@@ -7,6 +7,7 @@ use super::SqliteStore;
 use super::workflow_ops::{self as ops, KeyedTable};
 use crate::codec::{EncodedAudit, encode};
 use crate::error::Result;
+use crate::instances::{Instance, NewInstance};
 use crate::types::{AuditEntry, now_ms};
 use crate::workflow::{
     Advance, Attempt, Definition, Event, NewRun, Run, RunFilter, RunState, Wait, WaitKind,
@@ -61,10 +62,26 @@ impl WorkflowStore for SqliteStore {
         run_id: &str,
         step: i64,
         attempt: i64,
+        epoch: i64,
         process: Option<&str>,
     ) -> Result<bool> {
         let (run_id, process) = (run_id.to_owned(), process.map(str::to_owned));
-        self.write(move |c| ops::set_attempt_process(c, &run_id, step, attempt, process.as_deref()))
+        self.write(move |c| {
+            ops::set_attempt_process(c, &run_id, step, attempt, epoch, process.as_deref())
+        })
+    }
+
+    fn heartbeat_run(&self, run_id: &str, epoch: i64, owner: &str, ms: i64) -> Result<bool> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.write(move |c| ops::heartbeat_run(c, &run_id, epoch, &owner, ms, now_ms()))
+    }
+
+    fn expired_leases(&self) -> Result<Vec<String>> {
+        self.read(|c| ops::expired_leases(c, now_ms()))
+    }
+
+    fn clock_ms(&self) -> Result<i64> {
+        Ok(now_ms())
     }
 
     fn advance(&self, advance: &Advance) -> Result<bool> {
@@ -135,5 +152,29 @@ impl WorkflowStore for SqliteStore {
     fn advance_cursor(&self, name: &str, position: i64) -> Result<i64> {
         let name = name.to_owned();
         self.write(move |c| ops::set_cursor(c, &name, position, true, now_ms()))
+    }
+
+    fn register_instance(&self, new: &NewInstance) -> Result<Instance> {
+        let new = new.clone();
+        self.write(move |c| super::instances::register(c, &new, now_ms()))
+    }
+
+    fn heartbeat_instance(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.write(move |c| super::instances::heartbeat(c, &id, now_ms()))
+    }
+
+    fn instances(&self) -> Result<Vec<Instance>> {
+        self.read(super::instances::list)
+    }
+
+    fn reap_instances(&self, stale_ms: i64, by: &str) -> Result<Vec<Instance>> {
+        let by = by.to_owned();
+        self.write(move |c| super::instances::reap(c, stale_ms, &by, now_ms()))
+    }
+
+    fn close_call(&self, entry: &AuditEntry) -> Result<bool> {
+        let entry = EncodedAudit::new(entry)?;
+        self.write(move |c| super::instances::close_call(c, &entry))
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::ops::append_audit;
 use crate::codec::{EncodedAudit, decode, encode};
 use crate::error::{Result, StoreError};
+use crate::types::now_ms;
 use crate::workflow::{
     Advance, Attempt, AttemptStatus, Definition, Event, Lease, NewRun, Run, RunFilter, RunState,
     RunStatus, Wait, WaitKind, WaitStatus,
@@ -57,7 +58,7 @@ pub(crate) fn definition(conn: &Connection, digest: &str) -> Result<Option<Defin
 
 const RUN_COLUMNS: &str = "id, workflow, digest, idempotency_key, status, step, attempt, crashes, \
      input, trigger, principal, started_by, attended, settings, concurrency_key, output, error, \
-     created_at, updated_at, deadline, lease_owner, lease_until";
+     created_at, updated_at, deadline, lease_owner, lease_until, epoch";
 
 fn run_row(r: &Row<'_>) -> rusqlite::Result<RawRun> {
     Ok(RawRun {
@@ -83,6 +84,7 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RawRun> {
         deadline: r.get(19)?,
         lease_owner: r.get(20)?,
         lease_until: r.get(21)?,
+        epoch: r.get(22)?,
     })
 }
 
@@ -109,6 +111,7 @@ struct RawRun {
     deadline: Option<i64>,
     lease_owner: Option<String>,
     lease_until: Option<i64>,
+    epoch: i64,
 }
 
 impl RawRun {
@@ -140,6 +143,7 @@ impl RawRun {
                 .lease_owner
                 .zip(self.lease_until)
                 .map(|(owner, until)| Lease { owner, until }),
+            epoch: self.epoch,
         })
     }
 }
@@ -156,6 +160,7 @@ pub(crate) fn run_state(conn: &Connection, id: &str) -> Result<Option<RunState>>
         waits: waits(&snapshot, id)?,
         last_event: last_event_id(&snapshot)?,
         run,
+        now: now_ms(),
     }))
 }
 
@@ -396,23 +401,53 @@ pub(crate) fn attempts(conn: &Connection, run_id: &str) -> Result<Vec<Attempt>> 
     .collect()
 }
 
-/// Records the process group running an attempt, if the run still runs that attempt and the
-/// attempt has no result yet.
+/// Records the process group running an attempt, if the run still runs that attempt under
+/// `epoch` and the attempt has no result yet.
 pub(crate) fn set_attempt_process(
     conn: &Connection,
     run_id: &str,
     step: i64,
     attempt: i64,
+    epoch: i64,
     process: Option<&str>,
 ) -> Result<bool> {
     let set = conn
         .prepare_cached(
             "UPDATE wf_attempts SET process = ?1 WHERE run_id = ?2 AND step = ?3 AND attempt = ?4 \
              AND status = 'started' AND EXISTS (SELECT 1 FROM wf_runs WHERE id = ?2 \
-             AND status = 'running' AND step = ?3 AND attempt = ?4)",
+             AND status = 'running' AND step = ?3 AND attempt = ?4 AND epoch = ?5)",
         )?
-        .execute(params![process, run_id, step, attempt])?;
+        .execute(params![process, run_id, step, attempt, epoch])?;
     Ok(set > 0)
+}
+
+/// The holder's heartbeat: its lease moved to `now + ms` while it still holds it.
+pub(crate) fn heartbeat_run(
+    conn: &Connection,
+    run_id: &str,
+    epoch: i64,
+    owner: &str,
+    ms: i64,
+    now: i64,
+) -> Result<bool> {
+    let set = conn
+        .prepare_cached(
+            "UPDATE wf_runs SET lease_until = ?1 + ?2 WHERE id = ?3 AND status = 'running' \
+             AND epoch = ?4 AND lease_owner = ?5 AND lease_until > ?1",
+        )?
+        .execute(params![now, ms, run_id, epoch, owner])?;
+    Ok(set > 0)
+}
+
+/// The running runs whose lease ran out by `now`, oldest first.
+pub(crate) fn expired_leases(conn: &Connection, now: i64) -> Result<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT id FROM wf_runs WHERE status = 'running' AND lease_until IS NOT NULL \
+         AND lease_until <= ?1 ORDER BY created_at, id",
+    )?
+    .query_map([now], |r| r.get(0))?
+    .collect::<rusqlite::Result<Vec<String>>>()
+    .map_err(Into::into)
 }
 
 /// Writes one step of a run's progress if the run is still where the caller saw it.
@@ -440,8 +475,8 @@ pub(crate) fn advance(conn: &Connection, a: &Advance, audits: &[EncodedAudit]) -
         .prepare_cached(
             "UPDATE wf_runs SET status = ?1, step = ?2, attempt = ?3, crashes = ?4, \
              output = coalesce(?5, output), error = ?6, updated_at = ?7, \
-             lease_owner = ?12, lease_until = ?13 \
-             WHERE id = ?8 AND status = ?9 AND step = ?10 AND attempt = ?11",
+             lease_owner = ?12, lease_until = ?13 + ?14, epoch = epoch + ?15 \
+             WHERE id = ?8 AND status = ?9 AND step = ?10 AND attempt = ?11 AND epoch = ?16",
         )?
         .execute(params![
             a.to.status.as_str(),
@@ -456,7 +491,10 @@ pub(crate) fn advance(conn: &Connection, a: &Advance, audits: &[EncodedAudit]) -
             a.expect.step,
             a.expect.attempt,
             a.to.lease.as_ref().map(|l| l.owner.as_str()),
-            a.to.lease.as_ref().map(|l| l.until),
+            a.to.lease.as_ref().map(|_| now_ms()),
+            a.to.lease.as_ref().map(|l| l.ms),
+            i64::from(a.to.lease.is_some()),
+            a.expect.epoch,
         ])?;
     if moved == 0 {
         return Ok(false);
@@ -619,7 +657,11 @@ pub(crate) fn due_waits(conn: &Connection, now: i64) -> Result<Vec<Wait>> {
 
 pub(crate) fn next_wake_at(conn: &Connection) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached("SELECT min(wake_at) FROM wf_waits WHERE status = 'pending'")?
+        .prepare_cached(
+            "SELECT min(at) FROM (SELECT min(wake_at) AS at FROM wf_waits WHERE status = 'pending' \
+             UNION ALL SELECT min(lease_until) FROM wf_runs WHERE status = 'running' \
+             AND lease_until IS NOT NULL)",
+        )?
         .query_row([], |r| r.get(0))?)
 }
 

@@ -8,6 +8,8 @@
 
 mod backend;
 mod operator_card_cases;
+mod instance_cases;
+mod lease_cases;
 mod postgres_only;
 mod race_cases;
 mod sqlite_only;
@@ -72,6 +74,12 @@ suite!(
     workflow_cases::an_ordered_gate_holds_a_run_behind_older_and_begun_runs,
     workflow_cases::a_runs_session_is_stored_with_its_row_and_an_existing_one_is_kept,
     workflow_cases::a_package_starts_no_run_beyond_its_bound_of_active_runs,
+    instance_cases::instances_heartbeat_and_a_dead_one_is_reaped_by_exactly_one_other,
+    instance_cases::a_dead_instances_call_in_flight_is_closed_interrupted_once,
+    lease_cases::of_two_claimers_of_one_attempt_one_wins,
+    lease_cases::an_expired_lease_is_taken_over_with_a_higher_epoch,
+    lease_cases::a_stale_epoch_write_changes_nothing,
+    lease_cases::a_heartbeat_extends_only_the_current_holders_lease,
     race_cases::concurrent_loads_into_one_session_never_pass_the_cap,
     race_cases::two_answers_to_one_approval_from_two_stores_one_wins,
     race_cases::a_wait_sees_an_answer_written_by_another_store,

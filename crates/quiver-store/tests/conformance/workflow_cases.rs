@@ -15,7 +15,7 @@ use quiver_store::{StoreError, WorkflowStore};
 
 use crate::backend::Fixture;
 
-fn definition(store: &dyn WorkflowStore) -> String {
+pub(crate) fn definition(store: &dyn WorkflowStore) -> String {
     let digest = "d1".to_owned();
     store
         .put_definition(&Definition {
@@ -27,7 +27,7 @@ fn definition(store: &dyn WorkflowStore) -> String {
     digest
 }
 
-fn new_run(id: &str, key: Option<&str>) -> NewRun {
+pub(crate) fn new_run(id: &str, key: Option<&str>) -> NewRun {
     NewRun {
         id: id.into(),
         workflow: "pkg.wf".into(),
@@ -47,13 +47,14 @@ fn new_run(id: &str, key: Option<&str>) -> NewRun {
     }
 }
 
-fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
+pub(crate) fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
     Advance {
         run_id: run.into(),
         expect: Expect {
             status: RunStatus::Running,
             step,
             attempt: prev,
+            epoch: 0,
         },
         attempts: vec![AttemptWrite {
             step,
@@ -83,7 +84,7 @@ fn start(run: &str, step: i64, attempt: i64, prev: i64) -> Advance {
     }
 }
 
-fn finish(run: &str, step: i64, attempt: i64, output: serde_json::Value) -> Advance {
+pub(crate) fn finish(run: &str, step: i64, attempt: i64, output: serde_json::Value) -> Advance {
     let mut a = start(run, step, attempt, attempt);
     a.attempts[0].status = AttemptStatus::Ok;
     a.attempts[0].output = Some(output);
@@ -169,18 +170,18 @@ pub fn an_attempts_process_is_recorded_only_while_the_run_runs_it(f: &Fixture) {
     // No attempt started yet.
     assert!(
         !store
-            .set_attempt_process("r", 0, 1, Some("b:n:40:7"))
+            .set_attempt_process("r", 0, 1, 0, Some("b:n:40:7"))
             .unwrap()
     );
     assert!(store.advance(&start("r", 0, 1, 0)).unwrap());
     assert!(
         store
-            .set_attempt_process("r", 0, 1, Some("b:n:40:7"))
+            .set_attempt_process("r", 0, 1, 0, Some("b:n:40:7"))
             .unwrap()
     );
     assert!(
         !store
-            .set_attempt_process("r", 0, 2, Some("b:n:41:7"))
+            .set_attempt_process("r", 0, 2, 0, Some("b:n:41:7"))
             .unwrap()
     );
     assert_eq!(
@@ -188,11 +189,11 @@ pub fn an_attempts_process_is_recorded_only_while_the_run_runs_it(f: &Fixture) {
         Some("b:n:40:7")
     );
     // Cleared while the run still runs the attempt.
-    assert!(store.set_attempt_process("r", 0, 1, None).unwrap());
+    assert!(store.set_attempt_process("r", 0, 1, 0, None).unwrap());
     assert_eq!(store.attempts("r").unwrap()[0].process, None);
     assert!(
         store
-            .set_attempt_process("r", 0, 1, Some("b:n:40:7"))
+            .set_attempt_process("r", 0, 1, 0, Some("b:n:40:7"))
             .unwrap()
     );
     // Cancelled: a process that starts now is not recorded (its caller stops it).
@@ -202,7 +203,7 @@ pub fn an_attempts_process_is_recorded_only_while_the_run_runs_it(f: &Fixture) {
     assert!(store.advance(&cancel).unwrap());
     assert!(
         !store
-            .set_attempt_process("r", 0, 1, Some("b:n:42:7"))
+            .set_attempt_process("r", 0, 1, 0, Some("b:n:42:7"))
             .unwrap()
     );
     assert_eq!(
@@ -275,6 +276,7 @@ pub fn waits_are_stored_then_resolved_once(f: &Fixture) {
             status: RunStatus::Waiting,
             step: 0,
             attempt: 1,
+            epoch: 0,
         },
         resolve: Some(WaitResolution {
             wait_id: waits[0].id,

@@ -19,9 +19,10 @@ use crate::runner::{StepCall, StepOutcome, Target};
 /// Crashes of the process at one step after which the run is parked as failed.
 pub const MAX_CRASHES: i64 = 5;
 
-/// How long an engine's lease on an attempt lasts beyond the step's timeout (or, for a step
-/// without one, in all).
-pub const LEASE_GRACE_MS: i64 = 15 * 60 * 1000;
+/// How long an engine's lease on an attempt lasts without a heartbeat, by default: the engine
+/// heartbeats every third of it while the step runs, and another engine takes the attempt over
+/// once it ran out (by the store's clock).
+pub const LEASE_MS: i64 = 15_000;
 
 /// Everything a decision depends on.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +42,11 @@ pub struct View<'a> {
     /// The deciding engine's owner id: an attempt started by another owner whose lease has not
     /// run out is that engine's, not a crash.
     pub owner: &'a str,
+    /// The store's clock when the run was read (Unix ms): what a lease's expiry is compared
+    /// with.
+    pub lease_now: i64,
+    /// How long the lease this engine takes on an attempt lasts without a heartbeat (ms).
+    pub lease_ms: i64,
 }
 
 /// What to do next with a run.
@@ -117,6 +123,7 @@ impl View<'_> {
             status: self.run.status,
             step: self.run.step,
             attempt: self.run.attempt,
+            epoch: self.run.epoch,
         }
     }
 
@@ -492,19 +499,13 @@ fn call(
         Err(e) => return commit(view.fail(before, format!("step `{}`: {e}", step.id))),
     };
     before.push(view.attempt_write(s, attempt, AttemptStatus::Started, None, None));
-    let timeout_ms = step
-        .timeout
-        .map_or(0, |t| i64::try_from(t.0.as_millis()).unwrap_or(i64::MAX));
     let start = view.advance(
         before,
         RunMove {
             crashes,
-            lease: Some(quiver_store::workflow::Lease {
+            lease: Some(quiver_store::workflow::Claim {
                 owner: view.owner.to_owned(),
-                until: view
-                    .now
-                    .saturating_add(timeout_ms)
-                    .saturating_add(LEASE_GRACE_MS),
+                ms: view.lease_ms,
             }),
             ..view.to(RunStatus::Running, s, attempt)
         },
@@ -517,6 +518,7 @@ fn call(
             step_id: step.id.clone(),
             step: usize::try_from(s).unwrap_or_default(),
             attempt,
+            epoch: view.run.epoch + 1,
             target,
             arguments,
             principal: view.run.principal.clone(),
@@ -533,7 +535,7 @@ fn call(
 fn recover(view: &View<'_>, a: &Attempt) -> Next {
     if let Some(lease) = &view.run.lease
         && lease.owner != view.owner
-        && view.now < lease.until
+        && view.lease_now < lease.until
     {
         // Another engine runs it and is taken to be alive.
         return Next::Idle;
@@ -590,6 +592,7 @@ pub fn after_call(view: &View<'_>, call: &StepCall, outcome: &StepOutcome) -> Ad
         status: RunStatus::Running,
         step: s,
         attempt: call.attempt,
+        epoch: call.epoch,
     };
     let here = |to: RunMove| RunMove {
         attempt: call.attempt,
@@ -831,6 +834,7 @@ pub fn resolve(view: &View<'_>, wait: &Wait, outcome: &WaitOutcome) -> Option<Ad
             status: RunStatus::Waiting,
             step: s,
             attempt: wait.attempt,
+            epoch: view.run.epoch,
         },
         resolve: Some(WaitResolution {
             wait_id: wait.id,

@@ -73,6 +73,7 @@ fn run(status: RunStatus, step: i64, attempt: i64, crashes: i64) -> Run {
         updated_at: 0,
         deadline: Some(3_600_000),
         lease: None,
+        epoch: 0,
     }
 }
 
@@ -249,6 +250,8 @@ fn decisions() {
             last_event: 0,
             now,
             owner: "me",
+            lease_now: 0,
+            lease_ms: LEASE_MS,
         };
         assert_eq!(describe(&decide(&view)), want, "{name}");
     }
@@ -264,6 +267,8 @@ fn decisions() {
         last_event: 0,
         now: 0,
         owner: "me",
+        lease_now: 0,
+        lease_ms: LEASE_MS,
     };
     assert_eq!(
         describe(&decide(&view)),
@@ -284,6 +289,8 @@ fn outcomes_of_a_call() {
         last_event: 3,
         now: 50,
         owner: "me",
+        lease_now: 0,
+        lease_ms: LEASE_MS,
     };
     let Next::Call { call, .. } = decide(&view) else {
         panic!("expected a call");
@@ -379,6 +386,8 @@ fn the_last_steps_result_ends_the_run_in_the_same_commit() {
             last_event: 0,
             now,
             owner: "me",
+            lease_now: 0,
+            lease_ms: LEASE_MS,
         };
         let Next::Call { call, .. } = decide(&View { now: 50, ..view }) else {
             panic!("expected the call of `write`");
@@ -395,5 +404,53 @@ fn the_last_steps_result_ends_the_run_in_the_same_commit() {
                 .map_or(String::new(), |e| format!(" {e}"));
         let got = format!("{}{error}", describe(&Next::Commit(Box::new(a))));
         assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn a_started_attempt_under_another_live_lease_is_left_alone_and_taken_over_once_it_ran_out() {
+    let def = def();
+    let mut held = run(RunStatus::Running, 0, 1, 0);
+    held.epoch = 4;
+    held.lease = Some(quiver_store::workflow::Lease {
+        owner: "them".into(),
+        until: 1_000,
+    });
+    let attempts = [attempt(0, 1, "read", AttemptStatus::Started, Value::Null)];
+    // (whose lease, the store's clock, what the engine `me` does)
+    let cases = [
+        ("them", 999, "idle"),
+        ("them", 1_000, "call read#2 epoch 5 lease me/250"),
+        ("me", 0, "call read#2 epoch 5 lease me/250"),
+    ];
+    for (owner, lease_now, want) in cases {
+        held.lease.as_mut().unwrap().owner = owner.into();
+        let view = View {
+            def: &def,
+            run: &held,
+            attempts: &attempts,
+            waits: &[],
+            last_event: 0,
+            now: 0,
+            owner: "me",
+            lease_now,
+            lease_ms: 250,
+        };
+        let got = match decide(&view) {
+            Next::Idle => "idle".to_owned(),
+            Next::Call { start, call } => {
+                let lease = start.to.lease.clone().unwrap();
+                assert_eq!(
+                    start.expect.epoch, 4,
+                    "the claim is conditional on the epoch seen"
+                );
+                format!(
+                    "call {}#{} epoch {} lease {}/{}",
+                    call.step_id, call.attempt, call.epoch, lease.owner, lease.ms
+                )
+            }
+            other => format!("{other:?}"),
+        };
+        assert_eq!(got, want, "{owner} at {lease_now}");
     }
 }

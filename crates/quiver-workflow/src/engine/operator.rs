@@ -84,7 +84,7 @@ impl Engine<'_> {
 
     fn operate_on(&self, loaded: &Loaded, op: &Operator, by: &str) -> Result<Run> {
         let run_id = &loaded.run.id;
-        let view = loaded.view(self.clock.now_ms(), &self.owner);
+        let view = loaded.view(self.clock.now_ms(), &self.owner, self.lease_ms);
         let advance = decide::operate(&view, op, by).ok_or_else(|| {
             WorkflowError::Refused(format!(
                 "run {run_id} is {}; that does not apply",

@@ -1,5 +1,6 @@
 mod common;
 mod definition;
+mod leases;
 mod restart;
 mod scheduler;
 mod schedules;

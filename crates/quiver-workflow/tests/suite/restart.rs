@@ -1,6 +1,8 @@
 //! The brief's test: a three-step workflow with an approval, driven over a real SQLite file,
 //! with restarts in the middle (the engine and the store dropped, the file opened again).
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use quiver_store::workflow::{AttemptStatus, RunStatus};
@@ -196,7 +198,9 @@ fn another_live_owners_attempt_is_left_alone_until_its_lease_runs_out() {
     let clock = clock();
     let run_id = {
         let store = SqliteStore::open(&db).unwrap();
-        let engine = Engine::new(&store, &fake, &clock).with_owner("host-a");
+        let engine = Engine::new(&store, &fake, &clock)
+            .with_owner("host-a")
+            .with_lease(Duration::from_millis(300));
         let digest = engine.pin(&def).unwrap();
         let (run, _) = engine.start(&digest, &start(json!({}))).unwrap();
         crash(|| {
@@ -212,9 +216,18 @@ fn another_live_owners_attempt_is_left_alone_until_its_lease_runs_out() {
     // host-a may still be running the step: host-b does nothing.
     assert_eq!(b.resume().unwrap()[0].status, RunStatus::Running);
     assert_eq!(fake.calls("read").len(), 1);
-    // Past the step's timeout and the grace, host-a is taken to be gone: host-b recovers.
-    clock.set(quiver_workflow::clock::from_ms(lease.until));
+    // host-a stopped heartbeating: once its lease ran out (by the store's clock, whatever the
+    // engines' clock says), host-b takes the attempt over under a higher epoch.
+    let epoch = store.run(&run_id).unwrap().unwrap().epoch;
+    std::thread::sleep(Duration::from_millis(
+        u64::try_from(lease.until - quiver_store::now_ms() + 50).unwrap_or(0),
+    ));
+    assert_eq!(
+        store.expired_leases().unwrap(),
+        std::slice::from_ref(&run_id)
+    );
     assert_eq!(b.resume().unwrap()[0].status, RunStatus::Completed);
+    assert_eq!(store.run(&run_id).unwrap().unwrap().epoch, epoch + 1);
     assert_eq!(fake.calls("read").len(), 2);
     assert!(
         store.run(&run_id).unwrap().unwrap().lease.is_none(),

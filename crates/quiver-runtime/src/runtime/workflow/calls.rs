@@ -30,6 +30,11 @@ impl Runtime {
     /// runtime's store); without one, calling a workflow ends with a clear error. The first
     /// store set stays.
     pub fn set_workflow_store(&self, store: Arc<dyn WorkflowStore>) -> bool {
+        // The engines' clock is the store's (PostgreSQL's, shared by every instance): its
+        // offset is measured once here, and again at each heartbeat of `quiver serve`.
+        if let Err(error) = quiver_workflow::STORE_CLOCK.sync(store.as_ref()) {
+            tracing::warn!(%error, "cannot read the store's clock; the engines use this machine's");
+        }
         self.workflow_store.set(store).is_ok()
     }
 

@@ -11,7 +11,7 @@ use quiver_store::WorkflowStore;
 use quiver_store::workflow::{AttemptStatus, Run, RunStatus, WaitKind};
 use quiver_workflow::decide::Operator;
 use quiver_workflow::schedule::{self, Upcoming};
-use quiver_workflow::{Engine, Parked, SystemClock, WorkflowError};
+use quiver_workflow::{Engine, Parked, STORE_CLOCK, WorkflowError};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -107,7 +107,7 @@ impl<'r> RunOps<'r> {
     }
 
     fn engine(&self) -> Engine<'_> {
-        Engine::new(self.store, &self.steps, &SystemClock)
+        Engine::new(self.store, &self.steps, &STORE_CLOCK)
     }
 
     /// Starts a run of the workflow `qualified` (`pkg.workflow`) of the current catalog,

@@ -37,6 +37,8 @@ pub(in crate::runtime) struct StepContext {
     pub step: i64,
     /// The attempt.
     pub attempt: i64,
+    /// The run's fencing epoch the attempt was claimed under.
+    pub epoch: i64,
     /// The run's package: the caller of the step's call.
     pub package: String,
     /// The step's idempotency key, given to the tool in its call context.
@@ -140,6 +142,7 @@ impl<'r> WorkflowSteps<'r> {
             run_id: call.run_id.clone(),
             step: i64::try_from(call.step).unwrap_or(i64::MAX),
             attempt: call.attempt,
+            epoch: call.epoch,
             package: package.to_owned(),
             idempotency_key: call.idempotency_key.clone(),
             approved_by: call.approved_by.clone(),
@@ -212,6 +215,7 @@ impl StepContext {
             &self.run_id,
             self.step,
             self.attempt,
+            self.epoch,
             asking.then_some(ASKING),
         )?;
         if asking {
@@ -227,7 +231,13 @@ impl StepContext {
         let Some(process) = quiver_store::waiter::of(pgid) else {
             return;
         };
-        match store.set_attempt_process(&self.run_id, self.step, self.attempt, Some(&process)) {
+        match store.set_attempt_process(
+            &self.run_id,
+            self.step,
+            self.attempt,
+            self.epoch,
+            Some(&process),
+        ) {
             Ok(true) => {}
             Ok(false) => {
                 tracing::info!(run = %self.run_id, "the run moved on while its step started: the step's process is stopped");
@@ -253,6 +263,23 @@ impl StepRunner for WorkflowSteps<'_> {
             tracing::warn!(run = %call.run_id, "cannot record the step's call: {e}");
         }
         outcome
+    }
+
+    fn lease_lost(&self, call: &StepCall) {
+        // The attempt's tool, if one runs on this machine: its result would be refused.
+        let Some(store) = self.runtime.workflow_store() else {
+            return;
+        };
+        let step = i64::try_from(call.step).unwrap_or(i64::MAX);
+        let killed = store
+            .attempts(&call.run_id)
+            .unwrap_or_default()
+            .iter()
+            .find(|a| a.step == step && a.attempt == call.attempt)
+            .and_then(|a| a.process.as_deref())
+            .and_then(quiver_store::waiter::running_here)
+            .filter(|pgid| quiver_sandbox::kill_process_group(*pgid));
+        tracing::warn!(run = %call.run_id, step = %call.step_id, ?killed, "the step's lease is lost: its process is stopped");
     }
 
     fn run_recorded(&self, call: &StepCall) -> (StepOutcome, Option<AuditEntry>) {

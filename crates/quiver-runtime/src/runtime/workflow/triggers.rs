@@ -36,7 +36,7 @@ impl Runtime {
         steps: &'a dyn quiver_workflow::StepRunner,
     ) -> Option<Engine<'a>> {
         let store = self.workflow_store.get()?;
-        let engine = Engine::new(store.as_ref(), steps, &quiver_workflow::SystemClock);
+        let engine = Engine::new(store.as_ref(), steps, &quiver_workflow::STORE_CLOCK);
         Some(match self.workflow_owner.get() {
             Some(owner) => engine.with_owner(owner.clone()),
             None => engine,
