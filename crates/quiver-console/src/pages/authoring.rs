@@ -458,6 +458,11 @@ fn install_blocking(
     let options = CommitOptions {
         accept_permissions: form.accept_permissions.as_deref() == Some("yes"),
         allow_downgrade: false,
+        // As `quiver install` reads it: a draft's requirements come from this wheel folder
+        // when the operator set one for the server.
+        wheels: std::env::var_os("QUIVER_WHEELS")
+            .filter(|dir| !dir.is_empty())
+            .map(std::path::PathBuf::from),
         fail_at: None,
     };
     let done = match store.commit(staged, &options) {
