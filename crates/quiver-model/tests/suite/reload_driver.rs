@@ -67,6 +67,8 @@ pub fn run_case(
             h.runtime
                 .swap_catalog(Catalog::load_dirs(&[packages.as_path()]));
             catalogs.swap(edit);
+            // The open turn keeps its catalog; the skill folders on disk are the new ones.
+            c.disk = Some(&versions[1]);
             c.check_offer(&turn);
         }
         match op {
