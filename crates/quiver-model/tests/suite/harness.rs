@@ -163,7 +163,7 @@ pub fn harness_over(
         config,
     ));
     let runner = Arc::new(Runner {
-        world: world.clone(),
+        world: Mutex::new(world.clone()),
         tasks: Mutex::default(),
         children: Mutex::default(),
     });

@@ -77,6 +77,8 @@ pub fn run_case(
                 drop(turn);
                 catalogs.new_turn();
                 c.world = &versions[catalogs.held()];
+                // The agents the new turn calls are those of its catalog.
+                h.runner.follow(c.world);
                 turn = next_turn(&mut c, &session, caller);
             }
             _ => {}
