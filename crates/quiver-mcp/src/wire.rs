@@ -26,7 +26,8 @@ use serde_json::{Map, Value, json};
 
 use crate::front::{
     Asker, CONVERSATION_META, CallRequest, CallResult, Caller, ConnectionSlot, Decision, Front,
-    FrontError, LinkShower, PendingQuestion, TURN_META, ToolSpec, Way, card_message, way_to_ask,
+    FrontError, Link, LinkShower, PendingQuestion, Response, TURN_META, ToolSpec, Way,
+    card_message, way_to_ask,
 };
 use crate::skills::{Child, SkillEntry, SkillFile, is_textual};
 
@@ -156,19 +157,31 @@ fn decision_form(card: &Card, message: String) -> Result<ElicitRequestParams, Er
     })
 }
 
-/// Reads the client's answer to a decision form.
-fn decision_of(result: &ElicitResult) -> Decision {
+/// Reads the client's reply to a question: its action, and a form's `decision` choice.
+fn response_of(result: &ElicitResult) -> Response {
     match result.action {
-        ElicitationAction::Accept => result
-            .content
-            .as_ref()
-            .and_then(|c| c.get("decision"))
-            .and_then(Value::as_str)
-            .and_then(Decision::from_choice)
-            // An accepted form without a valid choice is not a yes.
-            .unwrap_or(Decision::Deny),
-        ElicitationAction::Decline => Decision::Deny,
-        _ => Decision::Cancel,
+        ElicitationAction::Accept => Response::Accept(
+            result
+                .content
+                .as_ref()
+                .and_then(|c| c.get("decision"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ),
+        ElicitationAction::Decline => Response::Decline,
+        _ => Response::Cancel,
+    }
+}
+
+/// The URL-mode request that shows a card's console page. The 2026-07-28 schema has no
+/// `elicitationId` (rmcp writes the field anyway): it carries the card's id, which the sealed
+/// `requestState` binds the retry to.
+fn link_request(link: Link, message: String) -> ElicitRequestParams {
+    ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: link.url,
+        elicitation_id: link.id,
     }
 }
 
@@ -188,7 +201,7 @@ impl Approver for ElicitingApprover {
             .handle
             .block_on(async move { peer.create_elicitation(params).await });
         match result {
-            Ok(result) => decision_of(&result).answer_to(card),
+            Ok(result) => response_of(&result).decision().answer_to(card),
             Err(error) => {
                 tracing::warn!(%error, "elicitation failed");
                 Answer::Unanswered
@@ -403,6 +416,7 @@ impl QuiverServer {
                 handle: tokio::runtime::Handle::current(),
                 wait: self.front.config().approval_wait,
             })),
+            Way::DeferredLink => Asker::DeferredLink,
             Way::AnswerAt => Asker::Console,
         }
     }
@@ -582,7 +596,7 @@ impl ServerHandler for QuiverServer {
                             None,
                         )
                     })?;
-                Some((state.clone(), decision_of(&answer)))
+                Some((state.clone(), response_of(&answer)))
             }
             (Some(_), None) => {
                 return Err(ErrorData::invalid_params(
@@ -614,11 +628,16 @@ impl ServerHandler for QuiverServer {
                 card,
                 message,
                 state,
+                link,
             }) => {
+                let params = match link {
+                    Some(link) => link_request(link, message),
+                    None => decision_form(&card, message)?,
+                };
                 let mut requests = InputRequests::new();
                 requests.insert(
                     DECISION_KEY.to_owned(),
-                    InputRequest::Elicitation(ElicitRequest::new(decision_form(&card, message)?)),
+                    InputRequest::Elicitation(ElicitRequest::new(params)),
                 );
                 Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
             }

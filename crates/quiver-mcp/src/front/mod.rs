@@ -31,9 +31,9 @@ pub use conversation::{
     CLIENT_CONVERSATION_IDLE, ConnectionSlot, MAX_CLIENT_CONVERSATIONS,
     MAX_REMEMBERED_CONVERSATIONS,
 };
-use links::LinkApprover;
-pub use links::{LinkShower, Way, way_to_ask};
-pub use questions::{Asker, Decision, PendingQuestion, card_message};
+pub use links::{LINK_RETRY_WAIT, LinkShower, Way, way_to_ask};
+use links::{LinkApprover, LinkSuspender};
+pub use questions::{Asker, Decision, Link, PendingQuestion, Response, card_message};
 use questions::{
     CardKey, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, nonce, now_nanos,
 };
@@ -102,8 +102,8 @@ pub struct CallRequest {
     pub arguments: Value,
     /// A conversation handle the client passed.
     pub handle: Option<String>,
-    /// Resuming a pending question: the sealed state and the user's decision.
-    pub resume: Option<(String, Decision)>,
+    /// Resuming a pending question: the sealed state and the client's reply.
+    pub resume: Option<(String, Response)>,
     /// The client's turn id ([`TURN_META`]), when it sent one.
     pub turn: Option<String>,
 }
@@ -336,17 +336,25 @@ impl Front {
     ) -> Result<CallResult, FrontError> {
         let args_digest = digest(&request.arguments);
         let mut done = Vec::new();
-        let session = if let Some((sealed, decision)) = &request.resume {
+        let mut shown = None;
+        let session = if let Some((sealed, response)) = &request.resume {
             let state = self.open_state(caller, sealed, &request, &args_digest)?;
             let session =
                 self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
             self.spend(&state)?;
             if let Some(mut call) = self.suspended.take(&state.n) {
-                call.answer(*decision);
+                match &state.c {
+                    Some(_) => call.opened(response.opened()),
+                    None => call.answer(response.decision()),
+                }
                 return self.drive(caller, slot, &request, args_digest, call).await;
             }
             done = state.done;
-            done.push((state.ask, *decision));
+            // A link's reply is not an answer: the card in the console holds that.
+            match state.c {
+                Some(card) => shown = Some((card, response.opened())),
+                None => done.push((state.ask, response.decision())),
+            }
             session
         } else {
             self.conversation(caller, slot, request.handle.as_deref())?
@@ -359,6 +367,7 @@ impl Front {
         // An anonymous caller is never asked a card only a person may answer (dangerous and
         // `human` tools): the runtime refuses such a call before asking, on every front.
         let mut retry = None;
+        let mut link = None;
         let (person, channels): (Arc<dyn Approver>, _) = match &asker {
             Asker::Now(approver) => (approver.clone(), None),
             Asker::Console => {
@@ -382,6 +391,22 @@ impl Front {
                 let wait = Duration::from_secs(REQUEST_STATE_TTL);
                 let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
                 (Arc::new(suspender), Some((questions, answers)))
+            }
+            Asker::DeferredLink => {
+                let approver = self.runtime.retry_approver();
+                link = Some(approver.clone());
+                let wait = Duration::from_secs(REQUEST_STATE_TTL);
+                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
+                let linked = LinkSuspender {
+                    retry: approver,
+                    suspender,
+                    poll: LINK_RETRY_WAIT.min(self.config.approval_wait),
+                    shown,
+                };
+                (
+                    Arc::new(linked) as Arc<dyn Approver>,
+                    Some((questions, answers)),
+                )
             }
         };
         // The call holds the runtime, not the front: a front dropped (shutdown) lets go of
@@ -411,6 +436,7 @@ impl Front {
                     asking: None,
                     done,
                     place,
+                    link: link.map(|queue| (queue, None)),
                 };
                 self.drive(caller, slot, &request, args_digest, call).await
             }
@@ -438,12 +464,21 @@ impl Front {
             .next()
             .await
             .map_err(|e| FrontError::Interrupted(e.to_string()))?;
-        let (card, call) = match step {
+        let (card, mut call) = match step {
             Step::Finished(finished, call) => {
-                return self.finish(caller, slot, &request.name, &[], &call.place, *finished);
+                let waiting = (call.link.as_ref()).map_or_else(Vec::new, |(q, _)| q.waiting());
+                return self.finish(
+                    caller,
+                    slot,
+                    &request.name,
+                    &waiting,
+                    &call.place,
+                    *finished,
+                );
             }
             Step::Asks(card, call) => (*card, call),
         };
+        let link = self.link_for(&mut call);
         // The widening the call was given stays open for its retry, should the call have to
         // run again.
         let place = &call.place;
@@ -463,16 +498,34 @@ impl Front {
             a: args_digest,
             done: call.done.clone(),
             ask: CardKey::of(&card),
+            c: link.as_ref().map(|(link, _)| link.id.clone()),
             n: nonce(),
         };
         let sealed = self.sealer.seal(REQUEST_STATE, &state, REQUEST_STATE_TTL);
         let until = Instant::now() + Duration::from_secs(REQUEST_STATE_TTL);
         self.suspended.hold(state.n, call, until);
+        let message = match &link {
+            Some((link, again)) => links::link_message(&card, &link.url, *again),
+            None => card_message(&card),
+        };
         Ok(CallResult::NeedsInput(PendingQuestion {
-            message: card_message(&card),
+            message,
             card,
             state: sealed,
+            link: link.map(|(link, _)| link),
         }))
+    }
+
+    /// The console page a call asking through links shows for its question (the card it left
+    /// waiting), and whether it showed that card before.
+    fn link_for(&self, call: &mut InFlight) -> Option<(Link, bool)> {
+        let (queue, last) = call.link.as_mut()?;
+        let waiting = queue.waiting().last()?.id.clone();
+        let again = last.as_deref() == Some(waiting.as_str());
+        *last = Some(waiting.clone());
+        let console = self.config.console_url.as_deref().unwrap_or_default();
+        let url = links::card_page(console, &waiting);
+        Some((Link { id: waiting, url }, again))
     }
 
     /// A finished call: its turn held, what the transcript holds remembered, and for a client

@@ -31,6 +31,42 @@ pub enum Asker {
     /// The client shows the card's console page (URL-mode elicitation) and the call waits for
     /// the person's answer there.
     Link(Arc<dyn super::LinkShower>),
+    /// The card's console page is returned in `input_required` (URL-mode elicitation,
+    /// 2026-07-28), and the client's retry looks at the card again; the call waits meanwhile.
+    DeferredLink,
+}
+
+/// The client's reply to a question it was returned in `input_required`, as its elicitation
+/// result says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    /// `accept`, with the form's `decision` choice when it sent one (a link sends none: the
+    /// person went to the page).
+    Accept(Option<String>),
+    /// `decline`.
+    Decline,
+    /// `cancel` (dismissed).
+    Cancel,
+}
+
+impl Response {
+    /// The decision this reply to a form stands for: an accepted form without a valid
+    /// choice is not a yes.
+    pub fn decision(&self) -> Decision {
+        match self {
+            Response::Accept(choice) => choice
+                .as_deref()
+                .and_then(Decision::from_choice)
+                .unwrap_or(Decision::Deny),
+            Response::Decline => Decision::Deny,
+            Response::Cancel => Decision::Cancel,
+        }
+    }
+
+    /// Whether the person went to the page of a link (URL mode): `accept`.
+    pub fn opened(&self) -> bool {
+        matches!(self, Response::Accept(_))
+    }
 }
 
 /// The user's answer to an elicited question.
@@ -118,8 +154,20 @@ pub(super) struct PendingState {
     pub(super) done: Vec<(CardKey, Decision)>,
     /// The question being asked.
     pub(super) ask: CardKey,
+    /// The console card a link question (URL mode) shows, by its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) c: Option<String>,
     /// One-time nonce.
     pub(super) n: String,
+}
+
+/// A question asked through the page of its card in the console (URL mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// The card's id.
+    pub id: String,
+    /// The card's page in the console.
+    pub url: String,
 }
 
 /// A question for the person.
@@ -131,6 +179,9 @@ pub struct PendingQuestion {
     pub message: String,
     /// The sealed state to echo back.
     pub state: String,
+    /// Where the person answers it, when it is asked through the console's page of its card
+    /// (URL mode) rather than a form.
+    pub link: Option<Link>,
 }
 
 pub(super) fn now_nanos() -> u128 {

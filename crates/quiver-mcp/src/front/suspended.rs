@@ -8,11 +8,11 @@
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use quiver_policy::TurnState;
-use quiver_runtime::approver::{Answer, Approver, Card};
+use quiver_runtime::approver::{Answer, Approver, Card, RetryApprover};
 use quiver_runtime::{CallOutcome, RuntimeError};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -28,13 +28,37 @@ pub const MAX_SUSPENDED_CALLS: usize = 256;
 pub(super) type Finished =
     Result<(CallOutcome, TurnState, std::collections::BTreeSet<String>), RuntimeError>;
 
+/// What the client's retry brings a waiting call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reply {
+    /// The answer to its question.
+    Answer(Answer),
+    /// The person went to the console's page of the card (a link accepted): look at the card.
+    Opened,
+}
+
 /// Answers cards from the answers given so far; an unanswered card is handed to the front and
 /// the call waits for the answer the client's retry brings, at most `wait`.
 pub(super) struct Suspender {
     done: Vec<(CardKey, Decision)>,
     questions: mpsc::UnboundedSender<Card>,
-    answers: Mutex<std_mpsc::Receiver<Answer>>,
+    answers: Mutex<std_mpsc::Receiver<Reply>>,
     wait: Duration,
+}
+
+impl Suspender {
+    /// Hands `card` to the front and waits for what the client's retry brings, at most `wait`.
+    pub(super) fn wait_reply(&self, card: &Card) -> Reply {
+        if self.questions.send(card.clone()).is_err() {
+            return Reply::Answer(Answer::Unanswered);
+        }
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        match answers.recv_timeout(self.wait) {
+            Ok(reply) => reply,
+            // The client never came back with an answer, or the hold on the call lapsed.
+            Err(_) => Reply::Answer(Answer::TimedOut),
+        }
+    }
 }
 
 impl Approver for Suspender {
@@ -43,14 +67,10 @@ impl Approver for Suspender {
         if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
             return decision.answer_to(card);
         }
-        if self.questions.send(card.clone()).is_err() {
-            return Answer::Unanswered;
-        }
-        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
-        match answers.recv_timeout(self.wait) {
-            Ok(answer) => answer,
-            // The client never came back with an answer, or the hold on the call lapsed.
-            Err(_) => Answer::TimedOut,
+        match self.wait_reply(card) {
+            Reply::Answer(answer) => answer,
+            // A form is answered, not opened: no answer.
+            Reply::Opened => Answer::Unanswered,
         }
     }
 }
@@ -62,13 +82,16 @@ pub(super) struct InFlight {
     /// Questions the call asks.
     pub(super) questions: mpsc::UnboundedReceiver<Card>,
     /// Answers to send it.
-    pub(super) answers: std_mpsc::Sender<Answer>,
+    pub(super) answers: std_mpsc::Sender<Reply>,
     /// The question it waits on, when it waits.
     pub(super) asking: Option<Card>,
     /// Answers given so far (sealed into each question's state, for a rerun).
     pub(super) done: Vec<(CardKey, Decision)>,
     /// Where it runs.
     pub(super) place: Place,
+    /// The console queue its questions are left in when they are asked through the card's
+    /// page (URL mode), and the id of the card last shown.
+    pub(super) link: Option<(Arc<RetryApprover>, Option<String>)>,
 }
 
 /// Where a call runs: its conversation, the turn id of the request that started it and the
@@ -96,7 +119,7 @@ impl InFlight {
     ) -> (
         Suspender,
         mpsc::UnboundedReceiver<Card>,
-        std_mpsc::Sender<Answer>,
+        std_mpsc::Sender<Reply>,
     ) {
         let (question_tx, question_rx) = mpsc::unbounded_channel();
         let (answer_tx, answer_rx) = std_mpsc::channel();
@@ -114,7 +137,20 @@ impl InFlight {
         if let Some(card) = self.asking.take() {
             self.done.push((CardKey::of(&card), decision));
             // A call that stopped waiting has its answer already (timed out).
-            let _ = self.answers.send(decision.answer_to(&card));
+            let _ = self.answers.send(Reply::Answer(decision.answer_to(&card)));
+        }
+    }
+
+    /// Tells the call waiting on a link whether the person went to the card's page.
+    pub(super) fn opened(&mut self, opened: bool) {
+        if self.asking.take().is_some() {
+            let reply = if opened {
+                Reply::Opened
+            } else {
+                // Not "no": the card stays open and the call is answered at once.
+                Reply::Answer(Answer::Pending)
+            };
+            let _ = self.answers.send(reply);
         }
     }
 
@@ -134,7 +170,7 @@ impl InFlight {
     /// refusing or locking out anything, and its retry runs it again.
     pub(super) fn abandon(mut self) {
         self.asking = None;
-        let _ = self.answers.send(Answer::Pending);
+        let _ = self.answers.send(Reply::Answer(Answer::Pending));
     }
 }
 

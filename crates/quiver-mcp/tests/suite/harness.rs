@@ -54,6 +54,17 @@ pub fn front_with_runtime(
     config: McpConfig,
     runtime_config: RuntimeConfig,
 ) -> Arc<Front> {
+    front_with_executor(roots, dir, config, runtime_config, executor())
+}
+
+/// A front over the packages of `roots` whose tools `executor` runs.
+pub fn front_with_executor(
+    roots: &[PathBuf],
+    dir: &Path,
+    config: McpConfig,
+    runtime_config: RuntimeConfig,
+    executor: BuiltinExecutor,
+) -> Arc<Front> {
     let roots: Vec<Root> = roots
         .iter()
         .map(|path| Root {
@@ -66,7 +77,7 @@ pub fn front_with_runtime(
     let runtime = Runtime::new(
         catalog,
         Arc::new(store),
-        Arc::new(executor()),
+        Arc::new(executor),
         ApproverSet::default(),
         runtime_config,
     );

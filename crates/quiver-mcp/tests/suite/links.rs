@@ -16,15 +16,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::harness::{Scripted, body, call, connect, front_with};
 
-const TOKEN: &str = "qc_test-console-token";
-const TOOL: &str = "travel-advice.packing_advice";
+pub(super) const TOKEN: &str = "qc_test-console-token";
+pub(super) const TOOL: &str = "travel-advice.packing_advice";
 
 fn packing(city: &str) -> Value {
     json!({"name": "travel-advice__packing_advice", "arguments": {"destination": city}})
 }
 
 /// The console over the state in `dir`, served on a loopback port; its address.
-async fn console(dir: &std::path::Path) -> String {
+pub(super) async fn console(dir: &std::path::Path) -> String {
     let store: Arc<SqliteStore> = Arc::new(SqliteStore::open(dir.join("state.db")).unwrap());
     let admin = Admin::new(store.clone(), store);
     let config = ConsoleConfig::new(TOKEN.into(), Duration::from_secs(15 * 60));
@@ -41,11 +41,23 @@ async fn console(dir: &std::path::Path) -> String {
 
 /// Answers a card on its console page as a script signed in with the console's token: the
 /// page's own form fields over a real socket. The HTTP status.
-async fn answer_on_page(page: &str, arguments: &Value, decision: &str) -> u16 {
+pub(super) async fn answer_on_page(page: &str, arguments: &Value, decision: &str) -> u16 {
+    answer_on_page_confirmed(page, arguments, decision, false).await
+}
+
+/// [`answer_on_page`], with the second step a dangerous card asks (`confirm=yes`) when
+/// `confirm`.
+pub(super) async fn answer_on_page_confirmed(
+    page: &str,
+    arguments: &Value,
+    decision: &str,
+    confirm: bool,
+) -> u16 {
     let rest = page.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
     let digest = quiver_store::argument_digest(arguments, &[]);
-    let form = format!("decision={decision}&digest={digest}&reason=");
+    let confirm = if confirm { "&confirm=yes" } else { "" };
+    let form = format!("decision={decision}&digest={digest}&reason={confirm}");
     let request = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
         form.len()
@@ -81,7 +93,7 @@ async fn links(script: &Scripted, n: usize) -> Vec<(String, String)> {
     }
 }
 
-fn audited(store: &Arc<dyn Store>) -> Vec<AuditStatus> {
+pub(super) fn audited(store: &Arc<dyn Store>) -> Vec<AuditStatus> {
     store
         .query_audit(&AuditQuery {
             tool: Some(TOOL.to_owned()),

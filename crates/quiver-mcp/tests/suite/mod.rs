@@ -4,6 +4,7 @@ mod harness;
 mod http;
 mod http_gate;
 mod links;
+mod links_stateless;
 mod reload;
 mod runs;
 mod sections;

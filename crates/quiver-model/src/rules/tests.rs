@@ -196,6 +196,41 @@ fn a_script_runs_only_from_an_active_skill_as_an_action_of_its_package() {
     ));
 }
 
+/// A turn holds its catalog, not the skill's folder: the script is the file on disk when the
+/// call is made (a reload during the turn rewrote the folder).
+#[test]
+fn a_script_is_the_file_on_disk_at_the_call() {
+    use crate::world::Script;
+    let with = script_world(false);
+    let without = world();
+    // (catalog the turn holds, folders on disk) -> whether the call reaches the policy
+    let cases = [
+        (&with, &with, true),
+        (&with, &without, false),
+        (&without, &with, true),
+        (&without, &without, false),
+    ];
+    for (held, disk, reaches) in cases {
+        let mut s = Session::new(OWNER, Turns::Marked);
+        s.read_skill(held, "p0");
+        let verdict = s.run_script_on(held, disk, "p0", Script::Own);
+        let expected = if reaches {
+            Verdict::Runs(asks(Some(0), true))
+        } else {
+            Verdict::Unknown
+        };
+        assert_eq!(verdict, expected, "held has a script: {}", held == &with);
+    }
+    // A refusal the policy would give comes after the file: no file, no question, no lockout.
+    let mut s = Session::new(OWNER, Turns::Marked);
+    s.read_skill(&with, "p0");
+    s.stopped = true;
+    assert_eq!(
+        s.run_script_on(&with, &without, "p0", Script::Own),
+        Verdict::Unknown
+    );
+}
+
 #[test]
 fn the_skills_own_allowed_tools_pre_approve_its_scripts_for_the_turn() {
     use crate::world::Script;

@@ -165,17 +165,11 @@ fn generated_cases_hold_every_invariant_with_installed_packages() {
     run_installed(60);
 }
 
-/// Classes seen across a hot reload, open (not triaged): in a turn begun before the swap, a
-/// skill script or a forked skill's agent of a package the edit changed is refused (`no script`,
-/// `no such agent`): the script is read from the rewritten folder, and the fork's agent is
-/// looked up outside the turn's snapshot. The same missing script also shows as
-/// `script-verdict-differs` where the old snapshot refuses the call for another reason (the
-/// runtime finds the file gone before it asks the policy): parked only with that message.
-const RELOAD_KNOWN: &[(&str, Option<&str>)] = &[
-    ("script-refused", None),
-    ("fork-refused", None),
-    ("script-verdict-differs", Some("\"no script `")),
-];
+/// Classes seen across a hot reload, open (not triaged). None: every class seen there is
+/// enforced. (Triaged: a skill script is the file on disk at the call, which the model says
+/// since `Session::run_script_on`; the test's sub-agent runner follows the catalog a new turn
+/// holds.)
+const RELOAD_KNOWN: &[(&str, Option<&str>)] = &[];
 
 /// Whether `violation` is one of the parked classes across a hot reload.
 fn parked_across_reload(tag: &str, violation: &str) -> bool {
@@ -184,11 +178,16 @@ fn parked_across_reload(tag: &str, violation: &str) -> bool {
         .any(|(known, message)| *known == tag && message.is_none_or(|m| violation.contains(m)))
 }
 
-/// Runs 40 generated cases through the runtime with a hot reload mid-turn.
+/// Runs 40 generated cases (`QUIVER_MODEL_RELOAD_CASES`) through the runtime with a hot
+/// reload mid-turn.
 #[test]
 fn generated_cases_hold_every_invariant_across_a_hot_reload() {
+    let cases = std::env::var("QUIVER_MODEL_RELOAD_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
     let mut runner = TestRunner::new(Config {
-        cases: 40,
+        cases,
         failure_persistence: None,
         ..Config::default()
     });
@@ -213,7 +212,7 @@ fn generated_cases_hold_every_invariant_across_a_hot_reload() {
         }
     });
     println!(
-        "quiver-model (hot reload, runtime): in {:.1} s",
+        "quiver-model (hot reload, runtime): {cases} cases in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     if let Err(e) = result {
@@ -277,6 +276,54 @@ fn survey_violation_classes() {
     }
     let secs = started.elapsed().as_secs_f64();
     println!("survey: {cases} cases in {secs:.1} s");
+    for (class, (count, _, example)) in &classes {
+        println!("\n== {class}: {count} violations\n  {example}");
+    }
+}
+
+/// Surveys the violation classes across a hot reload over `QUIVER_MODEL_CASES` cases (parked
+/// or not): each class with its count and its smallest example, for triage.
+#[test]
+#[ignore = "triage: prints every violation class seen across a hot reload"]
+fn survey_reload_classes() {
+    let cases = std::env::var("QUIVER_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (
+        generate::case(),
+        generate::edit(),
+        generate::ops(8),
+        0usize..4,
+    );
+    let mut classes: BTreeMap<String, (u32, usize, String)> = BTreeMap::new();
+    let started = Instant::now();
+    for _ in 0..cases {
+        let tree = proptest::strategy::Strategy::new_tree(&strategy, &mut runner).unwrap();
+        let ((world, caller, before), edit, after, open) =
+            proptest::strategy::ValueTree::current(&tree);
+        let run = super::reload_driver::run_case(&world, caller, &before, &edit, &after, open);
+        for v in run.violations {
+            let key = format!("{:?} [{}]", v.invariant, v.tag);
+            let size = before.len() + after.len() + format!("{world:?}").len() / 40;
+            let entry = classes.entry(key).or_insert((0, usize::MAX, String::new()));
+            entry.0 += 1;
+            if size < entry.1 {
+                entry.1 = size;
+                entry.2 = format!(
+                    "{}\n  world: {world:?}\n  caller: {caller:?}\n  before: {before:?}\n  edit: {edit:?}\n  after: {after:?} (open {open})",
+                    v.detail
+                );
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!("survey (hot reload): {cases} cases in {secs:.1} s");
     for (class, (count, _, example)) in &classes {
         println!("\n== {class}: {count} violations\n  {example}");
     }

@@ -163,7 +163,7 @@ pub fn harness_over(
         config,
     ));
     let runner = Arc::new(Runner {
-        world: world.clone(),
+        world: Mutex::new(world.clone()),
         tasks: Mutex::default(),
         children: Mutex::default(),
     });
@@ -224,7 +224,11 @@ pub fn executor(worlds: &[&World], runs: &Arc<Mutex<Vec<(String, String)>>>) -> 
 
 /// Checks each step of one case.
 pub struct Checker<'a> {
+    /// The catalog the open turn holds.
     pub world: &'a World,
+    /// The catalog whose folders are on disk, when a reload swapped in a later one than the
+    /// open turn holds (a skill script is the file on disk at the call).
+    pub disk: Option<&'a World>,
     pub h: &'a Harness,
     pub session: String,
     pub model: Session,
@@ -250,6 +254,7 @@ impl<'a> Checker<'a> {
     pub fn new(world: &'a World, h: &'a Harness, session: String, model: Session) -> Checker<'a> {
         Checker {
             world,
+            disk: None,
             h,
             session,
             model,

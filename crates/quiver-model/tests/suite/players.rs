@@ -47,14 +47,23 @@ pub struct Task {
 /// Plays sub-agents: records each task, and for an agent of the world calls every tool it
 /// declares, in a child session, as its model would.
 pub struct Runner {
-    pub world: World,
+    /// The catalog the turns that call agents hold (a reload's new turn: the new one).
+    pub world: Mutex<World>,
     pub tasks: Mutex<Vec<Task>>,
     /// Child sessions, with the package whose agent runs in them.
     pub children: Mutex<BTreeMap<String, usize>>,
 }
 
+impl Runner {
+    /// Plays the agents of `world` from now on: the catalog a new turn holds after a reload.
+    pub fn follow(&self, world: &World) {
+        world.clone_into(&mut self.world.lock().unwrap());
+    }
+}
+
 impl AgentRunner for Runner {
     fn run(&self, runtime: &Runtime, task: AgentTask) -> Result<AgentReply, String> {
+        let world = self.world.lock().unwrap().clone();
         self.tasks.lock().unwrap().push(Task {
             agent: task.agent.clone(),
             skill: task.skill.clone(),
@@ -63,8 +72,7 @@ impl AgentRunner for Runner {
         let Some(agent) = task.agent.as_deref() else {
             return Ok(reply("fork", "done"));
         };
-        let Some(target) = self
-            .world
+        let Some(target) = world
             .resolve(agent)
             .filter(|t| matches!(t, Target::Agent(..)))
         else {
@@ -92,13 +100,12 @@ impl AgentRunner for Runner {
         if let Some(person) = task.person.clone() {
             turn.set_person(person);
         }
-        let declared = self
-            .world
+        let declared = world
             .agent(&target)
             .map(|a| a.tools.clone())
             .unwrap_or_default();
         for r in declared {
-            let args = arguments(&self.world, self.world.resolve(&r.qualified()).as_ref());
+            let args = arguments(&world, world.resolve(&r.qualified()).as_ref());
             turn.call(&r.qualified(), args).map_err(|e| e.to_string())?;
         }
         drop(turn);

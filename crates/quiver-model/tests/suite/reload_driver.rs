@@ -67,6 +67,8 @@ pub fn run_case(
             h.runtime
                 .swap_catalog(Catalog::load_dirs(&[packages.as_path()]));
             catalogs.swap(edit);
+            // The open turn keeps its catalog; the skill folders on disk are the new ones.
+            c.disk = Some(&versions[1]);
             c.check_offer(&turn);
         }
         match op {
@@ -75,6 +77,8 @@ pub fn run_case(
                 drop(turn);
                 catalogs.new_turn();
                 c.world = &versions[catalogs.held()];
+                // The agents the new turn calls are those of its catalog.
+                h.runner.follow(c.world);
                 turn = next_turn(&mut c, &session, caller);
             }
             _ => {}

@@ -42,7 +42,8 @@ impl Checker<'_> {
         let out = turn.call(SCRIPT_TOOL, args.clone()).unwrap();
         self.check_audit(&out, None, &args, SCRIPT_TOOL);
         let cards = self.new_cards();
-        let verdict = self.model.run_script(self.world, id, script);
+        let disk = self.disk.unwrap_or(self.world);
+        let verdict = self.model.run_script_on(self.world, disk, id, script);
         self.sync_consents();
         let consent = cards.iter().any(|c| c.question == Question::Consent);
         let approval = cards.iter().any(|c| c.question == Question::Approval);

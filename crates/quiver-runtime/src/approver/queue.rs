@@ -175,30 +175,44 @@ impl RetryApprover {
     /// answer is [`Answer::TimedOut`]. For a client that showed the person where to answer
     /// and keeps the call open meanwhile.
     pub fn wait_for(&self, card: &Card, id: &str, wait: Duration) -> Answer {
+        self.poll(card, id, wait).unwrap_or_else(|| {
+            let _ = self.store.expire_approval(id);
+            Answer::TimedOut
+        })
+    }
+
+    /// Looks at `id`, the card this approver left waiting for `card`, for at most `wait`: its
+    /// answer, used exactly once, when a person gave it by then; `None` when it is still
+    /// open (it stays open: the caller may look again). Past the card's [`RETRY_CARD_TTL`] it
+    /// expires (a late answer runs nothing): [`Answer::TimedOut`]. An answer already used by
+    /// another retry of the call, or a card withdrawn: [`Answer::Unanswered`]. For a client
+    /// that showed the person where to answer and comes back for the answer.
+    pub fn poll(&self, card: &Card, id: &str, wait: Duration) -> Option<Answer> {
         let created = self
             .waiting()
             .iter()
             .find(|w| w.id == id)
             .map_or(quiver_store::now_ms(), |w| w.created_at);
         let ttl_ms = i64::try_from(RETRY_CARD_TTL.as_millis()).unwrap_or(i64::MAX);
-        let left = u64::try_from(created + ttl_ms - quiver_store::now_ms()).unwrap_or(0);
-        let wait = wait.min(Duration::from_millis(left));
+        let left = |now: i64| u64::try_from(created.saturating_add(ttl_ms) - now).unwrap_or(0);
+        let wait = wait.min(Duration::from_millis(left(quiver_store::now_ms())));
         let found = match self.store.wait_approval(id, wait) {
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the approval queue");
-                return Answer::Unanswered;
+                return Some(Answer::Unanswered);
             }
         };
         if let Some(answer) = self.answer_of(card, &found) {
-            return answer;
+            return Some(answer);
         }
         match found.status {
+            ApprovalStatus::Pending if left(quiver_store::now_ms()) > 0 => None,
             ApprovalStatus::Pending | ApprovalStatus::Expired => {
                 let _ = self.store.expire_approval(id);
-                Answer::TimedOut
+                Some(Answer::TimedOut)
             }
-            _ => Answer::Unanswered,
+            _ => Some(Answer::Unanswered),
         }
     }
 }
