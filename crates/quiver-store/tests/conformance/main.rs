@@ -7,9 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod backend;
-mod operator_card_cases;
 mod instance_cases;
 mod lease_cases;
+mod operator_card_cases;
 mod postgres_only;
 mod race_cases;
 mod sqlite_only;
