@@ -249,7 +249,8 @@ impl SubAgents {
     }
 
     fn run_task(&self, runtime: &Runtime, task: &AgentTask) -> Result<AgentReply, AgentError> {
-        let catalog = runtime.catalog();
+        // The parent turn's snapshot, never a newer one a reload swapped in meanwhile.
+        let catalog = task.catalog.clone();
         let (agent_profile, skill) = match (&task.agent, &task.skill) {
             (Some(agent), _) => (Some(profile(&catalog, agent)?), task.skill.clone()),
             (None, Some(skill)) => (None, Some(skill.clone())),
@@ -302,7 +303,8 @@ impl SubAgents {
         options.deadline = task.deadline;
         let mut chat = ChatSession::new(runtime, provider, options, &child, task.sender.clone())
             .with_scope(ToolScope::Only(tools))
-            .with_system(SystemPrompt::Fixed(system));
+            .with_system(SystemPrompt::Fixed(system))
+            .with_catalog(catalog);
         if let Some(person) = &task.person {
             chat = chat.with_person(person.clone());
         }

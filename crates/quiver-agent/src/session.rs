@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use quiver_catalog::Catalog;
 use quiver_package::tool::ToolScope as ItemScope;
 use quiver_policy::Principal;
 use quiver_runtime::approver::Approver;
@@ -219,6 +220,8 @@ pub struct ChatSession<'r> {
     system: SystemPrompt,
     /// The eager baseline's tokens, measured at the first counted turn.
     eager_tokens: Option<Option<usize>>,
+    /// The catalog snapshot every turn holds; `None`: the current one at each turn's start.
+    catalog: Option<Arc<Catalog>>,
 }
 
 impl<'r> ChatSession<'r> {
@@ -243,6 +246,7 @@ impl<'r> ChatSession<'r> {
             scope: ToolScope::All,
             system: SystemPrompt::Runtime,
             eager_tokens: None,
+            catalog: None,
         }
     }
 
@@ -277,12 +281,23 @@ impl<'r> ChatSession<'r> {
         self
     }
 
+    /// Makes every turn hold `catalog` instead of the snapshot current at its start (a
+    /// sub-agent's turns hold their parent turn's).
+    pub fn with_catalog(mut self, catalog: Arc<Catalog>) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
     /// Begins a runtime turn of this conversation for `message`, with its sender, its person
     /// and its model (so skills bound to that model are shown, and no other model's).
     pub fn begin_turn(&self, message: &str) -> Result<Turn<'r>, AgentError> {
-        let mut turn = self
-            .runtime
-            .begin_turn(&self.session, self.sender.clone(), message)?;
+        let catalog = self
+            .catalog
+            .clone()
+            .unwrap_or_else(|| self.runtime.catalog());
+        let mut turn =
+            self.runtime
+                .begin_turn_on(&self.session, self.sender.clone(), message, catalog)?;
         if let Some(person) = &self.person {
             turn.set_person(person.clone());
         }

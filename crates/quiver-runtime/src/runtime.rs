@@ -258,12 +258,26 @@ impl Runtime {
     }
 
     /// Begins a turn of `session` for `sender` (who may change from turn to turn in a group),
-    /// whose message is `message`.
+    /// whose message is `message`, on the current catalog snapshot.
     pub fn begin_turn(
         &self,
         session: &str,
         sender: Principal,
         message: &str,
+    ) -> Result<Turn<'_>, RuntimeError> {
+        self.begin_turn_on(session, sender, message, self.catalog())
+    }
+
+    /// [`Runtime::begin_turn`] on the snapshot `catalog` rather than the current one: the turns
+    /// of an agent or forked skill run for a parent turn hold the parent's snapshot
+    /// ([`AgentTask::catalog`]), so a reload during the parent turn changes nothing its child
+    /// sees.
+    pub fn begin_turn_on(
+        &self,
+        session: &str,
+        sender: Principal,
+        message: &str,
+        catalog: Arc<Catalog>,
     ) -> Result<Turn<'_>, RuntimeError> {
         let record = self
             .store
@@ -285,7 +299,7 @@ impl Runtime {
         for approval in self.store.once_approvals(session)? {
             grants.approve_once(&approval.tool);
         }
-        let mut turn = self.blank_turn(session, &record.agent, origin, sender);
+        let mut turn = self.blank_turn(session, &record.agent, origin, sender, catalog);
         turn.message = message.to_owned();
         turn.unattended = unattended;
         turn.grants = grants;
@@ -295,15 +309,15 @@ impl Runtime {
     }
 
     /// A turn of `session` (empty: outside any session) as `agent`, for `sender` at `origin`,
-    /// on the current catalog, with nothing granted, restricted or switched off yet.
+    /// on `catalog`, with nothing granted, restricted or switched off yet.
     fn blank_turn(
         &self,
         session: &str,
         agent: &str,
         origin: Origin,
         sender: Principal,
+        catalog: Arc<Catalog>,
     ) -> Turn<'_> {
-        let catalog = self.catalog();
         Turn {
             runtime: self,
             session: session.to_owned(),
@@ -341,7 +355,7 @@ impl Runtime {
         agent: &str,
     ) -> Result<Offer, RuntimeError> {
         self.refresh_operator_state()?;
-        let turn = self.blank_turn("", agent, origin, sender);
+        let turn = self.blank_turn("", agent, origin, sender, self.catalog());
         turn.offer()
     }
 

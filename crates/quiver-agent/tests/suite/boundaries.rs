@@ -244,6 +244,20 @@ fn an_agent_is_offered_only_what_it_may_call() {
 /// package's.
 #[test]
 fn an_unattended_agent_run_gets_its_packages_schedule_sections() {
+    unattended_writer_run(false);
+}
+
+/// Issue 24 item 7: a turn holds its snapshot for its whole length, its sub-agents included.
+/// The catalog is swapped for one without the agent's package after the parent turn began: the
+/// run still finds its agent and its sections in the parent's snapshot.
+#[test]
+fn an_agent_run_holds_its_parent_turns_snapshot_across_a_reload() {
+    unattended_writer_run(true);
+}
+
+/// `reports.writer` run unattended for a parent turn; with `reload`, after the catalog was
+/// swapped for an empty one.
+fn unattended_writer_run(reload: bool) {
     use quiver_agent::SubAgents;
     use quiver_policy::Origin;
     use quiver_runtime::runtime::{AgentRunner, AgentTask};
@@ -277,6 +291,12 @@ fn an_unattended_agent_run_gets_its_packages_schedule_sections() {
             profile: Profile::Schedule,
         })
         .unwrap();
+    let held = h.runtime.catalog();
+    if reload {
+        h.runtime
+            .swap_catalog(quiver_catalog::Catalog::load_dirs(&[]));
+        assert!(h.runtime.catalog().package("reports").is_none());
+    }
     let runner = SubAgents::new(h.providers.clone());
     let reply = runner
         .run(
@@ -290,6 +310,7 @@ fn an_unattended_agent_run_gets_its_packages_schedule_sections() {
                 sender: owner(),
                 person: None,
                 deadline: None,
+                catalog: held,
             },
         )
         .unwrap();

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use quiver_catalog::Catalog;
 use quiver_policy::Principal;
 
 use super::Runtime;
@@ -32,6 +33,10 @@ pub struct AgentTask {
     pub person: Option<Arc<dyn Approver>>,
     /// When the run must end (a workflow step's `timeout`): no model request starts after it.
     pub deadline: Option<Instant>,
+    /// The parent turn's catalog snapshot: the run reads its agent there and its turns hold
+    /// it ([`Runtime::begin_turn_on`]), so a reload during the parent turn changes nothing the
+    /// run sees.
+    pub catalog: Arc<Catalog>,
 }
 
 /// What a run returns: the child session and its last reply.

@@ -659,7 +659,7 @@ impl super::Runtime {
         agent: &str,
     ) -> Result<String, RuntimeError> {
         self.refresh_operator_state()?;
-        let turn = self.blank_turn("", agent, origin, sender);
+        let turn = self.blank_turn("", agent, origin, sender, self.catalog());
         Ok(turn.prompt_sections()?.0)
     }
 }

@@ -335,6 +335,7 @@ impl Turn<'_> {
                 .as_ref()
                 .and_then(|s| s.timeout)
                 .map(|t| Instant::now() + t),
+            catalog: self.catalog.clone(),
         }
     }
 
