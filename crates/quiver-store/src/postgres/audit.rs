@@ -1,4 +1,7 @@
-//! The PostgreSQL SQL of the audit log and of calls in flight.
+//! The PostgreSQL SQL of the audit log and of calls in flight. The audit table is partitioned
+//! by month of its time (schema version 6): this month's and the next month's tables are made
+//! ahead ([`partitions_ahead`], when the store opens and hourly), and a record of any other
+//! month makes its month's table first, in the caller's transaction.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -6,7 +9,39 @@ use tokio_postgres::Row;
 use super::ops::{Args, exec, json, row, rows, to_i64};
 use crate::codec::{EncodedAudit, decisions, decode, require};
 use crate::error::{Result, StoreError};
-use crate::types::{AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus};
+use crate::types::{AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, now_ms};
+
+/// Makes this month's and the next month's audit tables if they are missing.
+pub(super) async fn partitions_ahead<C: GenericClient>(c: &C) -> Result<()> {
+    exec(c, "SELECT quiver_audit_partitions_ahead($1)", &[&now_ms()]).await?;
+    Ok(())
+}
+
+/// The month of a Unix time in milliseconds (UTC), counted from year 0: `year * 12 + month - 1`.
+fn month_of(ms: i64) -> i64 {
+    // Howard Hinnant's civil_from_days.
+    let days = ms.div_euclid(86_400_000) + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    year * 12 + month - 1
+}
+
+/// Whether a record of `time` falls in a month whose table is made ahead (this month or the
+/// next, at `now`).
+fn made_ahead(time: i64, now: i64) -> bool {
+    let (month, current) = (month_of(time), month_of(now));
+    month == current || month == current + 1
+}
 
 /// Appends an audit record (in the caller's transaction). A call's start goes to
 /// `calls_in_flight` instead (replacing an earlier start of the same call), and a call's
@@ -22,6 +57,9 @@ pub(super) async fn append_audit<C: GenericClient>(c: &C, entry: &EncodedAudit) 
         exec(c, "DELETE FROM calls_in_flight WHERE call_id = $1", &[call]).await?;
     }
     let table = if started { "calls_in_flight" } else { "audit" };
+    if !started && !made_ahead(entry.time, now_ms()) {
+        exec(c, "SELECT quiver_audit_partition($1)", &[&entry.time]).await?;
+    }
     let sql = format!(
         "INSERT INTO {table} (time, kind, session_id, call_id, principal, origin, tool, skill, \
          argument_digest, decisions, status, duration_ms, cached, detail) \
@@ -135,4 +173,45 @@ pub(super) async fn query_audit<C: GenericClient>(
 pub(super) async fn unfinished_calls<C: GenericClient>(c: &C) -> Result<Vec<AuditRecord>> {
     let sql = format!("SELECT {AUDIT_COLUMNS} FROM calls_in_flight ORDER BY time, id");
     rows(c, &sql, &[]).await?.iter().map(audit_row).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{made_ahead, month_of};
+
+    #[test]
+    fn months_of_unix_times() {
+        let cases = [
+            (0, 1970 * 12),                        // 1970-01-01
+            (-1, 1969 * 12 + 11),                  // 1969-12-31 23:59:59.999
+            (2_678_399_999, 1970 * 12),            // 1970-01-31 23:59:59.999
+            (2_678_400_000, 1970 * 12 + 1),        // 1970-02-01
+            (951_782_400_000, 2000 * 12 + 1),      // 2000-02-29
+            (951_868_800_000, 2000 * 12 + 2),      // 2000-03-01
+            (1_798_761_599_999, 2026 * 12 + 11),   // 2026-12-31 23:59:59.999
+            (1_798_761_600_000, 2027 * 12),        // 2027-01-01
+            (-62_135_596_800_000, 12),             // 0001-01-01
+            (253_402_300_799_999, 9999 * 12 + 11), // 9999-12-31 23:59:59.999
+        ];
+        for (ms, month) in cases {
+            assert_eq!(month_of(ms), month, "{ms}");
+        }
+    }
+
+    #[test]
+    fn this_and_the_next_month_are_made_ahead() {
+        let now = 1_796_083_200_000; // 2026-12-01
+        let cases = [
+            (now, true),
+            (1_798_761_599_999, true),  // 2026-12-31
+            (1_798_761_600_000, true),  // 2027-01-01
+            (1_801_439_999_999, true),  // 2027-01-31 23:59:59.999
+            (1_801_440_000_000, false), // 2027-02-01
+            (now - 1, false),           // 2026-11-30 23:59:59.999
+            (0, false),
+        ];
+        for (time, ahead) in cases {
+            assert_eq!(made_ahead(time, now), ahead, "{time}");
+        }
+    }
 }

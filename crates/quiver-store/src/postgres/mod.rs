@@ -28,7 +28,8 @@
 //! (`SELECT ... FOR UPDATE`), so two processes loading tools into one session take turns and
 //! the loaded-tool LRU never passes its capacity. Approvals and answers are resolved by a
 //! conditional `UPDATE ... WHERE status = 'pending'`: of two answers exactly one wins. The
-//! audit table refuses `UPDATE`, `DELETE` and `TRUNCATE` by trigger.
+//! audit table, partitioned by month, refuses `UPDATE`, `DELETE` and `TRUNCATE` by trigger on
+//! every partition.
 
 mod approvals;
 mod audit;
@@ -110,6 +111,23 @@ impl Drop for PostgresStore {
     }
 }
 
+/// Makes this month's and the next month's audit tables hourly, for as long as the store is
+/// open (its runtime ends the task); a failure is logged and tried again the next hour.
+async fn audit_months_ahead(pool: Pool) {
+    let mut hourly = tokio::time::interval(Duration::from_secs(3600));
+    hourly.tick().await;
+    loop {
+        hourly.tick().await;
+        let made = match pool.get().await {
+            Ok(client) => audit::partitions_ahead(&client).await,
+            Err(error) => Err(pool_error(error)),
+        };
+        if let Err(error) = made {
+            tracing::warn!(%error, "could not make the audit tables of this month and the next");
+        }
+    }
+}
+
 /// Whether a URL names a PostgreSQL database (`postgres://`, `postgresql://`).
 pub fn is_postgres_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
@@ -183,12 +201,14 @@ impl PostgresStore {
                         }
                     })?;
             }
-            schema::migrate(&mut client).await
+            schema::migrate(&mut client).await?;
+            audit::partitions_ahead(&client).await
         })?;
         let (config, channel) = listener;
         store
             .handle
             .spawn(listen::listen(config, channel, Arc::clone(&store.notify)));
+        store.handle.spawn(audit_months_ahead(store.pool.clone()));
         Ok(store)
     }
 

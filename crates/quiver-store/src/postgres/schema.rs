@@ -47,10 +47,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "run fencing epochs and the instance registry (SQLite schema 16)",
         sql: V5,
     },
+    Migration {
+        version: 6,
+        name: "the audit log partitioned by month",
+        sql: V6,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 5;
+pub const PG_SCHEMA_VERSION: i64 = 6;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -422,4 +427,93 @@ CREATE TABLE instances (
     reaped_at    BIGINT,
     reaped_by    TEXT
 );
+"#;
+
+/// Version 6: the audit log partitioned by month of its `time` (UTC), each month a table
+/// `audit_YYYY_MM`, and `audit_default` for a row no month table takes, so an insert never
+/// fails. The existing rows move over with their ids (the id sequence continues after them);
+/// the row triggers refusing `UPDATE` and `DELETE` are the parent's, which every partition
+/// inherits; `TRUNCATE` of a partition is refused by a trigger on each, made with it.
+/// `quiver_audit_partition(ms)` makes the month table of a time if it is missing (never
+/// failing: a month whose rows already sit in `audit_default` stays there); the store calls
+/// `quiver_audit_partitions_ahead(now)` (this month and the next) when it opens and hourly.
+const V6: &str = r#"
+ALTER TABLE audit RENAME TO audit_unpartitioned;
+CREATE TABLE audit (
+    id              BIGINT GENERATED ALWAYS AS IDENTITY,
+    time            BIGINT NOT NULL,
+    kind            TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    call_id         TEXT,
+    principal       TEXT NOT NULL,
+    origin          TEXT NOT NULL,
+    tool            TEXT,
+    skill           TEXT,
+    argument_digest TEXT,
+    decisions       TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    duration_ms     BIGINT NOT NULL,
+    cached          BOOLEAN NOT NULL,
+    detail          TEXT
+) PARTITION BY RANGE (time);
+
+CREATE FUNCTION quiver_audit_partition(at_ms BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    month TIMESTAMP;
+    name  TEXT;
+BEGIN
+    -- year 1 to 9999: a time beyond goes to the default partition
+    IF at_ms NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RETURN;
+    END IF;
+    month := date_trunc('month', to_timestamp(at_ms / 1000.0) AT TIME ZONE 'UTC');
+    name := 'audit_' || to_char(month, 'YYYY_MM');
+    IF to_regclass(format('%I.%I', current_schema(), name)) IS NOT NULL THEN
+        RETURN;
+    END IF;
+    BEGIN
+        EXECUTE format('CREATE TABLE %I PARTITION OF audit FOR VALUES FROM (%s) TO (%s)', name,
+            (extract(epoch FROM month) * 1000)::BIGINT,
+            (extract(epoch FROM month + INTERVAL '1 month') * 1000)::BIGINT);
+        EXECUTE format('CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON %I '
+            'FOR EACH STATEMENT EXECUTE FUNCTION quiver_audit_append_only()', name);
+    EXCEPTION WHEN OTHERS THEN
+        -- another instance made it at the same moment, or rows of that month already sit in
+        -- the default partition: the row goes there
+        RAISE NOTICE 'no audit partition %: %', name, SQLERRM;
+    END;
+END;
+$$;
+
+CREATE FUNCTION quiver_audit_partitions_ahead(now_ms BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM quiver_audit_partition(now_ms);
+    PERFORM quiver_audit_partition((extract(epoch FROM date_trunc('month',
+        to_timestamp(now_ms / 1000.0) AT TIME ZONE 'UTC') + INTERVAL '1 month') * 1000)::BIGINT);
+END;
+$$;
+
+CREATE TABLE audit_default PARTITION OF audit DEFAULT;
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit_default
+    FOR EACH STATEMENT EXECUTE FUNCTION quiver_audit_append_only();
+SELECT quiver_audit_partition(min(time)) FROM audit_unpartitioned
+    WHERE time BETWEEN -62135596800000 AND 253402300799999
+    GROUP BY date_trunc('month', to_timestamp(time / 1000.0) AT TIME ZONE 'UTC');
+INSERT INTO audit OVERRIDING SYSTEM VALUE SELECT * FROM audit_unpartitioned ORDER BY id;
+DO $$
+BEGIN
+    EXECUTE format('ALTER TABLE audit ALTER COLUMN id RESTART WITH %s',
+        (SELECT coalesce(max(id), 0) + 1 FROM audit));
+END;
+$$;
+DROP TABLE audit_unpartitioned;
+
+ALTER TABLE audit ADD PRIMARY KEY (id, time);
+CREATE INDEX audit_by_session ON audit (session_id);
+CREATE INDEX audit_by_tool ON audit (tool) WHERE tool IS NOT NULL;
+CREATE INDEX audit_by_time ON audit (time);
+CREATE TRIGGER audit_no_update BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION quiver_audit_append_only();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+    FOR EACH STATEMENT EXECUTE FUNCTION quiver_audit_append_only();
 "#;
