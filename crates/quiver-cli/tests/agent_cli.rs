@@ -195,7 +195,24 @@ fn chat_m_json_shows_each_call_with_its_decisions_and_the_tokens() {
         v["session"].as_str().unwrap(),
     ]);
     let records = json(&audit);
-    assert_eq!(records.as_array().unwrap().len(), 3);
+    let kinds: Vec<&str> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    // The three calls, and the counted turn's tokens against the eager baseline.
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "call").count(),
+        3,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "turn").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
     // Without --json the reply alone goes to stdout and the calls to stderr.
     server.push([Move::text("你好！")]);
     let out = env.quiver(&["chat", "-m", "你好"]);

@@ -188,19 +188,27 @@ fn a_busy_loop_under_a_small_cpu_limit_is_throttled_and_cpu_seconds_stop_it() {
         "a twentieth of a core, but it had {throttled:.2} of one"
     );
     // The same loop without the limit gets more, though on a machine busy with other work
-    // (a CI run shares two cores) it may get far less than a core: the best of three runs.
-    let mut best = 0.0_f64;
-    for _ in 0..3 {
-        let (free, _) = world.call("free");
-        best = best.max(free["content"]["share"].as_f64().unwrap());
-        if best > 2.0 * throttled {
-            break;
+    // (a CI run shares two cores) it may get far less than a core: the best of three runs. On
+    // a machine loaded past twice its cores even an unlimited loop may get no more than the
+    // limit, so the comparison says so and stands aside (the bound above still holds).
+    if overloaded() {
+        eprintln!(
+            "the machine is loaded past twice its cores: the unlimited comparison is skipped"
+        );
+    } else {
+        let mut best = 0.0_f64;
+        for _ in 0..3 {
+            let (free, _) = world.call("free");
+            best = best.max(free["content"]["share"].as_f64().unwrap());
+            if best > 2.0 * throttled {
+                break;
+            }
         }
+        assert!(
+            best > 2.0 * throttled,
+            "without the limit {best:.2}, with it {throttled:.2}"
+        );
     }
-    assert!(
-        best > 2.0 * throttled,
-        "without the limit {best:.2}, with it {throttled:.2}"
-    );
     // One CPU second, then the kernel stops it, long before its 20 s loop or its timeout.
     let started = Instant::now();
     let (forever, _) = world.call("forever");
@@ -210,4 +218,14 @@ fn a_busy_loop_under_a_small_cpu_limit_is_throttled_and_cpu_seconds_stop_it() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Whether the one-minute load average is over twice the cores (`/proc/loadavg`).
+fn overloaded() -> bool {
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    load > 2.0 * cores as f64
 }
