@@ -206,6 +206,7 @@ fn kill_9_mid_approval_loses_nothing_and_the_retry_elsewhere_runs_once() {
     let env = Env::new(&server, "faults_approval", package(false));
     let instances = env.three();
     let (mut on_a, conversation) = consented(&env, instances[0].port);
+    let since = mark(&env);
     let args = json!({"tag": "a"});
     // A client that cannot elicit: the question is left as a card and the call answered
     // `pending` at once (docs/mcp.md).
@@ -243,6 +244,8 @@ fn kill_9_mid_approval_loses_nothing_and_the_retry_elsewhere_runs_once() {
     assert_eq!(used, "1", "cards answered: {answered:?}");
     env.assert_approvals_sound();
     env.assert_audit_complete(Duration::from_secs(20));
+    // The audit has the one run's end, and nothing else ran (the `pending` answers left out).
+    assert_eq!(call_ends(&env, since), ["ok"]);
 }
 
 /// The backend pids of the `LISTEN` connections on the test's database.
@@ -511,7 +514,6 @@ fn a_per_second_schedule_fires_once_per_second_across_three_instances() {
         .filter(|l| l.starts_with("slow:tick-"))
         .collect();
     let all = ticks.len();
-    ticks.dedup();
     ticks.sort();
     ticks.dedup();
     assert_eq!(ticks.len(), all, "a fire ran twice: {ledger:?}");
