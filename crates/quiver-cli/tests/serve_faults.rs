@@ -6,6 +6,9 @@
 //! - `kill -9` after a call asked for an approval on it: the card is answered with
 //!   `quiver approvals approve` against the database, the client's retry on another instance
 //!   runs the call once, and a second retry asks again (the approval is used once);
+//! - `kill -9` of the instance holding a call at its approval form (a client that shows
+//!   forms): the call is ended `interrupted` at `approval`, and the client's retry on another
+//!   instance is asked again, then runs once;
 //! - the `LISTEN` connections killed (`pg_terminate_backend`): the listeners reconnect, and a
 //!   workflow run's approval answered meanwhile still resumes the run;
 //! - PostgreSQL restarted under load (`scripts/pg-cluster.sh restart` of a cluster the test
@@ -32,7 +35,7 @@ use serde_json::{Value, json};
 mod instances;
 mod support;
 
-use instances::mcp::{Client, handle, text};
+use instances::mcp::{Client, Next, handle, text};
 use instances::{Env, psql, write};
 
 /// The package `clock`: `slow` (exposed, never asks) and `gate` (exposed, asks a person every
@@ -246,6 +249,65 @@ fn kill_9_mid_approval_loses_nothing_and_the_retry_elsewhere_runs_once() {
     env.assert_audit_complete(Duration::from_secs(20));
     // The audit has the one run's end, and nothing else ran (the `pending` answers left out).
     assert_eq!(call_ends(&env, since), ["ok"]);
+}
+
+/// The next thing on the streams of `client`'s call `id` is a question; its request id.
+fn question(client: &Client, id: u64) -> Value {
+    match client.next(id) {
+        Next::Question(id, _) => id,
+        other => panic!("no question: {other:?}"),
+    }
+}
+
+#[test]
+fn kill_9_of_the_instance_holding_a_call_at_its_question_ends_it_interrupted_and_the_retry_asks_again()
+ {
+    let Some(server) = instances::postgres() else {
+        return;
+    };
+    let env = Env::new(&server, "faults_held", package(false));
+    let instances = env.three();
+    let forms = json!({"elicitation": {"form": {}}});
+    // A client that shows forms: consent for the conversation, given in a form.
+    let mut on_a = Client::connect_with(instances[0].port, env.home.path(), forms.clone());
+    let first = on_a.start("clock__slow", json!({"tag": "c"}), None);
+    on_a.answer(&question(&on_a, first), "allow_conversation");
+    let Next::Result(result) = on_a.next(first) else {
+        panic!("no result")
+    };
+    assert!(!is_error(&result), "{result}");
+    let conversation = handle(&result);
+    let since = mark(&env);
+    // The call waits on A for the person's answer to its approval form; A is killed.
+    let held = on_a.start("clock__gate", json!({"tag": "h"}), Some(&conversation));
+    question(&on_a, held);
+    env.wait("the held call's start", Duration::from_secs(10), || {
+        psql(&env.url, "SELECT count(*) FROM calls_in_flight") == "1"
+    });
+    instances[0].signal("KILL");
+    assert!(matches!(on_a.next(held), Next::Gone));
+    env.wait("the held call's end", Duration::from_secs(20), || {
+        call_ends(&env, since) == ["interrupted"]
+    });
+    let decisions = psql(
+        &env.url,
+        &format!("SELECT decisions FROM audit WHERE status = 'interrupted' AND id > {since}"),
+    );
+    assert!(decisions.contains("approval"), "{decisions}");
+    assert_eq!(ran(&env, "gate:h"), 0);
+    // The client's retry on B, in the same conversation: asked again (nothing was answered),
+    // then run once.
+    let mut on_b = Client::connect_with(instances[1].port, env.home.path(), forms);
+    let retry = on_b.start("clock__gate", json!({"tag": "h"}), Some(&conversation));
+    on_b.answer(&question(&on_b, retry), "allow_once");
+    let Next::Result(result) = on_b.next(retry) else {
+        panic!("no result")
+    };
+    assert!(!is_error(&result), "{result}");
+    assert_eq!(ran(&env, "gate:h"), 1);
+    assert_eq!(call_ends(&env, since), ["interrupted", "ok"]);
+    env.assert_approvals_sound();
+    env.assert_audit_complete(Duration::from_secs(5));
 }
 
 /// The backend pids of the `LISTEN` connections on the test's database.

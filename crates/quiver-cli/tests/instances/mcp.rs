@@ -2,9 +2,10 @@
 //! its `Mcp-Session-Id` session), enough to call tools on an instance and read the answer,
 //! with the owner's bearer token from the state folder.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::mpsc::{Receiver, Sender, channel};
 
 use serde_json::{Value, json};
 
@@ -14,6 +15,10 @@ pub struct Client {
     token: String,
     session: String,
     next: u64,
+    /// The messages of the streams of calls started with [`Client::start`] and of the
+    /// session's `GET` stream (opened by the first of them).
+    streams: (Sender<Tagged>, Receiver<Tagged>),
+    listening: bool,
 }
 
 /// One HTTP exchange: the response's headers (lower-cased) and its decoded body.
@@ -76,12 +81,18 @@ impl Client {
     /// Opens a session on the instance at `port`, with the owner's token of the state
     /// folder `home`.
     pub fn connect(port: u16, home: &Path) -> Client {
+        Client::connect_with(port, home, json!({}))
+    }
+
+    /// Opens a session declaring `capabilities` (`{"elicitation": {"form": {}}}`: the client
+    /// shows forms).
+    pub fn connect_with(port: u16, home: &Path, capabilities: Value) -> Client {
         let token = super::find(home, "mcp-token")
             .first()
             .map(|p| std::fs::read_to_string(p).unwrap().trim().to_owned())
             .unwrap_or_else(|| panic!("no mcp-token under {}", home.display()));
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "fault-test", "version": "1"}}});
         let bearer = format!("Bearer {token}");
         let (head, body) = post(port, &[("Authorization", &bearer)], &init.to_string()).unwrap();
@@ -97,6 +108,8 @@ impl Client {
             token,
             session,
             next: 1,
+            streams: channel(),
+            listening: false,
         };
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         client.send(&note.to_string()).unwrap();
@@ -114,6 +127,69 @@ impl Client {
             ],
             body,
         )
+    }
+
+    /// Starts a call of `tool` whose answer streams, returning its id: the form questions the
+    /// server asks meanwhile are read with [`Client::next`] and answered with
+    /// [`Client::answer`].
+    pub fn start(&mut self, tool: &str, arguments: Value, handle: Option<&str>) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        let mut params = json!({"name": tool, "arguments": arguments});
+        if let Some(handle) = handle {
+            params["_meta"] = json!({"io.quiver/conversation": handle});
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+            .to_string();
+        if !self.listening {
+            self.listening = true;
+            let mut events = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+            write!(
+                events,
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\nConnection: close\r\nAuthorization: Bearer {}\r\nMcp-Session-Id: {}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n",
+                self.port, self.token, self.session
+            )
+            .unwrap();
+            pump(events, 0, self.streams.0.clone());
+        }
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\nAuthorization: Bearer {}\r\nMcp-Session-Id: {}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n{body}",
+            self.port,
+            body.len(),
+            self.token,
+            self.session
+        )
+        .unwrap();
+        pump(stream, id, self.streams.0.clone());
+        id
+    }
+
+    /// Waits for the next question, or the result of the call `id`.
+    pub fn next(&self, id: u64) -> Next {
+        loop {
+            match self.streams.1.recv() {
+                Ok((_, Some(message))) if message["method"] == "elicitation/create" => {
+                    let text = message["params"]["message"].as_str().unwrap_or_default();
+                    return Next::Question(message["id"].clone(), text.to_owned());
+                }
+                Ok((_, Some(message))) if message["id"] == json!(id) => {
+                    return Next::Result(message["result"].clone());
+                }
+                Ok((tag, None)) if tag == id || tag == 0 => return Next::Gone,
+                Ok(_) => {}
+                Err(_) => return Next::Gone,
+            }
+        }
+    }
+
+    /// Answers the server's request `id` (a form) with `decision` (`allow_once`, `deny`, ...).
+    pub fn answer(&self, id: &Value, decision: &str) {
+        let reply = json!({"jsonrpc": "2.0", "id": id, "result": {
+            "action": "accept", "content": {"decision": decision}}});
+        let (head, _) = self.send(&reply.to_string()).unwrap();
+        assert!(head.starts_with("http/1.1 20"), "{head}");
     }
 
     /// Calls `tool` with `arguments`, in the conversation `handle` when given; the result, or
@@ -136,6 +212,39 @@ impl Client {
             .ok_or_else(|| std::io::Error::other(format!("no answer to {id}: {head}\n{body}")))?;
         Ok(message["result"].clone())
     }
+}
+
+/// What came next on a call's streams.
+#[derive(Debug)]
+pub enum Next {
+    /// The server asks a question: the request's id and its message.
+    Question(Value, String),
+    /// The call's result.
+    Result(Value),
+    /// The stream ended without a result (the instance went away).
+    Gone,
+}
+
+/// One message of a stream (`None`: the stream ended), tagged with the call whose request it
+/// answers (0: the session's `GET` stream).
+type Tagged = (u64, Option<Value>);
+
+/// Reads the SSE messages of `stream` into `sink`, then `None` once it ends.
+fn pump(stream: TcpStream, tag: u64, sink: Sender<Tagged>) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if let Some(data) = line.trim().strip_prefix("data:")
+                && let Ok(message) = serde_json::from_str::<Value>(data.trim())
+                && sink.send((tag, Some(message))).is_err()
+            {
+                return;
+            }
+            line.clear();
+        }
+        let _ = sink.send((tag, None));
+    });
 }
 
 /// The conversation handle a result carries.
