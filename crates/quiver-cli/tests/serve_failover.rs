@@ -13,29 +13,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hmac::{Hmac, Mac};
-use serde_json::Value;
-use sha2::Sha256;
-
+mod instances;
 mod support;
 
-use support::Server;
-
-/// The lease the instances take on a step (`QUIVER_WORKFLOW_LEASE_MS`).
-const LEASE_MS: u64 = 3_000;
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use instances::{Env, Instance, LEASE_MS, postgres, psql, write};
 
 /// The package `clock`: a tool (perception, so re-run safe) that appends its step's
 /// idempotency key to a ledger, sleeps `sleep` seconds and returns its arguments; a workflow
@@ -63,274 +47,58 @@ fn package(root: &Path) {
     );
 }
 
-const SECRET: &str = "s3cret-for-hooks";
-
-/// Runs one statement with `psql` against `url` and returns its rows, `|`-separated.
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([url, "-qtA", "-v", "ON_ERROR_STOP=1", "-c", sql])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "psql {sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+/// Starts a run of `slow` through `instance`'s webhook, its step sleeping `sleep` s.
+fn start(env: &Env, instance: &Instance, sleep: u64) -> String {
+    let answer = env.hook(instance, "slow", &format!(r#"{{"sleep": {sleep}}}"#));
+    answer["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned()
 }
 
-fn postgres() -> Option<String> {
-    match std::env::var("QUIVER_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("QUIVER_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "QUIVER_REQUIRE_POSTGRES=1 but QUIVER_TEST_POSTGRES is not set"
-            );
-            eprintln!("skipped: QUIVER_TEST_POSTGRES is not set (scripts/pg-cluster.sh start DIR)");
-            None
-        }
-    }
+/// The run's attempts of its step: `(attempt, status)`, in order.
+fn attempts(env: &Env, run: &str) -> Vec<(i64, String)> {
+    psql(
+        &env.url,
+        &format!("SELECT attempt, status FROM wf_attempts WHERE run_id = '{run}' ORDER BY attempt"),
+    )
+    .lines()
+    .map(|l| {
+        let (n, s) = l.split_once('|').unwrap();
+        (n.parse().unwrap(), s.to_owned())
+    })
+    .collect()
 }
 
-/// One instance: the process, its port, and what it logged.
-struct Instance {
-    server: Server,
-    port: u16,
-    log: Arc<Mutex<String>>,
+/// How many attempts of `run`'s step started their tool (the ledger's lines).
+fn started(env: &Env, run: &str) -> usize {
+    let key = format!("{run}:m");
+    env.ledger().iter().filter(|l| **l == key).count()
 }
 
-impl Instance {
-    fn pid(&self) -> u32 {
-        self.server.0.id()
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{signal}"), &self.pid().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{signal}");
-    }
-
-    fn logged(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-/// A state folder and a database of its own on the server (dropped with the test).
-struct Env {
-    home: tempfile::TempDir,
-    packages: tempfile::TempDir,
-    server: String,
-    url: String,
-    name: String,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        psql(
-            &self.server,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
-    }
-}
-
-impl Env {
-    fn new(server: &str, tag: &str) -> Env {
-        let name = format!("failover_{tag}_{}", std::process::id());
-        psql(
-            server,
-            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-        );
-        psql(server, &format!("CREATE DATABASE {name}"));
-        let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
-        let env = Env {
-            home: tempfile::tempdir().unwrap(),
-            packages: tempfile::tempdir().unwrap(),
-            server: server.to_owned(),
-            url: format!("{base}/{name}"),
-            name,
-        };
-        package(env.packages.path());
-        write(
-            env.home.path(),
-            "config.yaml",
-            &format!(
-                "database: {}\nruntime:\n  settings:\n    clock:\n      hook_secret: {SECRET}\n",
-                env.url
-            ),
-        );
-        env
-    }
-
-    /// `quiver serve --http` on a free port, once it listens; its log kept.
-    fn serve(&self) -> Instance {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quiver"))
-            .args(["--root", self.packages.path().to_str().unwrap()])
-            .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-            .env("QUIVER_HOME", self.home.path())
-            .env("QUIVER_CONFIG", self.home.path().join("config.yaml"))
-            .env("QUIVER_WORKFLOW_LEASE_MS", LEASE_MS.to_string())
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let log = Arc::new(Mutex::new(String::new()));
-        loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "the server exited: {}",
-                log.lock().unwrap()
-            );
-            log.lock().unwrap().push_str(&line);
-            if line.contains("/hooks/") {
-                break;
-            }
-        }
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-                kept.lock().unwrap().push_str(&line);
-                line.clear();
-            }
-        });
-        Instance {
-            server: Server(child),
-            port,
-            log,
-        }
-    }
-
-    /// Starts a run of `slow` through `instance`'s webhook, its step sleeping `sleep` s.
-    fn start(&self, instance: &Instance, sleep: u64) -> String {
-        let body = format!(r#"{{"sleep": {sleep}}}"#);
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            .to_string();
-        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-        mac.update(format!("{at}..").as_bytes());
-        mac.update(body.as_bytes());
-        let signature = format!("sha256={}", hex(&mac.finalize().into_bytes()));
-        let mut stream = TcpStream::connect(("127.0.0.1", instance.port)).unwrap();
-        write!(
-            stream,
-            "POST /hooks/clock/slow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nX-Quiver-Signature: {signature}\r\nX-Quiver-Timestamp: {at}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (_, json) = response.split_once("\r\n\r\n").unwrap();
-        let answer: Value = serde_json::from_str(json.trim()).unwrap();
-        answer["run_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{response}"))
-            .to_owned()
-    }
-
-    /// One column of the run's row.
-    fn run_field(&self, run: &str, column: &str) -> String {
-        psql(
-            &self.url,
-            &format!("SELECT {column} FROM wf_runs WHERE id = '{run}'"),
-        )
-    }
-
-    /// The run's attempts of its step: `(attempt, status)`, in order.
-    fn attempts(&self, run: &str) -> Vec<(i64, String)> {
-        psql(
-            &self.url,
-            &format!(
-                "SELECT attempt, status FROM wf_attempts WHERE run_id = '{run}' ORDER BY attempt"
-            ),
-        )
-        .lines()
-        .map(|l| {
-            let (n, s) = l.split_once('|').unwrap();
-            (n.parse().unwrap(), s.to_owned())
-        })
-        .collect()
-    }
-
-    /// How many attempts of `run`'s step started their tool (the ledger's lines).
-    fn started(&self, run: &str) -> usize {
-        let key = format!("{run}:m");
-        find(self.home.path(), "ledger")
-            .iter()
-            .map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap()
-                    .lines()
-                    .filter(|l| *l == key)
-                    .count()
-            })
-            .sum()
-    }
-
-    /// Waits (at most `limit`) until `done` holds.
-    fn wait(&self, what: &str, limit: Duration, done: impl Fn() -> bool) -> Duration {
-        let started = Instant::now();
-        while !done() {
-            assert!(started.elapsed() < limit, "{what} did not happen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        started.elapsed()
-    }
-
-    /// The instance holding `run`'s lease (its owner id ends with the holder's pid).
-    fn holder<'i>(&self, run: &str, instances: &'i [Instance]) -> &'i Instance {
-        let owner = self.run_field(run, "lease_owner");
-        instances
-            .iter()
-            .find(|i| owner.ends_with(&format!("/{}", i.pid())))
-            .unwrap_or_else(|| panic!("no instance holds {run}: `{owner}`"))
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn find(dir: &Path, name: &str) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(find(&path, name));
-        } else if path.file_name().is_some_and(|n| n == name) {
-            out.push(path);
-        }
-    }
-    out
+/// The instance holding `run`'s lease (its owner id ends with the holder's pid).
+fn holder<'i>(env: &Env, run: &str, instances: &'i [Instance]) -> &'i Instance {
+    let owner = env.run_field(run, "lease_owner");
+    instances
+        .iter()
+        .find(|i| owner.ends_with(&format!("/{}", i.pid())))
+        .unwrap_or_else(|| panic!("no instance holds {run}: `{owner}`"))
 }
 
 #[test]
 fn kill_9_of_the_instance_holding_a_step_hands_its_run_over_after_the_lease() {
     let Some(server) = postgres() else { return };
-    let env = Env::new(&server, "kill");
+    let env = Env::new(&server, "failover_kill", package);
     let instances: Vec<Instance> = (0..3).map(|_| env.serve()).collect();
-    let run = env.start(&instances[0], 4);
+    let run = start(&env, &instances[0], 4);
     env.wait("the step's start", Duration::from_secs(30), || {
-        env.started(&run) == 1
+        started(&env, &run) == 1
     });
-    let holder = env.holder(&run, &instances);
+    let holder = holder(&env, &run, &instances);
     let epoch: i64 = env.run_field(&run, "epoch").parse().unwrap();
     holder.signal("KILL");
     let failover = env.wait("the takeover", Duration::from_secs(30), || {
-        env.started(&run) == 2
+        started(&env, &run) == 2
     });
     eprintln!(
         "workflow failover after kill -9: {} ms (lease {LEASE_MS} ms; target lease + 2000 ms)",
@@ -346,7 +114,7 @@ fn kill_9_of_the_instance_holding_a_step_hands_its_run_over_after_the_lease() {
     // The step ended once: the dead instance's attempt crashed, the taker's succeeded, under
     // the next epoch.
     assert_eq!(
-        env.attempts(&run),
+        attempts(&env, &run),
         [(1, "crashed".to_owned()), (2, "ok".to_owned())]
     );
     assert_eq!(env.run_field(&run, "epoch"), (epoch + 1).to_string());
@@ -376,23 +144,23 @@ fn kill_9_of_the_instance_holding_a_step_hands_its_run_over_after_the_lease() {
 #[test]
 fn a_holder_stopped_past_its_lease_has_its_late_result_refused() {
     let Some(server) = postgres() else { return };
-    let env = Env::new(&server, "stop");
+    let env = Env::new(&server, "failover_stop", package);
     let instances: Vec<Instance> = (0..3).map(|_| env.serve()).collect();
-    let run = env.start(&instances[1], 2);
+    let run = start(&env, &instances[1], 2);
     env.wait("the step's start", Duration::from_secs(30), || {
-        env.started(&run) == 1
+        started(&env, &run) == 1
     });
-    let holder = env.holder(&run, &instances);
+    let holder = holder(&env, &run, &instances);
     // Stopped mid-step: its tool (a process group of its own) ends meanwhile, unread.
     holder.signal("STOP");
     env.wait("the takeover", Duration::from_secs(30), || {
-        env.started(&run) == 2
+        started(&env, &run) == 2
     });
     env.wait("the taker's result", Duration::from_secs(30), || {
         env.run_field(&run, "status") == "completed"
     });
     let taken = (
-        env.attempts(&run),
+        attempts(&env, &run),
         env.run_field(&run, "epoch"),
         env.run_field(&run, "output"),
     );
@@ -405,7 +173,7 @@ fn a_holder_stopped_past_its_lease_has_its_late_result_refused() {
     // Fenced: nothing the woken holder did changed the rows.
     assert_eq!(
         (
-            env.attempts(&run),
+            attempts(&env, &run),
             env.run_field(&run, "epoch"),
             env.run_field(&run, "output"),
         ),
@@ -414,10 +182,6 @@ fn a_holder_stopped_past_its_lease_has_its_late_result_refused() {
     assert_eq!(taken.0, [(1, "crashed".to_owned()), (2, "ok".to_owned())]);
     // Every instance still serves.
     for instance in &instances {
-        assert!(
-            TcpStream::connect(("127.0.0.1", instance.port)).is_ok(),
-            "{}",
-            instance.logged()
-        );
+        assert!(instance.serves(), "{}", instance.logged());
     }
 }
