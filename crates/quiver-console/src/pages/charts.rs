@@ -157,11 +157,16 @@ pub(crate) struct TurnTokens {
     pub eager_tokens: Option<u64>,
 }
 
-/// The counted turns among `records` (oldest first), at most [`MAX_TURNS`] of the newest.
+/// The counted turns among `records` (oldest first: by time, then by id for turns of one
+/// millisecond), at most [`MAX_TURNS`] of the newest.
 pub(crate) fn turn_tokens(records: &[AuditRecord]) -> Vec<TurnTokens> {
-    let mut turns: Vec<TurnTokens> = records
+    let mut records: Vec<&AuditRecord> = records
         .iter()
         .filter(|r| r.entry.kind.as_str() == TURN_KIND)
+        .collect();
+    records.sort_by_key(|r| (r.entry.time, r.id));
+    let turns: Vec<TurnTokens> = records
+        .into_iter()
         .filter_map(|r| {
             let d = r.entry.detail.as_ref()?;
             Some(TurnTokens {
@@ -171,9 +176,8 @@ pub(crate) fn turn_tokens(records: &[AuditRecord]) -> Vec<TurnTokens> {
             })
         })
         .collect();
-    turns.sort_by_key(|t| t.at);
     let skip = turns.len().saturating_sub(MAX_TURNS);
-    turns.split_off(skip)
+    turns[skip..].to_vec()
 }
 
 /// A step's latency over its finished attempts.
@@ -497,6 +501,23 @@ mod tests {
         ];
         assert_eq!(got, want);
         assert!(calls_per_package(&records, &[], 10).is_empty());
+    }
+
+    #[test]
+    fn turns_of_one_millisecond_keep_their_order() {
+        let turn = |id: i64, tokens: u64| {
+            let mut entry = AuditEntry::new(AuditKind::from(TURN_KIND.to_owned()), "s");
+            entry.time = 7;
+            entry.detail = Some(serde_json::json!({"prompt_tokens": tokens}));
+            AuditRecord { id, entry }
+        };
+        // The audit answers newest first.
+        let records = [turn(9, 654), turn(8, 321)];
+        let tokens: Vec<u64> = turn_tokens(&records)
+            .iter()
+            .map(|t| t.prompt_tokens)
+            .collect();
+        assert_eq!(tokens, vec![321, 654]);
     }
 
     #[test]
