@@ -8,6 +8,7 @@
 //! - [`archive`]: reading any archive safely, into a staging folder, checked against its
 //!   manifest.
 //! - [`keys`] and [`trust`]: the user's signing keys and the publisher keys they trust.
+//! - [`summary`]: what a person reads before saying yes to an install.
 //! - [`store`]: the content-addressed, read-only store, the installed list under a file lock,
 //!   install, update, rollback and uninstall.
 //! - [`git`]: package folders from a git repository at a pinned commit.
@@ -43,6 +44,7 @@ pub mod lockfile;
 pub mod pack;
 pub mod scratch;
 pub mod store;
+pub mod summary;
 pub mod trust;
 
 pub use error::InstallError;

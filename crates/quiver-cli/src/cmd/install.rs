@@ -14,7 +14,6 @@ use quiver_install::lockfile::LockFile;
 use quiver_install::store::{CommitOptions, Committed, Record, Staged, Store};
 use quiver_install::trust::TrustStore;
 use quiver_package::distribution::permission_diff::{PermissionChange, escalates};
-use quiver_package::tool::Risk;
 use serde_json::json;
 
 use super::install_sources;
@@ -270,102 +269,22 @@ fn commit_one(
 
 /// Everything the user should see before saying yes, on stderr.
 fn describe(staged: &Staged, trust: &TrustStore) {
-    let r = &staged.record;
-    let p = &staged.package;
-    warn_confusable(staged);
-    let mut lines = vec![format!(
-        "{}/{} {}: {}",
-        r.publisher,
-        r.id,
-        r.version,
-        crate::shown(&p.description)
-    )];
-    if r.unsigned {
-        lines.push("  UNSIGNED: nothing vouches for this package".to_owned());
+    if let Ok(state) = state() {
+        for warning in quiver_install::summary::confusable_warnings(&Store::new(&state), staged) {
+            crate::err(&warning);
+        }
     }
-    for id in &r.signed_by {
-        let fp = trust
-            .keys
-            .iter()
-            .find(|k| &k.key_id == id)
-            .and_then(|k| {
-                quiver_package::distribution::signature::decode_public_key(&k.public_key).ok()
-            })
-            .map(|k| quiver_package::distribution::signature::fingerprint(&k))
-            .unwrap_or_default();
-        lines.push(format!("  signed by key {id} (fingerprint {fp})"));
-    }
-    lines.push(format!("  source: {}", crate::shown(&r.source)));
-    lines.push(format!("  digest: {}", r.digest));
-    let words = quiver_policy::permissions::describe_permissions(&r.permissions.to_permissions());
-    if words.is_empty() {
-        lines.push("  may: nothing beyond its own folder and data".to_owned());
-    }
-    for w in words {
-        lines.push(format!("  may: {w}"));
-    }
-    let exposed: Vec<&str> = p
-        .tools
+    let lines: Vec<String> = quiver_install::summary::describe(staged, Some(trust))
         .iter()
-        .filter(|t| t.expose)
-        .map(|t| t.name.as_str())
+        .enumerate()
+        .map(|(i, line)| {
+            let indent = if i == 0 { "" } else { "  " };
+            format!("{indent}{}", crate::shown(line))
+        })
         .collect();
-    lines.push(format!("  exposed tools: {}", list_or_none(&exposed)));
-    let dangerous: Vec<&str> = p
-        .tools
-        .iter()
-        .filter(|t| t.risk == Some(Risk::Dangerous) || t.risk_category.is_some())
-        .map(|t| t.name.as_str())
-        .collect();
-    lines.push(format!("  dangerous tools: {}", list_or_none(&dangerous)));
-    if !p.requirements.is_empty() {
-        let names: Vec<&str> = p
-            .requirements
-            .iter()
-            .filter_map(|r| r.split_whitespace().next())
-            .collect();
-        lines.push(format!(
-            "  python requirements (installed now into its own environment): {}",
-            list_or_none(&names)
-        ));
-    }
     crate::err(&lines.join("\n"));
     let base = std::env::current_dir().unwrap_or_default();
     crate::diagnostics::emit(&staged.diagnostics, false, &base);
-}
-
-/// Warns when the package's id looks like an installed package's of another publisher.
-fn warn_confusable(staged: &Staged) {
-    let Ok(state) = state() else {
-        return;
-    };
-    let Ok(installed) = Store::new(&state).installed() else {
-        return;
-    };
-    let r = &staged.record;
-    for v in installed.packages.values() {
-        let other = &v.current;
-        if other.publisher != r.publisher
-            && quiver_package::distribution::index::confusable(&other.id, &r.id)
-        {
-            crate::err(&format!(
-                "warning: `{}/{}` looks like the installed `{}/{}` of another publisher; check that it is the one you meant",
-                r.publisher, r.id, other.publisher, other.id
-            ));
-        }
-    }
-}
-
-fn list_or_none(items: &[&str]) -> String {
-    if items.is_empty() {
-        "none".to_owned()
-    } else {
-        items
-            .iter()
-            .map(|i| crate::shown(i).into_owned())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
 }
 
 /// The permission diff, one line per dimension, on stderr.

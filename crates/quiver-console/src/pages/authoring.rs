@@ -12,7 +12,6 @@ use axum::{Extension, Form};
 use quiver_install::InstallError;
 use quiver_install::store::{CommitOptions, Committed, Record, Staged, Store};
 use quiver_package::distribution::permission_diff::{PermissionChange, escalates};
-use quiver_package::tool::Risk;
 use quiver_runtime::operator::{Action, DraftStep};
 use serde::{Deserialize, Serialize};
 
@@ -264,18 +263,6 @@ pub(crate) struct Summary {
     pub diagnostics: Vec<String>,
 }
 
-fn list_or_none(items: &[&str]) -> String {
-    if items.is_empty() {
-        "none".to_owned()
-    } else {
-        items
-            .iter()
-            .map(|i| escape_invisible(i))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 /// The summary of `staged` (as `quiver install` describes a package before its question),
 /// with the permission changes against the installed version if any.
 fn summary(
@@ -284,54 +271,11 @@ fn summary(
     pending: Option<&(Record, Vec<PermissionChange>)>,
 ) -> Summary {
     let r = &staged.record;
-    let p = &staged.package;
-    let mut lines = Vec::new();
-    if let Ok(installed) = store.installed() {
-        for v in installed.packages.values() {
-            let other = &v.current;
-            if other.publisher != r.publisher
-                && quiver_package::distribution::index::confusable(&other.id, &r.id)
-            {
-                lines.push(format!(
-                    "warning: `{}/{}` looks like the installed `{}/{}` of another publisher; check that it is the one you meant",
-                    r.publisher, r.id, other.publisher, other.id
-                ));
-            }
-        }
-    }
-    lines.push(format!(
-        "{}/{} {}: {}",
-        r.publisher,
-        r.id,
-        r.version,
-        escape_invisible(&p.description)
-    ));
-    if r.unsigned {
-        lines.push("UNSIGNED: nothing vouches for this package".to_owned());
-    }
-    lines.push(format!("source: {}", escape_invisible(&r.source)));
-    lines.push(format!("digest: {}", r.digest));
-    let words = quiver_policy::permissions::describe_permissions(&r.permissions.to_permissions());
-    if words.is_empty() {
-        lines.push("may: nothing beyond its own folder and data".to_owned());
-    }
-    for w in words {
-        lines.push(format!("may: {}", escape_invisible(&w.to_string())));
-    }
-    let exposed: Vec<&str> = p
-        .tools
-        .iter()
-        .filter(|t| t.expose)
-        .map(|t| t.name.as_str())
+    let mut lines: Vec<String> = quiver_install::summary::confusable_warnings(store, staged)
+        .into_iter()
+        .chain(quiver_install::summary::describe(staged, None))
+        .map(|line| escape_invisible(&line))
         .collect();
-    lines.push(format!("exposed tools: {}", list_or_none(&exposed)));
-    let dangerous: Vec<&str> = p
-        .tools
-        .iter()
-        .filter(|t| t.risk == Some(Risk::Dangerous) || t.risk_category.is_some())
-        .map(|t| t.name.as_str())
-        .collect();
-    lines.push(format!("dangerous tools: {}", list_or_none(&dangerous)));
     let mut changes = Vec::new();
     if let Some((old, diff)) = pending {
         lines.push(format!("update from {} ({})", old.version, old.digest));
