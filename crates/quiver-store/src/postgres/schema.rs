@@ -47,10 +47,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "run fencing epochs and the instance registry (SQLite schema 16)",
         sql: V5,
     },
+    Migration {
+        version: 6,
+        name: "spent request states (SQLite schema 17)",
+        sql: V6,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 5;
+pub const PG_SCHEMA_VERSION: i64 = 6;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -422,4 +427,17 @@ CREATE TABLE instances (
     reaped_at    BIGINT,
     reaped_by    TEXT
 );
+"#;
+
+/// Version 6: as SQLite's version 17, the spent one-time nonces of MCP request states, shared
+/// by every instance, with the result of the call each resumed (`NULL` while it runs), kept
+/// until `expires_at` on the database's clock.
+const V6: &str = r#"
+CREATE TABLE request_states (
+    nonce      TEXT PRIMARY KEY NOT NULL,
+    spent_at   BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    result     TEXT
+);
+CREATE INDEX request_states_by_expiry ON request_states (expires_at);
 "#;
