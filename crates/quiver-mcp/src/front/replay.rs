@@ -58,6 +58,8 @@ impl Stored {
                 message: q.message.clone(),
                 state: q.state.clone(),
             },
+            // Replayed as [`FrontError::Interrupted`], which says so itself.
+            Err(FrontError::Interrupted(why)) => Stored::Failed { error: why.clone() },
             Err(error) => Stored::Failed {
                 error: error.to_string(),
             },
