@@ -26,8 +26,8 @@ use serde_json::{Map, Value, json};
 
 use crate::front::{
     Asker, CONVERSATION_META, CallRequest, CallResult, Caller, ConnectionSlot, Decision, Front,
-    FrontError, Link, LinkShower, PendingQuestion, Response, TURN_META, ToolSpec, Way,
-    card_message, way_to_ask,
+    FrontError, Link, LinkShower, PendingQuestion, REPLAYED_META, Response, TURN_META, ToolSpec,
+    Way, card_message, way_to_ask,
 };
 use crate::skills::{Child, SkillEntry, SkillFile, is_textual};
 
@@ -100,6 +100,9 @@ fn mcp_error(error: FrontError) -> ErrorData {
         }
         FrontError::Runtime(_) | FrontError::Interrupted(_) => {
             ErrorData::internal_error(error.to_string(), None)
+        }
+        FrontError::StillRunning => {
+            ErrorData::internal_error(error.to_string(), Some(json!({"retry": true})))
         }
     }
 }
@@ -655,7 +658,11 @@ impl ServerHandler for QuiverServer {
                     None,
                 ))
             }
-            CallResult::Done { outcome, handle } => {
+            CallResult::Done {
+                outcome,
+                handle,
+                replayed,
+            } => {
                 let mut content = outcome.content.clone();
                 if stateless && let Value::Object(map) = &mut content {
                     map.insert("conversation".into(), Value::String(handle.clone()));
@@ -687,6 +694,9 @@ impl ServerHandler for QuiverServer {
                 );
                 meta.0
                     .insert("io.quiver/call".into(), Value::String(outcome.call_id));
+                if replayed {
+                    meta.0.insert(REPLAYED_META.into(), Value::Bool(true));
+                }
                 result.meta = Some(meta);
                 Ok(result.into())
             }

@@ -30,6 +30,7 @@ mod conversation;
 mod definitions;
 mod meta;
 mod outcome;
+mod request_states;
 mod sessions;
 mod switches;
 mod turn;

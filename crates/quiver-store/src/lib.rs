@@ -61,6 +61,7 @@ mod error;
 pub mod instances;
 mod notify;
 mod postgres;
+pub mod request_states;
 mod sets;
 mod sqlite;
 mod types;
@@ -75,6 +76,7 @@ pub use card_state::OperatorCardState;
 pub use digest::{argument_digest, canonical_json};
 pub use error::{Result, StoreError};
 pub use postgres::{PG_SCHEMA_VERSION, PostgresOptions, PostgresStore, is_postgres_url};
+pub use request_states::Spend;
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
@@ -327,6 +329,18 @@ pub trait Store: Send + Sync {
     /// running, or interrupted), oldest first. A start is kept apart from the log, in calls in
     /// flight, and removed by the call's record (one transaction).
     fn unfinished_calls(&self) -> Result<Vec<AuditRecord>>;
+
+    // --- request states (crate::request_states) ---
+
+    /// Spends a request state's one-time `nonce`, kept `ttl_ms` on the store's clock: one
+    /// conditional insert, so of several spenders (on any instance) exactly one gets
+    /// [`Spend::First`]; the others read the call's stored result or that it still runs.
+    /// Expired nonces are pruned.
+    fn spend_request_state(&self, nonce: &str, ttl_ms: i64) -> Result<Spend>;
+
+    /// Stores the result of the call that spent `nonce`, once: `false` when the nonce is
+    /// unknown (expired) or its result was stored already.
+    fn finish_request_state(&self, nonce: &str, result: &Value) -> Result<bool>;
 }
 
 /// A store that keeps workflow runs too: what a host opens ([`SqliteStore`],

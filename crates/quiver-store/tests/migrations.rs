@@ -53,6 +53,7 @@ fn a_fresh_file_gets_the_whole_schema() {
             "operator_cards",
             "operator_state",
             "perception_cache",
+            "request_states",
             "sessions",
             "wf_attempts",
             "wf_cursors",

@@ -24,6 +24,7 @@ mod changes;
 mod conversation;
 mod links;
 mod questions;
+mod replay;
 mod suspended;
 mod turns;
 
@@ -43,6 +44,9 @@ use turns::HeldTurn;
 
 /// The `_meta` key (and result field) that carries the conversation handle.
 pub const CONVERSATION_META: &str = "io.quiver/conversation";
+/// The `_meta` key set (`true`) on a result replayed for a retried `requestState`: the stored
+/// answer of the call that ran for the first request with it, not a second run.
+pub const REPLAYED_META: &str = "io.quiver/replayed";
 /// The `_meta` key a client may send to say which turn of the conversation a request belongs
 /// to: requests with the same id share one turn (the active skills' `allowed-tools` and
 /// `disallowed-tools`, the turn's lockouts); a new id starts a new turn; without one, the
@@ -72,6 +76,12 @@ pub enum FrontError {
     /// The blocking worker panicked or was cancelled.
     #[error("the call was interrupted: {0}")]
     Interrupted(String),
+    /// The call a `requestState` answered is still running (on this instance or another):
+    /// the same request sent again later gets its result.
+    #[error(
+        "the call this requestState answered is still running: send the same request again in a moment to get its result"
+    )]
+    StillRunning,
 }
 
 /// Who is calling, as the transport established it.
@@ -117,6 +127,9 @@ pub enum CallResult {
         outcome: CallOutcome,
         /// The conversation handle to pass on later requests.
         handle: String,
+        /// Whether this is the stored answer of a call that ran for an earlier request with
+        /// the same `requestState`, replayed rather than run again.
+        replayed: bool,
     },
     /// The person must answer first (2026-07-28).
     NeedsInput(PendingQuestion),
@@ -145,7 +158,6 @@ pub struct Front {
     config: McpConfig,
     sealer: Sealer,
     skills: Mutex<Option<(u64, Arc<SkillIndex>)>>,
-    used_states: Mutex<HashMap<String, u64>>,
     turns: Mutex<HashMap<String, HeldTurn>>,
     /// When idle conversations were last deleted (Unix ms).
     purged: AtomicI64,
@@ -164,6 +176,14 @@ fn now_ms() -> i64 {
     i64::try_from(now_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
+/// Where a call starts: the answers its sealed state carries, the console card a link showed
+/// (and whether the person opened it), and its conversation.
+struct Begun {
+    done: Vec<(CardKey, Decision)>,
+    shown: Option<(String, bool)>,
+    session: String,
+}
+
 impl Front {
     /// A front over `runtime`, sealing handles and request states with `secret`.
     pub fn new(runtime: Arc<Runtime>, config: McpConfig, secret: Vec<u8>) -> Front {
@@ -172,7 +192,6 @@ impl Front {
             config,
             sealer: Sealer::new(secret),
             skills: Mutex::new(None),
-            used_states: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),
             purged: AtomicI64::new(0),
             provisional: Mutex::new(HashMap::new()),
@@ -326,39 +345,92 @@ impl Front {
     /// Runs a call through the pipeline on a blocking thread. With [`Asker::Deferred`] a
     /// question suspends the call and is returned to the client; the retry carrying its
     /// answer continues the same call (or, when it is no longer held, runs it again with the
-    /// answers sealed in its state).
+    /// answers sealed in its state). A state is spent once across every instance on the
+    /// store: the answer of the call it resumed is stored under it, and the same request sent
+    /// again gets that answer replayed ([`FrontError::StillRunning`] until there is one).
     pub async fn call(
         self: &Arc<Self>,
         caller: &Caller,
-        slot: &ConnectionSlot,
+        slot: &Arc<ConnectionSlot>,
         request: CallRequest,
         asker: Asker,
     ) -> Result<CallResult, FrontError> {
         let args_digest = digest(&request.arguments);
-        let mut done = Vec::new();
-        let mut shown = None;
-        let session = if let Some((sealed, response)) = &request.resume {
-            let state = self.open_state(caller, sealed, &request, &args_digest)?;
-            let session =
-                self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
-            self.spend(&state)?;
-            if let Some(mut call) = self.suspended.take(&state.n) {
-                match &state.c {
-                    Some(_) => call.opened(response.opened()),
-                    None => call.answer(response.decision()),
-                }
-                return self.drive(caller, slot, &request, args_digest, call).await;
-            }
-            done = state.done;
-            // A link's reply is not an answer: the card in the console holds that.
-            match state.c {
-                Some(card) => shown = Some((card, response.opened())),
-                None => done.push((state.ask, response.decision())),
-            }
-            session
-        } else {
-            self.conversation(caller, slot, request.handle.as_deref())?
+        let Some((sealed, response)) = &request.resume else {
+            let session = self.conversation(caller, slot, request.handle.as_deref())?;
+            let begun = Begun {
+                done: Vec::new(),
+                shown: None,
+                session,
+            };
+            return self
+                .run(caller, slot, &request, asker, args_digest, begun)
+                .await;
         };
+        let state = self.open_state(caller, sealed, &request, &args_digest)?;
+        let session = self.resumed_conversation(caller, slot, request.handle.as_deref(), &state)?;
+        if let Some(replayed) = self.spend(&state)? {
+            return Ok(replayed);
+        }
+        // Spent: the call's answer must reach the store even when this request is dropped
+        // (the client's connection lost), so its retry finds it; the work runs in a task.
+        let (front, caller, slot, response) =
+            (self.clone(), caller.clone(), slot.clone(), response.clone());
+        let task = tokio::spawn(async move {
+            let nonce = state.n.clone();
+            let result = match front.suspended.take(&nonce) {
+                Some(mut call) => {
+                    match &state.c {
+                        Some(_) => call.opened(response.opened()),
+                        None => call.answer(response.decision()),
+                    }
+                    front
+                        .drive(&caller, &slot, &request, args_digest, call)
+                        .await
+                }
+                None => {
+                    let mut done = state.done;
+                    // A link's reply is not an answer: the card in the console holds that.
+                    let shown = match state.c {
+                        Some(card) => Some((card, response.opened())),
+                        None => {
+                            done.push((state.ask, response.decision()));
+                            None
+                        }
+                    };
+                    let begun = Begun {
+                        done,
+                        shown,
+                        session,
+                    };
+                    front
+                        .run(&caller, &slot, &request, asker, args_digest, begun)
+                        .await
+                }
+            };
+            front.keep_answer(&nonce, &result);
+            result
+        });
+        task.await
+            .map_err(|e| FrontError::Interrupted(e.to_string()))?
+    }
+
+    /// Runs a call where `begun` says it stands, answering its questions from `begun.done`
+    /// first.
+    async fn run(
+        self: &Arc<Self>,
+        caller: &Caller,
+        slot: &ConnectionSlot,
+        request: &CallRequest,
+        asker: Asker,
+        args_digest: String,
+        begun: Begun,
+    ) -> Result<CallResult, FrontError> {
+        let Begun {
+            done,
+            shown,
+            session,
+        } = begun;
         let place = Place {
             given: self.held_turn(&session, request.turn.as_deref()),
             turn: request.turn.clone(),
@@ -438,7 +510,7 @@ impl Front {
                     place,
                     link: link.map(|queue| (queue, None)),
                 };
-                self.drive(caller, slot, &request, args_digest, call).await
+                self.drive(caller, slot, request, args_digest, call).await
             }
             None => {
                 let finished = task
@@ -562,6 +634,7 @@ impl Front {
         Ok(CallResult::Done {
             handle: self.handle_for(session, caller),
             outcome,
+            replayed: false,
         })
     }
 

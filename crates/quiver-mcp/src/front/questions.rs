@@ -1,20 +1,24 @@
 //! Consent and approval questions asked through elicitation: who may answer them, the sealed
 //! request state a client returns with its answer, and the messages of a card.
 
-use std::sync::{Arc, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use quiver_runtime::approver::{Answer, Approver, Card, Question};
-use quiver_store::{ApprovalCard, CardQuestion};
+use quiver_store::{ApprovalCard, CardQuestion, Spend};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{CallRequest, Caller, Front, FrontError};
+use super::replay::Stored;
+use super::{CallRequest, CallResult, Caller, Front, FrontError};
 
 pub(super) const REQUEST_STATE: &str = "request-state";
 /// How long a pending question's `requestState` stays valid, in seconds.
 pub(super) const REQUEST_STATE_TTL: u64 = 15 * 60;
+/// How much longer than its state a spent nonce is remembered, in seconds: room for the
+/// instances' clocks (which check a state's expiry) to differ from the store's (which prunes).
+const SPENT_STATE_MARGIN: u64 = 5 * 60;
 
 /// How this request can reach the person.
 #[derive(Clone)]
@@ -190,12 +194,6 @@ pub(super) fn now_nanos() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-pub(super) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 pub(super) fn digest(value: &Value) -> String {
     let canonical = quiver_store::canonical_json(value);
     let hash = Sha256::digest(canonical.as_bytes());
@@ -306,23 +304,36 @@ impl Front {
         Ok(state)
     }
 
-    /// Spends a state's one-time nonce.
-    pub(super) fn spend(&self, state: &PendingState) -> Result<(), FrontError> {
-        let mut used = self
-            .used_states
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let now = now_secs();
-        used.retain(|_, exp| *exp > now);
-        if used
-            .insert(state.n.clone(), now + REQUEST_STATE_TTL)
-            .is_some()
-        {
-            return Err(FrontError::BadRequestState(
-                "it was already used; call the tool again".into(),
-            ));
+    /// Spends a state's one-time nonce in the store, which every instance on the database
+    /// shares: `None` when this request is the first (it resumes the call); else the answer
+    /// that call stored, replayed, or [`FrontError::StillRunning`] while it has none.
+    pub(super) fn spend(&self, state: &PendingState) -> Result<Option<CallResult>, FrontError> {
+        let keep = Duration::from_secs(REQUEST_STATE_TTL + SPENT_STATE_MARGIN);
+        match self.runtime.spend_request_state(&state.n, keep)? {
+            Spend::First => Ok(None),
+            Spend::Running => Err(FrontError::StillRunning),
+            Spend::Finished(stored) => {
+                let stored: Stored = serde_json::from_value(stored).map_err(|e| {
+                    FrontError::Interrupted(format!("the stored answer is unreadable: {e}"))
+                })?;
+                stored.replay().map(Some)
+            }
         }
-        Ok(())
+    }
+
+    /// Stores the answer of the call that spent `nonce`, for a retry of its request to replay.
+    /// A failure to store it is logged: the caller has its answer already.
+    pub(super) fn keep_answer(&self, nonce: &str, result: &Result<CallResult, FrontError>) {
+        let stored = match serde_json::to_value(Stored::of(result)) {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(%error, "cannot encode a resumed call's answer");
+                return;
+            }
+        };
+        if let Err(error) = self.runtime.finish_request_state(nonce, &stored) {
+            tracing::warn!(%error, "cannot store a resumed call's answer for its retry");
+        }
     }
 }
 

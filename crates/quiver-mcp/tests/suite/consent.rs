@@ -217,7 +217,8 @@ async fn request_state_cannot_be_forged_or_replayed() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("requestState"), "{error}");
-    // The real one runs once; a replay is refused.
+    // The real one runs once; the same request again gets its stored answer, marked as
+    // replayed, and runs nothing.
     let CallToolResponse::Complete(done) = client
         .call_tool_once(retry(state.clone(), arguments.clone()))
         .await
@@ -227,12 +228,22 @@ async fn request_state_cannot_be_forged_or_replayed() {
     };
     assert_eq!(body(&done)["advice"], "pack for Tokyo");
     assert_eq!(audited(tool), [("ok".to_owned(), "allow".to_owned())]);
-    let error = client
+    let CallToolResponse::Complete(again) = client
         .call_tool_once(retry(state, arguments))
         .await
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("already used"), "{error}");
+        .unwrap()
+    else {
+        panic!("expected the replayed result")
+    };
+    assert_eq!(body(&again), body(&done));
+    let meta = |r: &rmcp::model::CallToolResult| r.meta.clone().unwrap_or_default().0;
+    assert_eq!(meta(&again)["io.quiver/replayed"], true);
+    assert_eq!(
+        meta(&again)["io.quiver/call"],
+        meta(&done)["io.quiver/call"]
+    );
+    assert!(!meta(&done).contains_key("io.quiver/replayed"));
+    assert_eq!(audited(tool), [("ok".to_owned(), "allow".to_owned())]);
 }
 
 /// A retry that reaches another process (a restart, another instance behind the same secret

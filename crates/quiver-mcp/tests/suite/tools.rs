@@ -159,7 +159,7 @@ async fn a_handle_is_only_its_users() {
         resume: None,
         turn: None,
     };
-    let stateless = ConnectionSlot::stateless();
+    let stateless = std::sync::Arc::new(ConnectionSlot::stateless());
     let CallResult::Done { handle, .. } = front
         .call(&alice, &stateless, search(None), Asker::Deferred)
         .await
@@ -258,7 +258,7 @@ async fn idle_conversations_are_deleted_and_ones_in_use_are_kept() {
         },
     );
     let alice = Caller::local(Principal::user("alice", Role::User));
-    let stateless = ConnectionSlot::stateless();
+    let stateless = std::sync::Arc::new(ConnectionSlot::stateless());
     let search = |handle: Option<String>| {
         let front = front.clone();
         let alice = alice.clone();
@@ -324,7 +324,7 @@ async fn a_stateless_conversation_never_named_again_is_deleted_soon() {
         },
     );
     let alice = Caller::local(Principal::user("alice", Role::User));
-    let stateless = ConnectionSlot::stateless();
+    let stateless = std::sync::Arc::new(ConnectionSlot::stateless());
     let search = |handle: Option<String>| {
         let front = front.clone();
         let alice = alice.clone();
@@ -382,7 +382,7 @@ async fn idle_cleanup_ends_active_skills_on_the_record() {
         },
     );
     let alice = Caller::local(Principal::user("alice", Role::User));
-    let stateless = ConnectionSlot::stateless();
+    let stateless = std::sync::Arc::new(ConnectionSlot::stateless());
     let call = |name: &str, arguments: serde_json::Value| {
         let request = CallRequest {
             name: name.into(),

@@ -37,6 +37,7 @@ mod instances;
 mod listen;
 mod operator_cards;
 mod ops;
+mod request_states;
 mod schema;
 mod store;
 mod workflow;

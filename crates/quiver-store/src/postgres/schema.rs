@@ -52,10 +52,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "the audit log partitioned by month",
         sql: V6,
     },
+    Migration {
+        version: 7,
+        name: "spent request states (SQLite schema 17)",
+        sql: V7,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 6;
+pub const PG_SCHEMA_VERSION: i64 = 7;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -516,4 +521,17 @@ CREATE TRIGGER audit_no_update BEFORE UPDATE OR DELETE ON audit
     FOR EACH ROW EXECUTE FUNCTION quiver_audit_append_only();
 CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
     FOR EACH STATEMENT EXECUTE FUNCTION quiver_audit_append_only();
+"#;
+
+/// Version 7: as SQLite's version 17, the spent one-time nonces of MCP request states, shared
+/// by every instance, with the result of the call each resumed (`NULL` while it runs), kept
+/// until `expires_at` on the database's clock.
+const V7: &str = r#"
+CREATE TABLE request_states (
+    nonce      TEXT PRIMARY KEY NOT NULL,
+    spent_at   BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    result     TEXT
+);
+CREATE INDEX request_states_by_expiry ON request_states (expires_at);
 "#;

@@ -6,7 +6,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::ops::{self, SetTable};
-use super::{PostgresStore, approvals, audit, operator_cards, read, snapshot, write};
+use super::{
+    PostgresStore, approvals, audit, operator_cards, read, request_states, snapshot, write,
+};
 use crate::Store;
 use crate::codec::{EncodedAudit, encode};
 use crate::digest::argument_digest;
@@ -387,5 +389,16 @@ impl Store for PostgresStore {
 
     fn unfinished_calls(&self) -> Result<Vec<AuditRecord>> {
         read!(self, |c| audit::unfinished_calls(&c).await)
+    }
+
+    fn spend_request_state(&self, nonce: &str, ttl_ms: i64) -> Result<crate::Spend> {
+        let nonce = nonce.to_owned();
+        write!(self, |tx| request_states::spend(&tx, &nonce, ttl_ms).await)
+    }
+
+    fn finish_request_state(&self, nonce: &str, result: &Value) -> Result<bool> {
+        let (nonce, result) = (nonce.to_owned(), encode(result));
+        write!(self, |tx| request_states::finish(&tx, &nonce, &result)
+            .await)
     }
 }

@@ -5,6 +5,7 @@ mod instances;
 mod operator_cards;
 mod ops;
 mod pool;
+mod request_states;
 mod schema;
 mod workflow;
 mod workflow_ops;
@@ -530,5 +531,15 @@ impl Store for SqliteStore {
 
     fn unfinished_calls(&self) -> Result<Vec<AuditRecord>> {
         self.read(ops::unfinished_calls)
+    }
+
+    fn spend_request_state(&self, nonce: &str, ttl_ms: i64) -> Result<crate::Spend> {
+        let nonce = nonce.to_owned();
+        self.write(move |c| request_states::spend(c, &nonce, ttl_ms, now_ms()))
+    }
+
+    fn finish_request_state(&self, nonce: &str, result: &Value) -> Result<bool> {
+        let (nonce, result) = (nonce.to_owned(), crate::codec::encode(result));
+        self.write(move |c| request_states::finish(c, &nonce, &result))
     }
 }

@@ -12,7 +12,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
 pub(crate) const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17,
 ];
 
 /// The schema version this build writes (the number of migrations).
@@ -555,4 +555,17 @@ CREATE TABLE instances (
     reaped_at    INTEGER,
     reaped_by    TEXT
 ) STRICT;
+"#;
+
+/// Version 17: the spent one-time nonces of MCP request states, shared by every process on the
+/// file, with the result of the call each resumed (`NULL` while it runs), kept until
+/// `expires_at` (crate::request_states).
+const V17: &str = r#"
+CREATE TABLE request_states (
+    nonce      TEXT PRIMARY KEY NOT NULL,
+    spent_at   INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    result     TEXT               -- the stored result, JSON; NULL while the call runs
+) STRICT;
+CREATE INDEX request_states_by_expiry ON request_states (expires_at);
 "#;

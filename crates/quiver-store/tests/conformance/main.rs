@@ -12,6 +12,7 @@ mod lease_cases;
 mod operator_card_cases;
 mod postgres_only;
 mod race_cases;
+mod request_state_cases;
 mod sqlite_only;
 mod store_cases;
 mod workflow_cases;
@@ -92,4 +93,7 @@ suite!(
     operator_card_cases::only_a_live_card_is_revoked,
     operator_card_cases::of_racing_calls_exactly_one_uses_the_card,
     operator_card_cases::of_a_use_and_a_revoke_racing_from_two_stores_one_wins,
+    request_state_cases::of_spenders_on_two_stores_exactly_one_is_first,
+    request_state_cases::a_spent_state_replays_its_stored_result_once_stored,
+    request_state_cases::expired_spent_states_are_pruned,
 );
