@@ -7,7 +7,7 @@ use quiver_runtime::{CallOutcome, CallStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::questions::PendingQuestion;
+use super::questions::{Link, PendingQuestion};
 use super::{CallResult, FrontError};
 
 /// A stored answer.
@@ -31,6 +31,9 @@ pub(super) enum Stored {
         needs_person: bool,
         message: String,
         state: String,
+        /// The card's id and console page, when the question was a URL-mode link.
+        #[serde(default)]
+        link: Option<(String, String)>,
     },
     /// The front failed.
     Failed { error: String },
@@ -57,6 +60,7 @@ impl Stored {
                 needs_person: q.card.needs_person,
                 message: q.message.clone(),
                 state: q.state.clone(),
+                link: q.link.as_ref().map(|l| (l.id.clone(), l.url.clone())),
             },
             // Replayed as [`FrontError::Interrupted`], which says so itself.
             Err(FrontError::Interrupted(why)) => Stored::Failed { error: why.clone() },
@@ -97,6 +101,7 @@ impl Stored {
                 needs_person,
                 message,
                 state,
+                link,
             } => Ok(CallResult::NeedsInput(PendingQuestion {
                 card: Card {
                     question: if consent {
@@ -115,6 +120,7 @@ impl Stored {
                 },
                 message,
                 state,
+                link: link.map(|(id, url)| Link { id, url }),
             })),
             Stored::Failed { error } => Err(FrontError::Interrupted(error)),
         }
@@ -156,9 +162,19 @@ mod tests {
                 replayed: false,
             }),
             Ok(CallResult::NeedsInput(PendingQuestion {
-                card,
+                card: card.clone(),
                 message: "Run?".into(),
                 state: "sealed".into(),
+                link: None,
+            })),
+            Ok(CallResult::NeedsInput(PendingQuestion {
+                card,
+                message: "Open the page".into(),
+                state: "sealed-link".into(),
+                link: Some(Link {
+                    id: "apr-1".into(),
+                    url: "http://127.0.0.1:8932/approvals/apr-1".into(),
+                }),
             })),
             Err(FrontError::Interrupted("gone".into())),
         ];
@@ -183,9 +199,22 @@ mod tests {
                     );
                 }
                 (Ok(CallResult::NeedsInput(q)), Ok(CallResult::NeedsInput(r))) => {
+                    let link = |l: Option<Link>| l.map(|l| (l.id, l.url));
                     assert_eq!(
-                        (q.card.needs_person, q.card.tool, q.message, q.state),
-                        (r.card.needs_person, r.card.tool, r.message, r.state)
+                        (
+                            q.card.needs_person,
+                            q.card.tool,
+                            q.message,
+                            q.state,
+                            link(q.link)
+                        ),
+                        (
+                            r.card.needs_person,
+                            r.card.tool,
+                            r.message,
+                            r.state,
+                            link(r.link)
+                        )
                     );
                 }
                 (Err(e), Err(r)) => assert_eq!(e.to_string(), r.to_string()),
