@@ -227,7 +227,10 @@ async fn the_card_page_comes_in_input_required_and_the_retry_runs_once_approved_
         Some(("accept", &first.state)),
     )
     .await;
-    assert!(error(&replayed).contains("already used"), "{replayed}");
+    // Sent again, the spent state gets the same answer replayed; nothing runs again.
+    assert_eq!(done(&replayed).0["advice"], "pack for Tokyo", "{replayed}");
+    assert_eq!(replayed["result"]["_meta"]["io.quiver/replayed"], true);
+    assert_eq!(audited(&served.store), [AuditStatus::Ok]);
     let next = call(served.port, &packing("Paris"), None).await;
     assert_eq!(done(&next).0["advice"], "pack for Paris", "{next}");
     assert_eq!(audited(&served.store), [AuditStatus::Ok, AuditStatus::Ok]);
@@ -267,7 +270,10 @@ async fn a_retry_before_anyone_answered_is_returned_the_same_card_again() {
         Some(("accept", &first.state)),
     )
     .await;
-    assert!(error(&replayed).contains("already used"), "{replayed}");
+    // The spent first state gets its answer replayed: the same card, the same next state.
+    let replayed = asked(&replayed);
+    assert_eq!((&replayed.id, &replayed.state), (&again.id, &again.state));
+    assert_eq!(served.store.pending_approvals(None).unwrap().len(), 1);
     answer(&served, &first.id, "approve").await;
     let ran = call(
         served.port,
@@ -381,7 +387,10 @@ async fn an_approval_runs_its_own_call_exactly_once_and_a_tampered_state_nothing
     assert_eq!(done(&ran).0["kicked"], "42", "{ran}");
     assert_eq!(served.kicks.load(Ordering::SeqCst), 1);
     let replayed = call(served.port, &kick("42"), Some(("accept", &approval.state))).await;
-    assert!(error(&replayed).contains("already used"), "{replayed}");
+    // Sent again, the spent state replays the result: it never runs twice.
+    assert_eq!(done(&replayed).0["kicked"], "42", "{replayed}");
+    assert_eq!(replayed["result"]["_meta"]["io.quiver/replayed"], true);
+    assert_eq!(served.kicks.load(Ordering::SeqCst), 1);
     // The same call again needs a fresh answer: a new card, nothing run.
     let again = asked(&call(served.port, &kick("42"), None).await);
     assert_ne!(again.id, approval.id);
