@@ -12,7 +12,7 @@
 //! 4. the [`COMPLETE`] marker, last; then the tree is made read-only.
 //!
 //! Any failure removes the environment. An environment without its marker (a crash) is
-//! removed by the next [`Store::sweep`] or rebuilt by the next install; one with it is reused
+//! removed by the next `Store::sweep` or rebuilt by the next install; one with it is reused
 //! by every install of the same digest.
 
 use std::fs;

@@ -1,12 +1,12 @@
 //! The content-addressed store and the installed list, under `<state>`:
 //!
 //! - `staging/<random>/`: where an archive is unpacked and checked; removed on any refusal;
-//!   held by its install through `staging/<random>.lock` (see [`claim`]), so one a crashed
+//!   held by its install through `staging/<random>.lock` (see the `claim` module), so one a crashed
 //!   install left is removed by the next store operation under the install lock;
 //! - `store/<digest hex>/`: one installed version, read-only: its `MANIFEST.json` and the
 //!   package folder `<id>/`; a catalog root of its own ([`Store::roots`]);
 //! - `envs/<digest hex>/`: the Python environment of a version with a `requirements.txt`
-//!   (see [`env`]), complete once its marker is written;
+//!   (see the `env` module), complete once its marker is written;
 //! - `installed.json`: each package's current version and the ones before it (for
 //!   `rollback`), replaced whole by a rename, only while `install.lock` is held.
 //!
