@@ -94,12 +94,17 @@ mod tests {
             .collect()
     }
 
+    /// Pins, and the unmet ones: package, pinned, loaded.
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        &'static [(&'static str, &'static str, Option<&'static str>)],
+    );
+
     #[test]
     fn pins_against_what_is_loaded() {
         let loaded = map(&[("p", "sha256:p1"), ("q", "sha256:q2")]);
         let here = |id: &str| loaded.get(id).cloned();
-        // (pins, the unmet ones: package, pinned, loaded)
-        let cases: [(&[(&str, &str)], &[(&str, &str, Option<&str>)]); 6] = [
+        let cases: [Case; 6] = [
             // No pins (a definition stored before pinning): runs anywhere.
             (&[], &[]),
             (&[("p", "sha256:p1")], &[]),

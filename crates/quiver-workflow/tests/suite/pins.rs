@@ -120,7 +120,10 @@ fn only_an_engine_with_the_pinned_digests_takes_over_wakes_and_answers_the_run()
     std::thread::sleep(lease * 3);
     let before = store.run(&run.id).unwrap().unwrap();
     assert_eq!((before.status, before.epoch), (RunStatus::Running, 1));
-    assert_eq!(store.expired_leases().unwrap(), [run.id.clone()]);
+    assert_eq!(
+        store.expired_leases().unwrap(),
+        std::slice::from_ref(&run.id)
+    );
 
     // B (v2) is offered the run (its lease ran out) and leaves it alone.
     assert!(engine_b.wake().unwrap().contains(&run.id));
