@@ -215,3 +215,36 @@ fn a_run_without_pins_runs_anywhere_and_a_package_not_loaded_is_not_met() {
         "only the unpinned run's step ran"
     );
 }
+
+#[test]
+fn a_reload_that_loads_the_pinned_digest_lets_the_engine_take_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("q.db")).unwrap();
+    let clock = clock();
+    let lease = Duration::from_millis(50);
+    let a = runner(V1, &[("mark", Act::Crash)]);
+    let b = runner(V2, &[("mark", Act::Output(json!("ran")))]);
+    let engine_a = Engine::new(&store, &a, &clock)
+        .with_owner("a")
+        .with_lease(lease);
+    let engine_b = Engine::new(&store, &b, &clock)
+        .with_owner("b")
+        .with_lease(lease);
+    let digest = engine_a.pin(&pinned()).unwrap();
+    let (run, _) = engine_a.start(&digest, &start(json!({}))).unwrap();
+    crash(|| {
+        let _ = engine_a.drive(&run.id);
+    });
+    std::thread::sleep(lease * 3);
+    assert_eq!(engine_b.drive(&run.id).unwrap().epoch, 1);
+    assert!(b.ledger.lock().unwrap().is_empty());
+    // B reloads and now has version 1: the next pass offers the run again and B takes it.
+    b.loaded
+        .lock()
+        .unwrap()
+        .insert("pkg".to_owned(), V1.to_owned());
+    assert!(engine_b.wake().unwrap().contains(&run.id));
+    let taken = engine_b.drive(&run.id).unwrap();
+    assert_eq!((taken.status, taken.epoch), (RunStatus::Waiting, 2));
+    assert_eq!(b.calls("mark").len(), 1);
+}
