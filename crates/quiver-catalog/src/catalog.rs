@@ -114,6 +114,34 @@ pub struct CatalogPackage {
     pub scope: Scope,
     /// Whether another package with the same id won over this one.
     pub shadowed: bool,
+    /// Its content digest, computed the first time it is asked for.
+    #[serde(skip)]
+    content: std::sync::OnceLock<Option<String>>,
+}
+
+impl CatalogPackage {
+    /// The content digest of the package's folder as it is now
+    /// ([`quiver_package::content::content_digest`]), computed the first time it is asked for
+    /// in this snapshot and kept: what a workflow run pins of the package, and what an
+    /// instance holding this snapshot has loaded. `None` for a package without a package folder
+    /// of its own (an MCP server's) or one whose folder cannot be read (logged).
+    pub fn content_digest(&self) -> Option<&str> {
+        self.content
+            .get_or_init(|| {
+                let root = &self.package.root;
+                if !quiver_package::is_package_dir(root) {
+                    return None;
+                }
+                match quiver_package::content::content_digest(root) {
+                    Ok(digest) => Some(digest),
+                    Err(error) => {
+                        tracing::warn!(package = %self.package.id, %error, "the package's content digest cannot be computed: runs that pin it are left to other instances");
+                        None
+                    }
+                }
+            })
+            .as_deref()
+    }
 }
 
 /// The kind of a callable item.
@@ -311,6 +339,7 @@ impl Catalog {
                 package,
                 scope,
                 shadowed,
+                content: std::sync::OnceLock::new(),
             });
         }
 

@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod check;
 pub mod common;
+pub mod content;
 pub mod declarations;
 pub mod diagnostic;
 pub mod digest;

@@ -2,6 +2,8 @@
 //! each step's target, stored by the digest of its content. Reloads, upgrades and uninstalls
 //! never change a running definition: a run names its digest.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use quiver_package::Package;
 use quiver_package::tool::Category;
 use quiver_package::workflow::{StepAction, Workflow};
@@ -18,6 +20,13 @@ pub struct Definition {
     pub workflow: Workflow,
     /// One entry per step, in order.
     pub steps: Vec<StepMeta>,
+    /// The content digest of every package its steps run (its own, and the packages of the
+    /// `pkg.tool` and `pkg.agent` steps), by package id, as loaded where its runs were started
+    /// ([`Definition::pinned`]): an engine drives its runs only where every one of them is
+    /// loaded ([`crate::pins`]). Empty for a definition stored before packages were pinned
+    /// (its runs run anywhere, as they did) and left out of its JSON then, so its digest stays.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub packages: BTreeMap<String, String>,
 }
 
 /// What the engine knows of one step's target.
@@ -71,7 +80,32 @@ impl Definition {
             package: package.id.to_string(),
             workflow: workflow.clone(),
             steps,
+            packages: BTreeMap::new(),
         }
+    }
+
+    /// The ids of the packages its steps run: its own, and each step target's.
+    pub fn target_packages(&self) -> BTreeSet<String> {
+        let mut ids = BTreeSet::from([self.package.clone()]);
+        for step in &self.steps {
+            if let Some((package, _)) = step.target.as_deref().and_then(|t| t.split_once('.')) {
+                ids.insert(package.to_owned());
+            }
+        }
+        ids
+    }
+
+    /// This definition with every package of [`Definition::target_packages`] pinned to the
+    /// content digest `loaded` gives for it (what this instance has loaded now). A package
+    /// `loaded` does not know (not loaded here, or without a folder of its own) is not pinned:
+    /// its step fails here as an unknown name, and would run anywhere it is known.
+    pub fn pinned(mut self, loaded: &dyn Fn(&str) -> Option<String>) -> Definition {
+        self.packages = self
+            .target_packages()
+            .into_iter()
+            .filter_map(|id| loaded(&id).map(|digest| (id, digest)))
+            .collect();
+        self
     }
 
     /// `pkg.workflow`.

@@ -18,6 +18,7 @@ use crate::driving;
 use crate::error::{Result, WorkflowError};
 use crate::eval;
 use crate::lease;
+use crate::pins;
 use crate::runner::StepRunner;
 
 mod operator;
@@ -226,7 +227,11 @@ impl<'a> Engine<'a> {
             let loaded = self.load_with(run_id, def.take())?;
             def = Some(loaded.known());
             let view = loaded.view(self.clock.now_ms(), &self.owner, self.lease_ms);
-            match decide::decide(&view) {
+            let next = decide::decide(&view);
+            if !matches!(next, Next::Idle) && !self.may_drive(&loaded) {
+                return Ok(loaded.run);
+            }
+            match next {
                 Next::Idle => return Ok(loaded.run),
                 Next::Commit(advance) => {
                     if !self.store.advance(&advance)? {
@@ -372,6 +377,9 @@ impl<'a> Engine<'a> {
         let Some(advance) = decide::resolve(&view, wait, outcome) else {
             return Ok(false);
         };
+        if !self.may_drive(&loaded) {
+            return Ok(false);
+        }
         match self.store.advance(&advance) {
             Ok(done) => {
                 if done {
@@ -382,6 +390,29 @@ impl<'a> Engine<'a> {
             Err(quiver_store::StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The pins of `loaded`'s definition that this engine's runner has not loaded now
+    /// ([`pins::unmet`]): empty when it may drive the run.
+    fn unmet(&self, loaded: &Loaded) -> Vec<pins::Unmet> {
+        pins::unmet(&loaded.def.packages, &|id| self.runner.package_digest(id))
+    }
+
+    /// Whether this engine may drive `loaded` ([`crate::pins`]); when not, says why once.
+    fn may_drive(&self, loaded: &Loaded) -> bool {
+        let unmet = self.unmet(loaded);
+        if unmet.is_empty() {
+            return true;
+        }
+        pins::log_once(&loaded.run.id, &unmet);
+        false
+    }
+
+    /// What the run `run_id` waits for before this engine may drive it: `None` when its pinned
+    /// packages are all loaded here, else which digests ([`pins::waiting_for`]).
+    pub fn waiting_for(&self, run_id: &str) -> Result<Option<String>> {
+        let unmet = self.unmet(&self.load(run_id)?);
+        Ok((!unmet.is_empty()).then(|| pins::waiting_for(&unmet)))
     }
 
     /// Stores an event (before anything is told of it), then wakes the runs waiting on it.

@@ -5,7 +5,8 @@
 //!   `quiver_package::workflow::expr`) evaluated over a run's context;
 //! - [`schedule`]: cron in a time zone (`croner`, `chrono-tz`), next fires, catch-up;
 //! - [`backoff`]: the pause before a retry; [`clock`]: time behind a trait;
-//! - [`Definition`]: what a run pins, by digest;
+//! - [`Definition`]: what a run pins, by digest, with the content digests of the packages its
+//!   steps run; [`pins`]: the gate that drives a run only where those are loaded;
 //! - [`decide`]: the state machine as pure functions of the stored state;
 //! - [`StepRunner`]: what the runtime implements to run tool and agent steps through its call
 //!   pipeline;
@@ -57,6 +58,7 @@ mod error;
 pub mod eval;
 pub mod lease;
 mod parked;
+pub mod pins;
 mod runner;
 pub mod schedule;
 pub mod scheduler;

@@ -91,6 +91,15 @@ pub trait StepRunner: Send + Sync {
         let _ = call;
     }
 
+    /// The content digest of package `id` as loaded where this runner runs steps now
+    /// ([`quiver_package::content`]), `None` when it is not loaded here: an engine drives a
+    /// run only when every package digest its definition pins is loaded ([`crate::pins`]). By
+    /// default none: a runner that loads no packages drives only runs that pin none.
+    fn package_digest(&self, id: &str) -> Option<String> {
+        let _ = id;
+        None
+    }
+
     /// The session the runner keeps for `run`'s calls, which the engine stores with the run
     /// row. By default none (the runner makes what it needs when a step runs).
     fn run_session(&self, run: &NewRun) -> Option<NewSession> {

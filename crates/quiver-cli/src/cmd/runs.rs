@@ -74,6 +74,15 @@ pub enum RunsCommand {
 /// Opens the Host over the state database (its runtime has the workflow store): the
 /// terminal's person answers questions when `person` is set.
 pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> miette::Result<Host> {
+    let host = open_host_bare(roots, state, person)?;
+    // Driving a run may reach an `agent` step.
+    host.run_agents_with_configured_models()
+        .map_err(|e| miette::miette!(help = "see docs/agent.md for the configuration", "{e}"))?;
+    Ok(host)
+}
+
+/// [`open_host`] without the agent models: for what reads runs and drives none.
+fn open_host_bare(roots: &RootArgs, state: &StateArgs, person: bool) -> miette::Result<Host> {
     let config = crate::roots::config()?;
     let state = state.state_with(&config)?;
     let person = person.then(|| {
@@ -103,9 +112,6 @@ pub(super) fn open_host(roots: &RootArgs, state: &StateArgs, person: bool) -> mi
     .map_err(crate::roots::fail)?;
     drop(loading);
     crate::roots::notices(host.notices());
-    // Driving a run may reach an `agent` step.
-    host.run_agents_with_configured_models()
-        .map_err(|e| miette::miette!(help = "see docs/agent.md for the configuration", "{e}"))?;
     Ok(host)
 }
 
@@ -202,10 +208,18 @@ pub fn runs(roots: &RootArgs, command: RunsCommand) -> miette::Result<ExitCode> 
                 attempts,
                 waits,
             } = &view;
+            let waiting_for = waiting_for(roots, &state, run);
             if json {
-                crate::out(&serde_json::to_string_pretty(&view).unwrap_or_default());
+                let mut value = serde_json::to_value(&view).unwrap_or_default();
+                if let (Some(object), Some(note)) = (value.as_object_mut(), &waiting_for) {
+                    object.insert("waiting_for".into(), Value::String(note.clone()));
+                }
+                crate::out(&serde_json::to_string_pretty(&value).unwrap_or_default());
             } else {
                 print_run(run, false);
+                if let Some(note) = &waiting_for {
+                    crate::out(&format!("  waits for {}", crate::shown(note)));
+                }
                 for a in attempts {
                     crate::out(&format!(
                         "  step {} attempt {}: {}",
@@ -225,4 +239,23 @@ pub fn runs(roots: &RootArgs, command: RunsCommand) -> miette::Result<ExitCode> 
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// What a run that has not ended waits for before an instance with this catalog may drive it
+/// (the package digests it pins that are not loaded here), computed against the local catalog;
+/// `None` when nothing, or when it cannot be told (said on stderr).
+fn waiting_for(roots: &RootArgs, state: &StateArgs, run: &Run) -> Option<String> {
+    if run.status.is_final() {
+        return None;
+    }
+    let note = open_host_bare(roots, state, false).and_then(|host| {
+        let ops = RunOps::new(host.runtime()).map_err(|e| miette::miette!("{e}"))?;
+        ops.waiting_for(&run.id).map_err(|e| miette::miette!("{e}"))
+    });
+    note.unwrap_or_else(|e| {
+        crate::err(&format!(
+            "cannot tell which package digests the run waits for: {e}"
+        ));
+        None
+    })
 }

@@ -145,9 +145,14 @@ impl Env {
 
     /// A `quiver` command on this state folder and database.
     pub fn quiver(&self) -> Command {
+        self.quiver_at(self.packages.path())
+    }
+
+    /// [`Env::quiver`] with the packages of `root` instead of the test's own root.
+    pub fn quiver_at(&self, root: &Path) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_quiver"));
         command
-            .args(["--root", self.packages.path().to_str().unwrap()])
+            .args(["--root", root.to_str().unwrap()])
             .env("QUIVER_HOME", self.home.path())
             .env("QUIVER_CONFIG", self.home.path().join("config.yaml"))
             .env("QUIVER_WORKFLOW_LEASE_MS", LEASE_MS.to_string())
@@ -158,13 +163,17 @@ impl Env {
 
     /// `quiver serve --http` on a free port, once it listens; its log kept.
     pub fn serve(&self) -> Instance {
+        self.serve_with(self.quiver())
+    }
+
+    /// [`Env::serve`] of `command` (an [`Env::quiver`] or [`Env::quiver_at`]).
+    pub fn serve_with(&self, mut command: Command) -> Instance {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut child = self
-            .quiver()
+        let mut child = command
             .args(["serve", "--http", &format!("127.0.0.1:{port}")])
             .stderr(Stdio::piped())
             .spawn()

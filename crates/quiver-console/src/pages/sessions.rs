@@ -161,6 +161,9 @@ pub(crate) struct RunDetail {
     pub in_doubt: bool,
     /// What it waits for a person to answer, when it is parked on one.
     pub question: Option<String>,
+    /// The package digests it pins that this instance has not loaded, when it has not ended
+    /// (`an instance that has loaded p@sha256:…`): only an instance that has them drives it.
+    pub waiting_for: Option<String>,
     pub error: String,
     pub attempts: Vec<AttemptRow>,
     pub waits: Vec<WaitRow>,
@@ -182,9 +185,22 @@ pub(crate) async fn run(
     Path(id): Path<String>,
 ) -> Result<Response, ConsoleError> {
     let lookup = id.clone();
+    let runtime = ctx.console.runtime.clone();
     let view = pages::with_admin(&ctx, move |admin| {
         let Some(found) = admin.run(&lookup)? else {
             return Err(ConsoleError::NotFound(format!("run `{lookup}`")));
+        };
+        let waiting_for = match &runtime {
+            Some(runtime) if !found.run.status.is_final() => {
+                quiver_runtime::RunOps::new(runtime)
+                    .and_then(|ops| ops.waiting_for(&lookup))
+                    .unwrap_or_else(|error| {
+                        tracing::warn!(run = %lookup, %error, "cannot tell which package digests the run waits for");
+                        None
+                    })
+                    .map(|note| escape_invisible(&note))
+            }
+            _ => None,
         };
         let question = admin
             .parked_runs()?
@@ -209,6 +225,7 @@ pub(crate) async fn run(
             open: !found.run.status.is_final(),
             in_doubt: found.run.status == quiver_store::workflow::RunStatus::InDoubt,
             question,
+            waiting_for,
             error: escape_invisible(found.run.error.as_deref().unwrap_or("")),
             attempts: found
                 .attempts

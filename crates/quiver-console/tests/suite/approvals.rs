@@ -258,6 +258,30 @@ async fn a_parked_run_is_shown_and_cancelled_once() {
         .unwrap();
     assert_eq!(page["open"], true);
     assert_eq!(page["waits"][0]["kind"], "approval");
+    // Its package is loaded here: it waits for no other instance. Once another content of
+    // the package is loaded, the page says which one the run waits for (and cancelling it
+    // still works here).
+    assert_eq!(page["waiting_for"], Value::Null);
+    let packages = s._dir.path().join("packages");
+    std::fs::write(packages.join("notes/CHANGES.md"), "v2\n").unwrap();
+    s.runtime
+        .swap_catalog(quiver_catalog::Catalog::load_dirs(&[&packages]));
+    let page: Value = s
+        .client()
+        .get(format!("{}/runs/{}", s.base, run.id))
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let note = page["waiting_for"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("an instance that has loaded notes@sha256:"),
+        "{page}"
+    );
     let cancel = || {
         s.client()
             .post(format!("{}/runs/{}/cancel", s.base, run.id))

@@ -47,6 +47,7 @@ fn def() -> Definition {
             meta(None, true),
         ],
         workflow: w,
+        packages: Default::default(),
     }
 }
 
@@ -356,6 +357,7 @@ fn the_last_steps_result_ends_the_run_in_the_same_commit() {
             })
             .to_vec(),
         workflow: w.unwrap_or_else(|| panic!("{d:?}")),
+        packages: Default::default(),
     };
     let attempts = [attempt(0, 1, "read", AttemptStatus::Ok, json!("n"))];
     let at_write = run(RunStatus::Running, 1, 0, 0);

@@ -43,6 +43,7 @@ impl Engine<'_> {
                 "the approval of run {run_id} was answered already"
             )));
         }
+        self.refuse_unmet(&loaded)?;
         let outcome = if approve {
             WaitOutcome::Approved { by: by.to_owned() }
         } else {
@@ -79,7 +80,23 @@ impl Engine<'_> {
                 loaded.run.status
             )));
         }
+        if !matches!(op, Operator::Fail(_)) {
+            self.refuse_unmet(&loaded)?;
+        }
         self.operate_on(&loaded, op, by)
+    }
+
+    /// Refuses what would drive `loaded` on where its pinned packages are not all loaded
+    /// ([`crate::pins`]): the answer or decision is to be given where they are.
+    fn refuse_unmet(&self, loaded: &Loaded) -> Result<()> {
+        let unmet = self.unmet(loaded);
+        if unmet.is_empty() {
+            return Ok(());
+        }
+        Err(WorkflowError::Refused(format!(
+            "{}: nothing was changed; answer it where that is loaded",
+            crate::pins::describe(&loaded.run.id, &unmet)
+        )))
     }
 
     fn operate_on(&self, loaded: &Loaded, op: &Operator, by: &str) -> Result<Run> {

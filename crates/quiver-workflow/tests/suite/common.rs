@@ -45,6 +45,8 @@ pub enum Act {
 pub struct Fake {
     pub script: Arc<Mutex<BTreeMap<String, Act>>>,
     pub ledger: Arc<Mutex<Vec<Seen>>>,
+    /// The package content digests this runner has loaded, by package id.
+    pub loaded: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
 impl Fake {
@@ -72,6 +74,10 @@ impl Fake {
 }
 
 impl StepRunner for Fake {
+    fn package_digest(&self, id: &str) -> Option<String> {
+        self.loaded.lock().unwrap().get(id).cloned()
+    }
+
     fn run(&self, call: &StepCall) -> StepOutcome {
         self.ledger.lock().unwrap().push(Seen {
             step: call.step_id.clone(),
@@ -127,6 +133,7 @@ pub fn definition(yaml: &str, safe: &[&str]) -> Definition {
         package: "pkg".into(),
         workflow: w,
         steps,
+        packages: BTreeMap::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 mod common;
 mod definition;
 mod leases;
+mod pins;
 mod restart;
 mod scheduler;
 mod schedules;

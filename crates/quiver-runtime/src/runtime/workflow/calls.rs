@@ -201,7 +201,8 @@ impl Runtime {
 }
 
 /// The definition of `workflow` of `package`, the catalog telling whether another package's
-/// tool is re-run safe.
+/// tool is re-run safe, with the content digests of the packages its steps run as this
+/// catalog has them pinned (a new run runs what this instance has loaded).
 fn definition_in(
     catalog: &Catalog,
     package: &Package,
@@ -211,7 +212,15 @@ fn definition_in(
         let tool = catalog.tool(catalog.item(qualified)?)?;
         Some(tool.idempotent || matches!(tool.category, Category::Perception | Category::Decision))
     };
-    Definition::new(package, workflow, &rerun_safe)
+    Definition::new(package, workflow, &rerun_safe).pinned(&|id| package_digest(catalog, id))
+}
+
+/// The content digest of the package `id` as `catalog` has loaded it, if it has.
+pub(in crate::runtime) fn package_digest(catalog: &Catalog, id: &str) -> Option<String> {
+    catalog
+        .package(id)
+        .and_then(|p| p.content_digest())
+        .map(str::to_owned)
 }
 
 impl Turn<'_> {

@@ -144,6 +144,13 @@ impl<'r> RunOps<'r> {
         Ok(self.engine().drive(id)?)
     }
 
+    /// What the run waits for before this instance may drive it: `None` when every package
+    /// content digest it pins is loaded here, else which ones (`an instance that has loaded
+    /// p@sha256:…`; docs/instances.md, "Package digests").
+    pub fn waiting_for(&self, id: &str) -> Result<Option<String>, RunError> {
+        Ok(self.engine().waiting_for(id)?)
+    }
+
     /// The run with this id.
     pub fn run(&self, id: &str) -> Result<Run, RunError> {
         self.store

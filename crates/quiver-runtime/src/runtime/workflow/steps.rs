@@ -251,6 +251,10 @@ impl StepContext {
 }
 
 impl StepRunner for WorkflowSteps<'_> {
+    fn package_digest(&self, id: &str) -> Option<String> {
+        super::calls::package_digest(&self.runtime.catalog(), id)
+    }
+
     fn run_session(&self, run: &NewRun) -> Option<NewSession> {
         Some(self.new_session(&run.id, &run.principal, run.attended, &run.workflow))
     }
