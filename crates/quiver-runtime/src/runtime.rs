@@ -31,6 +31,7 @@ mod definitions;
 mod meta;
 mod outcome;
 mod request_states;
+mod shared;
 mod sessions;
 mod switches;
 mod turn;

@@ -94,11 +94,11 @@ pub(super) struct InFlight {
     pub(super) link: Option<(Arc<RetryApprover>, Option<String>)>,
 }
 
-/// Where a call runs: its conversation, the turn id of the request that started it and the
-/// turn state it was given.
+/// Where a call runs: its conversation, the turn it continues (as read) and the turn state it
+/// was given.
 pub(super) struct Place {
     pub(super) session: String,
-    pub(super) turn: Option<String>,
+    pub(super) read: super::turns::TurnRead,
     pub(super) given: TurnState,
 }
 
