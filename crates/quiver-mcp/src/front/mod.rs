@@ -25,6 +25,7 @@ mod conversation;
 mod links;
 mod questions;
 mod replay;
+mod shared;
 mod suspended;
 mod turns;
 
@@ -38,6 +39,7 @@ pub use questions::{Asker, Decision, Link, PendingQuestion, Response, card_messa
 use questions::{
     CardKey, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, nonce, now_nanos,
 };
+use shared::{SharedAsk, SharedQuestions};
 pub use suspended::MAX_SUSPENDED_CALLS;
 use suspended::{Finished, InFlight, Place, Step, Suspended};
 
@@ -442,8 +444,18 @@ impl Front {
         // `human` tools): the runtime refuses such a call before asking, on every front.
         let mut retry = None;
         let mut link = None;
+        let shared = SharedQuestions {
+            runtime: self.runtime.clone(),
+            wait: self.config.approval_wait,
+        };
         let (person, channels): (Arc<dyn Approver>, _) = match &asker {
-            Asker::Now(approver) => (approver.clone(), None),
+            Asker::Now(approver) => {
+                let asks = SharedAsk {
+                    inner: approver.clone(),
+                    shared,
+                };
+                (Arc::new(asks) as Arc<dyn Approver>, None)
+            }
             Asker::Console => {
                 let approver = self.runtime.retry_approver();
                 retry = Some(approver.clone());
@@ -463,14 +475,15 @@ impl Front {
             }
             Asker::Deferred => {
                 let wait = Duration::from_secs(REQUEST_STATE_TTL);
-                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
+                let (suspender, questions, answers) =
+                    InFlight::channels(done.clone(), wait, Some(shared));
                 (Arc::new(suspender), Some((questions, answers)))
             }
             Asker::DeferredLink => {
                 let approver = self.runtime.retry_approver();
                 link = Some(approver.clone());
                 let wait = Duration::from_secs(REQUEST_STATE_TTL);
-                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
+                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait, None);
                 let linked = LinkSuspender {
                     retry: approver,
                     suspender,

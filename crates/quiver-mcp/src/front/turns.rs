@@ -224,11 +224,7 @@ impl Front {
         for _ in 0..WRITE_TRIES {
             let (stored, version) = self.stored_turns(session)?;
             let Some((next, v)) = stored.with(read, state.clone(), widening.clone()) else {
-                let v = stored
-                    .turns
-                    .iter()
-                    .find(|t| t.id == read.id)
-                    .map(|t| t.v);
+                let v = stored.turns.iter().find(|t| t.id == read.id).map(|t| t.v);
                 return Ok(TurnRead {
                     id: read.id.clone(),
                     v,
@@ -389,7 +385,10 @@ mod tests {
             assert_eq!(written.v, v, "{name}");
             let (given, _) = after.continued(next);
             assert_eq!(
-                (given.is_tool_locked("pkg.kick"), given.is_tool_locked("pkg.pay")),
+                (
+                    given.is_tool_locked("pkg.kick"),
+                    given.is_tool_locked("pkg.pay")
+                ),
                 locks,
                 "{name}"
             );
