@@ -55,7 +55,7 @@ fn packages(root: &Path) {
     write(
         root,
         "atlas/tools/lookup/tool.yaml",
-        "name: lookup\nversion: 1.0.0\ndescription:\n  summary: Looks a place up\ncategory: perception\napproval: never\nexpose: true\ninput: {type: object}\nrun: {command: [sh, -c, 'cat >/dev/null; echo {\"found\": true}']}\n",
+        "name: lookup\nversion: 1.0.0\ndescription:\n  summary: Looks a place up\ncategory: perception\napproval: never\nexpose: true\ninput: {type: object}\nrun: {command: [python3, -c, \"import json, sys; sys.stdin.read(); print(json.dumps({'found': True}))\"]}\n",
     );
 }
 
