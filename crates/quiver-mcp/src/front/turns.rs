@@ -112,8 +112,9 @@ impl HeldTurns {
 
     /// These turns with what a request that read `read` left: `state` and the skills whose
     /// widening stays open until the next call. When the turn has not moved since the read,
-    /// the request's state replaces it (a request naming no turn drops the lockouts it was not
-    /// given, and uses up the widenings it was given). When another request of the turn wrote
+    /// the request's state replaces it (a request naming no turn uses up the widenings it was
+    /// given, and in the turn of a client that marks none, drops the lockouts it was not
+    /// given; a marked turn keeps its lockouts and restrictions). When another request of the turn wrote
     /// meanwhile (the two ran at once), nothing of either is lost: the lockouts and the skills'
     /// lists of both are kept, and the widenings both left open. The turn becomes the one
     /// written last; past [`MAX_HELD_TURNS`] the one written longest ago is dropped. `None`
@@ -135,6 +136,12 @@ impl HeldTurns {
                     return None;
                 }
                 if Some(stored.v) == read.v {
+                    let mut state = state;
+                    // A marked turn's lockouts and restrictions outlast a request naming no
+                    // turn that continued it (given none of its lockouts).
+                    if stored.id.is_some() {
+                        state.absorb(&stored.state);
+                    }
                     HeldTurn {
                         state,
                         widening,
@@ -364,6 +371,16 @@ mod tests {
                 None,
                 (false, false),
                 &["pkg/a"],
+            ),
+            (
+                "a request naming no turn that continued a marked turn keeps its lockouts",
+                vec![turn(Some("m1"), locked("pkg.kick"), &[], 2)],
+                read(Some("m1"), Some(2)),
+                TurnState::new(),
+                &[],
+                Some("m1"),
+                (true, false),
+                &[],
             ),
             (
                 "another turn's lockouts are not this turn's",
