@@ -98,7 +98,7 @@ fn mcp_error(error: FrontError) -> ErrorData {
         FrontError::BadHandle(_) | FrontError::BadRequestState(_) => {
             ErrorData::invalid_params(error.to_string(), None)
         }
-        FrontError::Runtime(_) | FrontError::Interrupted(_) => {
+        FrontError::Runtime(_) | FrontError::Interrupted(_) | FrontError::Turn(_) => {
             ErrorData::internal_error(error.to_string(), None)
         }
         FrontError::StillRunning => {

@@ -2,12 +2,12 @@
 //! refusal. The runtime starts every turn with a fresh [`TurnState`], which restores both.
 
 use quiver_package::tool::RiskCategory;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::decision::{Evaluation, Refusal};
 
 /// How a [`ToolPattern`] matches the tool's first string argument.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "match", content = "text", rename_all = "kebab-case")]
 pub enum ArgumentPattern {
     /// Any arguments (`tool`, `tool(*)`).
@@ -20,7 +20,7 @@ pub enum ArgumentPattern {
 
 /// An `allowed-tools` or `disallowed-tools` entry: `tool`, `<package>.<tool>`, or either with an
 /// argument pattern, `tool(field-prefix*)` (Claude Code's `Bash(git diff:*)` style).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolPattern {
     /// The entry as written.
     pub text: String,
@@ -87,7 +87,7 @@ impl ToolPattern {
 
 /// An active skill's turn rules: read when the skill is activated, lasting to the end of the
 /// turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillTurnRules {
     /// The skill id (`<package>` or `<package>/<skill>`).
     pub skill: String,
@@ -145,7 +145,7 @@ pub enum PreApproval<'a> {
 
 /// The turn's restrictions and lockouts, passed to every call of the turn and dropped at its
 /// end.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnState {
     skills: Vec<SkillTurnRules>,
     refused_tools: Vec<String>,
@@ -179,6 +179,28 @@ impl TurnState {
         for category in &refusal.lockout.categories {
             if !self.locked_categories.contains(category) {
                 self.locked_categories.push(*category);
+            }
+        }
+    }
+
+    /// Takes in what another request of the same turn left (two requests of one turn that ran
+    /// at once): its lockouts are added, never dropped, and the skills it activated that this
+    /// state lacks are added with their lists (a restriction is never lost; a skill both
+    /// activated keeps this state's lists).
+    pub fn absorb(&mut self, other: &TurnState) {
+        for tool in &other.refused_tools {
+            if !self.refused_tools.contains(tool) {
+                self.refused_tools.push(tool.clone());
+            }
+        }
+        for category in &other.locked_categories {
+            if !self.locked_categories.contains(category) {
+                self.locked_categories.push(*category);
+            }
+        }
+        for rules in &other.skills {
+            if !self.skills.iter().any(|s| s.skill == rules.skill) {
+                self.skills.push(rules.clone());
             }
         }
     }

@@ -32,6 +32,7 @@ mod meta;
 mod outcome;
 mod request_states;
 mod sessions;
+mod shared;
 mod switches;
 mod turn;
 mod workflow;

@@ -64,6 +64,7 @@ mod postgres;
 pub mod request_states;
 mod sets;
 mod sqlite;
+pub mod turns;
 mod types;
 pub mod waiter;
 pub mod workflow;
@@ -78,6 +79,7 @@ pub use error::{Result, StoreError};
 pub use postgres::{PG_SCHEMA_VERSION, PostgresOptions, PostgresStore, is_postgres_url};
 pub use request_states::Spend;
 pub use sqlite::{SCHEMA_VERSION, SqliteStore, StoreOptions, Synchronous};
+pub use turns::{Claim, HeldTurns, SharedQuestion};
 pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, AuditStep, CardQuestion, Consent, DEFAULT_LOADED_TOOLS, Decision,
@@ -341,6 +343,38 @@ pub trait Store: Send + Sync {
     /// Stores the result of the call that spent `nonce`, once: `false` when the nonce is
     /// unknown (expired) or its result was stored already.
     fn finish_request_state(&self, nonce: &str, result: &Value) -> Result<bool>;
+
+    // --- turns and shared questions (crate::turns) ---
+
+    /// The turns held for session `session`'s conversation, with their version; `None` when
+    /// none were stored (or the session is unknown).
+    fn held_turns(&self, session: &str) -> Result<Option<HeldTurns>>;
+
+    /// Stores `turns` as the session's held turns if their version is still `expected`
+    /// (`None`: none are stored yet), one conditional write: `false` when another writer came
+    /// first, and then nothing changed (read again, merge, write again).
+    /// [`StoreError::NotFound`] when the session does not exist. The row goes with its
+    /// session.
+    fn put_held_turns(&self, session: &str, expected: Option<i64>, turns: &Value) -> Result<bool>;
+
+    /// Claims question `key` of the session (`consent:<package>`) for the request `id`, open
+    /// `ttl_ms` on the store's clock: one conditional insert, so of requests claiming it at
+    /// once (on any instance) exactly one gets [`Claim::Asks`] and the others share its
+    /// question. A question expired or answered is claimed anew. [`StoreError::NotFound`]
+    /// when the session does not exist.
+    fn claim_question(&self, session: &str, key: &str, id: &str, ttl_ms: i64) -> Result<Claim>;
+
+    /// Records `answer` to question `key` of the session, once: `false` when it has an answer
+    /// already or nobody asks it.
+    fn answer_question(&self, session: &str, key: &str, answer: &str) -> Result<bool>;
+
+    /// Question `key` of the session as it stands, if it is asked.
+    fn question(&self, session: &str, key: &str) -> Result<Option<SharedQuestion>>;
+
+    /// Withdraws question `key` that request `id` asked and nobody answered (its asker got no
+    /// answer: dismissed, timed out), so the next request asks anew; `false` when it is not
+    /// that request's, or is answered.
+    fn release_question(&self, session: &str, key: &str, id: &str) -> Result<bool>;
 }
 
 /// A store that keeps workflow runs too: what a host opens ([`SqliteStore`],

@@ -270,6 +270,8 @@ fn paging_across_a_month_boundary_is_complete_and_ordered() {
 /// later made is undone, so the next open runs them again from version 5).
 const UNPARTITIONED_AUDIT: &str = "
 DROP TABLE request_states;
+DROP TABLE held_turns;
+DROP TABLE shared_questions;
 DROP TABLE audit;
 DROP FUNCTION quiver_audit_partitions_ahead(BIGINT);
 DROP FUNCTION quiver_audit_partition(BIGINT);

@@ -25,6 +25,7 @@ mod conversation;
 mod links;
 mod questions;
 mod replay;
+mod shared;
 mod suspended;
 mod turns;
 
@@ -38,9 +39,9 @@ pub use questions::{Asker, Decision, Link, PendingQuestion, Response, card_messa
 use questions::{
     CardKey, PendingState, REQUEST_STATE, REQUEST_STATE_TTL, digest, nonce, now_nanos,
 };
+use shared::{SharedAsk, SharedQuestions};
 pub use suspended::MAX_SUSPENDED_CALLS;
 use suspended::{Finished, InFlight, Place, Step, Suspended};
-use turns::HeldTurn;
 
 /// The `_meta` key (and result field) that carries the conversation handle.
 pub const CONVERSATION_META: &str = "io.quiver/conversation";
@@ -52,9 +53,9 @@ pub const REPLAYED_META: &str = "io.quiver/replayed";
 /// `disallowed-tools`, the turn's lockouts); a new id starts a new turn; without one, the
 /// current turn's skill lists go on (fail safe: never lifted by the next request).
 pub const TURN_META: &str = "io.quiver/turn";
-/// How many conversations' turns are held in memory; past it the least recently used
-/// conversation is ended (its handle then says so) rather than silently losing its lists.
-pub const MAX_HELD_TURNS: usize = 4096;
+/// How many turns of one conversation are held in the store (those written most recently);
+/// a request naming a turn id no longer held starts that turn afresh.
+pub const MAX_HELD_TURNS: usize = 8;
 /// The agent profile MCP conversations run as.
 pub const MCP_AGENT: &str = "chat";
 
@@ -82,6 +83,10 @@ pub enum FrontError {
         "the call this requestState answered is still running: send the same request again in a moment to get its result"
     )]
     StillRunning,
+    /// The conversation's turn could not be read or stored: the request's answer is not
+    /// given without its turn (a refusal's lockout) stored.
+    #[error("{0}")]
+    Turn(String),
 }
 
 /// Who is calling, as the transport established it.
@@ -158,7 +163,6 @@ pub struct Front {
     config: McpConfig,
     sealer: Sealer,
     skills: Mutex<Option<(u64, Arc<SkillIndex>)>>,
-    turns: Mutex<HashMap<String, HeldTurn>>,
     /// When idle conversations were last deleted (Unix ms).
     purged: AtomicI64,
     /// Conversations a stateless request without a handle started, with when (Unix ms): each
@@ -192,7 +196,6 @@ impl Front {
             config,
             sealer: Sealer::new(secret),
             skills: Mutex::new(None),
-            turns: Mutex::new(HashMap::new()),
             purged: AtomicI64::new(0),
             provisional: Mutex::new(HashMap::new()),
             suspended: Suspended::default(),
@@ -431,17 +434,28 @@ impl Front {
             shown,
             session,
         } = begun;
+        let (given, read) = self.held_turn(&session, request.turn.as_deref())?;
         let place = Place {
-            given: self.held_turn(&session, request.turn.as_deref()),
-            turn: request.turn.clone(),
+            given,
+            read,
             session,
         };
         // An anonymous caller is never asked a card only a person may answer (dangerous and
         // `human` tools): the runtime refuses such a call before asking, on every front.
         let mut retry = None;
         let mut link = None;
+        let shared = SharedQuestions {
+            runtime: self.runtime.clone(),
+            wait: self.config.approval_wait,
+        };
         let (person, channels): (Arc<dyn Approver>, _) = match &asker {
-            Asker::Now(approver) => (approver.clone(), None),
+            Asker::Now(approver) => {
+                let asks = SharedAsk {
+                    inner: approver.clone(),
+                    shared,
+                };
+                (Arc::new(asks) as Arc<dyn Approver>, None)
+            }
             Asker::Console => {
                 let approver = self.runtime.retry_approver();
                 retry = Some(approver.clone());
@@ -461,14 +475,15 @@ impl Front {
             }
             Asker::Deferred => {
                 let wait = Duration::from_secs(REQUEST_STATE_TTL);
-                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
+                let (suspender, questions, answers) =
+                    InFlight::channels(done.clone(), wait, Some(shared));
                 (Arc::new(suspender), Some((questions, answers)))
             }
             Asker::DeferredLink => {
                 let approver = self.runtime.retry_approver();
                 link = Some(approver.clone());
                 let wait = Duration::from_secs(REQUEST_STATE_TTL);
-                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait);
+                let (suspender, questions, answers) = InFlight::channels(done.clone(), wait, None);
                 let linked = LinkSuspender {
                     retry: approver,
                     suspender,
@@ -556,13 +571,10 @@ impl Front {
         let place = &call.place;
         let given = place.given.clone();
         let open: Vec<&str> = given.skills().iter().map(|r| r.skill.as_str()).collect();
-        self.hold_turn(
-            &place.session,
-            place.turn.as_deref(),
-            &open,
-            &given,
-            given.clone(),
-        );
+        let written = self.hold_turn(&place.session, &place.read, &open, &given, given.clone())?;
+        // The call goes on from what it wrote: its own write is no other request's.
+        call.place.read = written;
+        let place = &call.place;
         let state = PendingState {
             s: place.session.clone(),
             u: caller.principal.user_id.clone(),
@@ -617,13 +629,7 @@ impl Front {
         let read = (name == "read_skill")
             .then(|| outcome.content["skill"].as_str())
             .flatten();
-        self.hold_turn(
-            session,
-            place.turn.as_deref(),
-            read.as_slice(),
-            &place.given,
-            state,
-        );
+        self.hold_turn(session, &place.read, read.as_slice(), &place.given, state)?;
         slot.remember(session, &delivered);
         if outcome.status == CallStatus::Pending
             && let Some(card) = waiting.last()
@@ -662,7 +668,7 @@ impl Front {
     ) -> Result<CallOutcome, FrontError> {
         let front = self.clone();
         let principal = caller.principal.clone();
-        let held = self.held_turn(&session, turn_id.as_deref());
+        let (held, turn_read) = self.held_turn(&session, turn_id.as_deref())?;
         let given = held.clone();
         let for_call = session.clone();
         let (outcome, state) = tokio::task::spawn_blocking(move || {
@@ -674,7 +680,7 @@ impl Front {
         .await
         .map_err(|e| FrontError::Interrupted(e.to_string()))??;
         let read = outcome.content["skill"].as_str();
-        self.hold_turn(&session, turn_id.as_deref(), read.as_slice(), &given, state);
+        self.hold_turn(&session, &turn_read, read.as_slice(), &given, state)?;
         if let Some(skill) = read {
             let mut delivered = slot.delivered(&session);
             delivered.insert(skill.to_owned());

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::questions::{CardKey, Decision};
+use super::shared::SharedQuestions;
 
 /// Most calls held waiting for an answer at once; past it a question stops its call without
 /// running anything, and the retry runs the call again.
@@ -44,6 +45,8 @@ pub(super) struct Suspender {
     questions: mpsc::UnboundedSender<Card>,
     answers: Mutex<std_mpsc::Receiver<Reply>>,
     wait: Duration,
+    /// Where a package's consent question is shared with the conversation's other requests.
+    shared: Option<SharedQuestions>,
 }
 
 impl Suspender {
@@ -65,12 +68,21 @@ impl Approver for Suspender {
     fn decide(&self, card: &Card) -> Answer {
         let key = CardKey::of(card);
         if let Some((_, decision)) = self.done.iter().rev().find(|(k, _)| *k == key) {
-            return decision.answer_to(card);
+            let answer = decision.answer_to(card);
+            // A rerun brings the answer its client gave: it resolves the shared question too.
+            if let Some(shared) = &self.shared {
+                shared.answered(card, answer);
+            }
+            return answer;
         }
-        match self.wait_reply(card) {
+        let ask = || match self.wait_reply(card) {
             Reply::Answer(answer) => answer,
             // A form is answered, not opened: no answer.
             Reply::Opened => Answer::Unanswered,
+        };
+        match &self.shared {
+            Some(shared) => shared.ask(card, ask),
+            None => ask(),
         }
     }
 }
@@ -94,11 +106,11 @@ pub(super) struct InFlight {
     pub(super) link: Option<(Arc<RetryApprover>, Option<String>)>,
 }
 
-/// Where a call runs: its conversation, the turn id of the request that started it and the
-/// turn state it was given.
+/// Where a call runs: its conversation, the turn it continues (as read) and the turn state it
+/// was given.
 pub(super) struct Place {
     pub(super) session: String,
-    pub(super) turn: Option<String>,
+    pub(super) read: super::turns::TurnRead,
     pub(super) given: TurnState,
 }
 
@@ -112,10 +124,11 @@ pub(super) enum Step {
 
 impl InFlight {
     /// The approver for a new call that answers from `done` and waits up to `wait` for the
-    /// rest, and the channels the front keeps.
+    /// rest (a package's consent shared through `shared`), and the channels the front keeps.
     pub(super) fn channels(
         done: Vec<(CardKey, Decision)>,
         wait: Duration,
+        shared: Option<SharedQuestions>,
     ) -> (
         Suspender,
         mpsc::UnboundedReceiver<Card>,
@@ -128,6 +141,7 @@ impl InFlight {
             questions: question_tx,
             answers: Mutex::new(answer_rx),
             wait,
+            shared,
         };
         (suspender, question_rx, answer_tx)
     }

@@ -236,6 +236,14 @@ async fn request_state_cannot_be_forged_or_replayed() {
         panic!("expected the replayed result")
     };
     assert_eq!(body(&again), body(&done));
+    // The whole result is given back (content, `isError`, `structuredContent`, `_meta`), only
+    // marked replayed.
+    let mut whole = serde_json::to_value(&again).unwrap();
+    whole["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("io.quiver/replayed");
+    assert_eq!(whole, serde_json::to_value(&done).unwrap());
     let meta = |r: &rmcp::model::CallToolResult| r.meta.clone().unwrap_or_default().0;
     assert_eq!(meta(&again)["io.quiver/replayed"], true);
     assert_eq!(

@@ -341,3 +341,69 @@ fn turn_refusal_is_final() {
         Decision::Ask(_)
     ));
 }
+
+/// Two requests of one turn that ran at once: whatever order their states are taken in, every
+/// lockout and every skill's restriction of both is kept, and a skill both activated keeps the
+/// absorbing state's lists.
+#[test]
+fn turn_absorb_keeps_both_requests_lockouts_and_restrictions() {
+    use quiver_policy::{Lockout, Refusal};
+    let refusal = |tool: &str, categories: Vec<RiskCategory>| {
+        Refusal::new(
+            RefusalReason::NeedsHumanApproval,
+            Lockout {
+                tool: tool.into(),
+                categories,
+            },
+        )
+    };
+    let skill = |id: &str, allowed: &[&str], disallowed: &[&str]| {
+        SkillTurnRules::new(id, "pkg", &strings(allowed), &strings(disallowed))
+    };
+    let mut kick = TurnState::new();
+    kick.record_refusal(&refusal("guild.kick_member", vec![RiskCategory::Member]));
+    kick.activate_skill(skill("pkg/careful", &[], &["post"]));
+    let mut pay = TurnState::new();
+    pay.record_refusal(&refusal("bank.pay", vec![RiskCategory::Funds]));
+    pay.activate_skill(skill("pkg/careful", &["post"], &[]));
+    pay.activate_skill(skill("pkg/other", &[], &["delete"]));
+    let cases: [(&TurnState, &TurnState, &str); 3] = [
+        (&kick, &pay, "kick"),
+        (&pay, &kick, "pay"),
+        (&kick, &TurnState::new(), "alone"),
+    ];
+    for (into, from, name) in cases {
+        let mut merged = into.clone();
+        merged.absorb(from);
+        for tool in ["guild.kick_member", "bank.pay"] {
+            let expected = into.is_tool_locked(tool) || from.is_tool_locked(tool);
+            assert_eq!(merged.is_tool_locked(tool), expected, "{name}: {tool}");
+        }
+        for category in [RiskCategory::Member, RiskCategory::Funds] {
+            let expected = into.is_category_locked(category) || from.is_category_locked(category);
+            assert_eq!(merged.is_category_locked(category), expected, "{name}");
+        }
+        for rules in into.skills() {
+            assert!(merged.skills().contains(rules), "{name}: {}", rules.skill);
+        }
+        for rules in from.skills() {
+            assert!(
+                merged.skills().iter().any(|s| s.skill == rules.skill),
+                "{name}: {}",
+                rules.skill
+            );
+        }
+        // Absorbing again changes nothing.
+        let again = {
+            let mut again = merged.clone();
+            again.absorb(from);
+            again
+        };
+        assert_eq!(again, merged, "{name}");
+    }
+    // A restriction only one request read is never lost, whichever absorbs which.
+    let mut merged = kick.clone();
+    merged.absorb(&pay);
+    assert!(merged.disallowing("pkg", "delete", None).is_some());
+    assert!(merged.disallowing("pkg", "post", None).is_some());
+}

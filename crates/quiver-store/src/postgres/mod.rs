@@ -40,6 +40,7 @@ mod ops;
 mod request_states;
 mod schema;
 mod store;
+mod turns;
 mod workflow;
 mod workflow_ops;
 

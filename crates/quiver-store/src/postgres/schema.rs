@@ -57,10 +57,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "spent request states (SQLite schema 17)",
         sql: V7,
     },
+    Migration {
+        version: 8,
+        name: "held turns and shared questions (SQLite schema 18)",
+        sql: V8,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 7;
+pub const PG_SCHEMA_VERSION: i64 = 8;
 
 /// Brings the database (the connection's `search_path` schema) to [`PG_SCHEMA_VERSION`]. A
 /// database migrated by a newer Quiver is refused untouched ([`StoreError::SchemaTooNew`]).
@@ -534,4 +539,25 @@ CREATE TABLE request_states (
     result     TEXT
 );
 CREATE INDEX request_states_by_expiry ON request_states (expires_at);
+"#;
+
+/// Version 8: as SQLite's version 18, an MCP conversation's held turns (one JSON document per
+/// session under a version for conditional writes) and the questions of a session asked once
+/// for all its requests (a package's consent); `expires_at` on the database's clock.
+const V8: &str = r#"
+CREATE TABLE held_turns (
+    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turns      TEXT NOT NULL,
+    version    BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+CREATE TABLE shared_questions (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    key        TEXT NOT NULL,
+    asker      TEXT NOT NULL,
+    asked_at   BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    answer     TEXT,
+    PRIMARY KEY (session_id, key)
+);
 "#;

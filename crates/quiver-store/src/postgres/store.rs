@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ops::{self, SetTable};
 use super::{
-    PostgresStore, approvals, audit, operator_cards, read, request_states, snapshot, write,
+    PostgresStore, approvals, audit, operator_cards, read, request_states, snapshot, turns, write,
 };
 use crate::Store;
 use crate::codec::{EncodedAudit, encode};
@@ -399,6 +399,52 @@ impl Store for PostgresStore {
     fn finish_request_state(&self, nonce: &str, result: &Value) -> Result<bool> {
         let (nonce, result) = (nonce.to_owned(), encode(result));
         write!(self, |tx| request_states::finish(&tx, &nonce, &result)
+            .await)
+    }
+
+    fn held_turns(&self, session: &str) -> Result<Option<crate::HeldTurns>> {
+        let session = session.to_owned();
+        read!(self, |c| turns::held_turns(&c, &session).await)
+    }
+
+    fn put_held_turns(&self, session: &str, expected: Option<i64>, held: &Value) -> Result<bool> {
+        let (session, held) = (session.to_owned(), encode(held));
+        write!(self, |tx| turns::put_held_turns(
+            &tx, &session, expected, &held
+        )
+        .await)
+    }
+
+    fn claim_question(
+        &self,
+        session: &str,
+        key: &str,
+        id: &str,
+        ttl_ms: i64,
+    ) -> Result<crate::Claim> {
+        let (session, key, id) = (session.to_owned(), key.to_owned(), id.to_owned());
+        write!(self, |tx| turns::claim_question(
+            &tx, &session, &key, &id, ttl_ms
+        )
+        .await)
+    }
+
+    fn answer_question(&self, session: &str, key: &str, answer: &str) -> Result<bool> {
+        let (session, key, answer) = (session.to_owned(), key.to_owned(), answer.to_owned());
+        write!(self, |tx| turns::answer_question(
+            &tx, &session, &key, &answer
+        )
+        .await)
+    }
+
+    fn question(&self, session: &str, key: &str) -> Result<Option<crate::SharedQuestion>> {
+        let (session, key) = (session.to_owned(), key.to_owned());
+        read!(self, |c| turns::question(&c, &session, &key).await)
+    }
+
+    fn release_question(&self, session: &str, key: &str, id: &str) -> Result<bool> {
+        let (session, key, id) = (session.to_owned(), key.to_owned(), id.to_owned());
+        write!(self, |tx| turns::release_question(&tx, &session, &key, &id)
             .await)
     }
 }

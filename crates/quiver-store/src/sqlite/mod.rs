@@ -7,6 +7,7 @@ mod ops;
 mod pool;
 mod request_states;
 mod schema;
+mod turns;
 mod workflow;
 mod workflow_ops;
 
@@ -541,5 +542,39 @@ impl Store for SqliteStore {
     fn finish_request_state(&self, nonce: &str, result: &Value) -> Result<bool> {
         let (nonce, result) = (nonce.to_owned(), crate::codec::encode(result));
         self.write(move |c| request_states::finish(c, &nonce, &result))
+    }
+
+    fn held_turns(&self, session: &str) -> Result<Option<crate::HeldTurns>> {
+        self.read(|c| turns::held_turns(c, session))
+    }
+
+    fn put_held_turns(&self, session: &str, expected: Option<i64>, held: &Value) -> Result<bool> {
+        let (session, held) = (session.to_owned(), crate::codec::encode(held));
+        self.write(move |c| turns::put_held_turns(c, &session, expected, &held, now_ms()))
+    }
+
+    fn claim_question(
+        &self,
+        session: &str,
+        key: &str,
+        id: &str,
+        ttl_ms: i64,
+    ) -> Result<crate::Claim> {
+        let (session, key, id) = (session.to_owned(), key.to_owned(), id.to_owned());
+        self.write(move |c| turns::claim_question(c, &session, &key, &id, ttl_ms, now_ms()))
+    }
+
+    fn answer_question(&self, session: &str, key: &str, answer: &str) -> Result<bool> {
+        let (session, key, answer) = (session.to_owned(), key.to_owned(), answer.to_owned());
+        self.write(move |c| turns::answer_question(c, &session, &key, &answer))
+    }
+
+    fn question(&self, session: &str, key: &str) -> Result<Option<crate::SharedQuestion>> {
+        self.read(|c| turns::question(c, session, key))
+    }
+
+    fn release_question(&self, session: &str, key: &str, id: &str) -> Result<bool> {
+        let (session, key, id) = (session.to_owned(), key.to_owned(), id.to_owned());
+        self.write(move |c| turns::release_question(c, &session, &key, &id))
     }
 }

@@ -12,7 +12,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x5156_5352;
 /// The migrations, in order: entry `i` takes the schema from version `i` to version `i + 1`.
 /// Never edit a released entry; append a new one.
 pub(crate) const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18,
 ];
 
 /// The schema version this build writes (the number of migrations).
@@ -568,4 +568,26 @@ CREATE TABLE request_states (
     result     TEXT               -- the stored result, JSON; NULL while the call runs
 ) STRICT;
 CREATE INDEX request_states_by_expiry ON request_states (expires_at);
+"#;
+
+/// Version 18: what an MCP conversation's requests share on every process (crate::turns): its
+/// held turns, one JSON document per session under a version for conditional writes, and the
+/// questions of a session asked once for all its requests (a package's consent), one row per
+/// session and question. Both go with their session.
+const V18: &str = r#"
+CREATE TABLE held_turns (
+    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turns      TEXT NOT NULL,     -- JSON, the front's document
+    version    INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE shared_questions (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    key        TEXT NOT NULL,     -- consent:<package>
+    asker      TEXT NOT NULL,     -- the id of the request that asks it
+    asked_at   INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    answer     TEXT,              -- NULL until answered
+    PRIMARY KEY (session_id, key)
+) STRICT;
 "#;

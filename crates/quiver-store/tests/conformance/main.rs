@@ -15,6 +15,7 @@ mod race_cases;
 mod request_state_cases;
 mod sqlite_only;
 mod store_cases;
+mod turn_cases;
 mod workflow_cases;
 
 /// One `#[test]` per case and backend, in a module per backend.
@@ -96,4 +97,8 @@ suite!(
     request_state_cases::of_spenders_on_two_stores_exactly_one_is_first,
     request_state_cases::a_spent_state_replays_its_stored_result_once_stored,
     request_state_cases::expired_spent_states_are_pruned,
+    turn_cases::turn_writers_on_two_stores_never_lose_a_lockout,
+    turn_cases::held_turns_are_written_only_at_the_version_read,
+    turn_cases::of_claimants_on_two_stores_exactly_one_asks,
+    turn_cases::a_question_released_expired_or_answered_is_asked_anew,
 );
