@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod backend;
+mod change_cases;
 mod instance_cases;
 mod lease_cases;
 mod operator_card_cases;
@@ -96,4 +97,5 @@ suite!(
     request_state_cases::of_spenders_on_two_stores_exactly_one_is_first,
     request_state_cases::a_spent_state_replays_its_stored_result_once_stored,
     request_state_cases::expired_spent_states_are_pruned,
+    change_cases::writes_are_heard_with_their_kind_and_id,
 );
