@@ -142,10 +142,10 @@ fn hints(console: u16, token: &str) -> Receiver<(String, i64)> {
         let mut line = String::new();
         while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
             let at = now_ms();
-            if let Some(hint) = line.trim().strip_prefix("event:") {
-                if send.send((hint.trim().to_owned(), at)).is_err() {
-                    return;
-                }
+            if let Some(hint) = line.trim().strip_prefix("event:")
+                && send.send((hint.trim().to_owned(), at)).is_err()
+            {
+                return;
             }
             line.clear();
         }
@@ -180,7 +180,11 @@ fn an_event_stored_by_another_process_starts_its_run_on_an_instance_at_once() {
     let env = Env::new(&server, "wakeups_event", package);
     let instance = env.serve();
     let emit = || {
-        let out = env.quiver().args(["events", "emit", "ping"]).output().unwrap();
+        let out = env
+            .quiver()
+            .args(["events", "emit", "ping"])
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -188,15 +192,20 @@ fn an_event_stored_by_another_process_starts_its_run_on_an_instance_at_once() {
         );
     };
     let runs = || {
-        psql(&env.url, "SELECT count(*) FROM wf_runs WHERE workflow = 'clock.pong'")
-            .parse::<usize>()
-            .unwrap()
+        psql(
+            &env.url,
+            "SELECT count(*) FROM wf_runs WHERE workflow = 'clock.pong'",
+        )
+        .parse::<usize>()
+        .unwrap()
     };
     for round in 1..=ROUNDS {
         // Rounds start at varied points of the scheduler's poll.
         std::thread::sleep(Duration::from_millis((round as u64 * 137) % 400));
         emit();
-        env.wait("the event's run", Duration::from_secs(10), || runs() >= round);
+        env.wait("the event's run", Duration::from_secs(10), || {
+            runs() >= round
+        });
     }
     // The run's creation after the event's, both stamped by the database's clock.
     let latencies: Vec<i64> = psql(
@@ -255,7 +264,11 @@ fn a_card_created_and_answered_on_one_instance_is_hinted_on_anothers_console_at_
             .args(["approvals", "approve", card])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let hinted = next_approvals_hint(&hints, Duration::from_secs(5));
         let at: i64 = psql(
             &env.url,

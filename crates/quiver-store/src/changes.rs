@@ -375,8 +375,9 @@ mod tests {
         let mut thread_side = hub.subscribe();
         let mut task_side = hub.subscribe();
         let waiter = std::thread::spawn(move || thread_side.wait(Duration::from_secs(10)));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
+        // A worker of its own, so the task is already waiting when the change comes.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
             .build()
             .unwrap();
         let task = runtime.spawn(async move { task_side.next().await });
