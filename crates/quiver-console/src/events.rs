@@ -80,13 +80,19 @@ impl Hints {
             let mut seen: Option<Seen> = first;
             let mut looked = tokio::time::Instant::now();
             loop {
+                // The hints sent at once since the last look, which it does not send again (a
+                // tab re-fetching twice may undo what its person just did on the page).
+                let mut hinted = Vec::new();
                 tokio::select! {
                     () = shutdown.cancelled() => break,
                     heard = changes.next() => {
                         // The kinds a tab shows are hinted even when the look finds the same
                         // state (a card created and answered between two looks).
                         for hint in heard.iter().filter_map(hint_for) {
-                            let _ = send.send(hint);
+                            if !hinted.contains(&hint) {
+                                let _ = send.send(hint);
+                                hinted.push(hint);
+                            }
                         }
                         tokio::select! {
                             () = shutdown.cancelled() => break,
@@ -101,14 +107,8 @@ impl Hints {
                     continue;
                 };
                 if let Some(before) = &seen {
-                    if before.pending != now.pending {
-                        let _ = send.send("approvals");
-                    }
-                    if before.control != now.control {
-                        let _ = send.send("control");
-                    }
-                    if before.newest_audit != now.newest_audit {
-                        let _ = send.send("audit");
+                    for hint in changed(before, &now, &hinted) {
+                        let _ = send.send(hint);
                     }
                 }
                 seen = Some(now);
@@ -116,6 +116,19 @@ impl Hints {
         });
         hints
     }
+}
+
+/// The hints for what changed between two looks, but those in `hinted` (sent already).
+fn changed(before: &Seen, now: &Seen, hinted: &[&'static str]) -> Vec<&'static str> {
+    [
+        ("approvals", before.pending != now.pending),
+        ("control", before.control != now.control),
+        ("audit", before.newest_audit != now.newest_audit),
+    ]
+    .into_iter()
+    .filter(|(hint, moved)| *moved && !hinted.contains(hint))
+    .map(|(hint, _)| hint)
+    .collect()
 }
 
 /// The hint a change sends at once, before the look: approvals and switches, which a tab
@@ -181,5 +194,34 @@ mod tests {
             );
         }
         assert_eq!(hint_for(&Heard::Resync), None);
+    }
+
+    #[test]
+    fn a_look_hints_what_moved_and_was_not_hinted_already() {
+        let seen = |pending: &[&str], control: &str, audit: Option<i64>| Seen {
+            pending: pending.iter().map(|p| (*p).to_owned()).collect(),
+            control: control.to_owned(),
+            newest_audit: audit,
+        };
+        let base = seen(&["a"], "normal", Some(1));
+        let cases: [(Seen, &[&'static str], &[&'static str]); 6] = [
+            (seen(&["a"], "normal", Some(1)), &[], &[]),
+            (seen(&["a", "b"], "normal", Some(1)), &[], &["approvals"]),
+            (seen(&["a", "b"], "normal", Some(1)), &["approvals"], &[]),
+            (
+                seen(&[], "read_only", Some(2)),
+                &[],
+                &["approvals", "control", "audit"],
+            ),
+            (
+                seen(&[], "read_only", Some(2)),
+                &["control"],
+                &["approvals", "audit"],
+            ),
+            (seen(&["a"], "normal", Some(2)), &["approvals"], &["audit"]),
+        ];
+        for (now, hinted, want) in cases {
+            assert_eq!(changed(&base, &now, hinted), want, "{now:?} {hinted:?}");
+        }
     }
 }

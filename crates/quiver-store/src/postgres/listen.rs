@@ -16,7 +16,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::ops::exec;
-use crate::changes::{Change, Heard, Hub};
+use crate::changes::{Change, ChangeKind, Heard, Hub};
 use crate::error::Result;
 use crate::notify::Notify;
 
@@ -57,8 +57,15 @@ pub(super) struct Listeners {
 
 impl Listeners {
     fn tell(&self, heard: Heard) {
+        // Approval waiters read their card again only when it may have moved.
+        let cards = match &heard {
+            Heard::Change(change) => change.kind == ChangeKind::Approval,
+            Heard::Resync => true,
+        };
         self.hub.publish(heard);
-        self.waiters.bump();
+        if cards {
+            self.waiters.bump();
+        }
     }
 }
 
