@@ -48,9 +48,9 @@
 //! - **PostgreSQL** ([`PostgresStore`]): the same semantics, each write one transaction
 //!   (session mutations behind the session row's lock, resolutions by conditional update);
 //!   every change other processes should look at (an approval, a run, an event, a switch) is
-//!   announced by `NOTIFY` from its transaction ([`Store::changes`]); a restart of the server costs a pause,
-//!   not an error. Why its synchronous methods over an async driver cannot deadlock a tokio
-//!   worker is in its module's doc.
+//!   announced by `NOTIFY` from its transaction ([`Store::changes`]); a restart of the server
+//!   costs a pause, not an error. Why its synchronous methods over an async driver cannot
+//!   deadlock a tokio worker is in its module's doc.
 //! - **Schema** versions (SQLite) are `PRAGMA user_version`, migrated in one transaction at open; a file
 //!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
 //!   foreign `application_id` is not touched either.
