@@ -10,8 +10,10 @@
 //! (each keyed by its fire time), timers and timeouts resolve, and the runs so started or
 //! woken are driven. It sleeps until the next fire or wait, at most
 //! [`POLL`](quiver_workflow::scheduler::POLL) (to see events stored by another process), and
-//! wakes early when told ([`Scheduler::kick`], a webhook's run) or when a run it drove ended
-//! or parked (a queued run may go; a wait may be due). [`Scheduler::stop`] ends it cleanly: no pass starts after it, idle
+//! wakes early when told ([`Scheduler::kick`], a webhook's run), when a run it drove ended
+//! or parked (a queued run may go; a wait may be due), or when the store hears that any process
+//! woke a run, stored an event or reloaded its catalog ([`Runtime::changes`]: on PostgreSQL a
+//! `NOTIFY` from another instance; the poll stays as the safety net). [`Scheduler::stop`] ends it cleanly: no pass starts after it, idle
 //! workers end, and a step still running is left to the next start, which resumes it under
 //! the same owner id.
 
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 use quiver_runtime::{Runtime, WorkflowSteps};
 use quiver_store::workflow::{RunFilter, RunStatus};
+use quiver_store::{ChangeKind, Changes, Heard};
 use quiver_workflow::Clock;
 use quiver_workflow::scheduler::{self, Watched, Woke};
 
@@ -32,6 +35,10 @@ use crate::HostError;
 
 /// Lock files of engine owner ids tried, from `serve-0`.
 const OWNER_SLOTS: usize = 64;
+
+/// How long the wake-up thread waits for a change before it looks whether the scheduler
+/// stopped.
+const HEARING: Duration = Duration::from_millis(250);
 
 /// How long [`Scheduler::stop`] waits for workers still driving a run.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -117,6 +124,7 @@ impl Shared {
 pub struct Scheduler {
     shared: Arc<Shared>,
     looper: Option<JoinHandle<()>>,
+    wakeups: Option<JoinHandle<()>>,
     workers: Vec<(JoinHandle<()>, mpsc::Receiver<()>)>,
     // Held while the scheduler lives: the engines of this process use its id.
     _owner: Option<OwnerLock>,
@@ -184,6 +192,10 @@ impl Scheduler {
                 Ok((handle, ended))
             })
             .collect::<Result<Vec<_>, HostError>>()?;
+        let wakeups = {
+            let (shared, changes) = (shared.clone(), runtime.changes());
+            spawn("quiver-wakeups", move || hear(changes, &shared))?
+        };
         let looper = {
             let shared = shared.clone();
             spawn("quiver-scheduler", move || run_loop(&runtime, &shared))?
@@ -191,6 +203,7 @@ impl Scheduler {
         Ok(Scheduler {
             shared,
             looper: Some(looper),
+            wakeups: Some(wakeups),
             workers,
             _owner: owner,
             instance,
@@ -217,6 +230,9 @@ impl Scheduler {
         self.shared.changed.notify_all();
         if let Some(looper) = self.looper.take() {
             let _ = looper.join();
+        }
+        if let Some(wakeups) = self.wakeups.take() {
+            let _ = wakeups.join();
         }
         let deadline = std::time::Instant::now() + STOP_GRACE;
         for (handle, ended) in self.workers.drain(..) {
@@ -360,6 +376,32 @@ fn run_loop(runtime: &Runtime, shared: &Shared) {
     }
 }
 
+/// The wake-up thread: asks for a pass whenever the store hears of something a pass looks at,
+/// until the scheduler stops.
+fn hear(mut changes: Changes, shared: &Shared) {
+    loop {
+        let heard = changes.wait(HEARING);
+        if shared.lock().stop {
+            return;
+        }
+        if heard.iter().any(wakes_scheduler) {
+            shared.kick();
+        }
+    }
+}
+
+/// Whether a pass should look at once: a run woken (created, parked on a new wake time, a wait
+/// resolved, a run ended), an event stored, a catalog reloaded, or changes maybe missed.
+fn wakes_scheduler(heard: &Heard) -> bool {
+    match heard {
+        Heard::Resync => true,
+        Heard::Change(change) => matches!(
+            change.kind,
+            ChangeKind::Run | ChangeKind::Event | ChangeKind::Catalog
+        ),
+    }
+}
+
 /// Logs each problem once.
 fn report(logged: &mut HashSet<String>, problems: Vec<String>) {
     for problem in problems {
@@ -399,6 +441,26 @@ mod tests {
 
     /// One live holder per owner id: a second lock takes the next id, and an id comes free when
     /// its holder goes (the kernel drops the lock of a killed process the same way).
+    #[test]
+    fn what_the_store_hears_that_wakes_the_scheduler() {
+        use quiver_store::Change;
+        let cases = [
+            (Heard::Resync, true),
+            (Heard::Change(Change::new(ChangeKind::Run, "r")), true),
+            (Heard::Change(Change::new(ChangeKind::Event, "7")), true),
+            (Heard::Change(Change::new(ChangeKind::Catalog, "i")), true),
+            (Heard::Change(Change::new(ChangeKind::Approval, "a")), false),
+            (
+                Heard::Change(Change::new(ChangeKind::Control, "control")),
+                false,
+            ),
+            (Heard::Change(Change::new(ChangeKind::Audit, "9")), false),
+        ];
+        for (heard, want) in cases {
+            assert_eq!(wakes_scheduler(&heard), want, "{heard:?}");
+        }
+    }
+
     #[test]
     fn owner_ids_are_one_per_live_holder() {
         let dir = tempfile::tempdir().unwrap();

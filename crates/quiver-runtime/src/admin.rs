@@ -61,6 +61,12 @@ impl Admin {
         Admin { store, workflows }
     }
 
+    /// A subscription to the changes the store hears (see [`quiver_store::changes`]): what
+    /// the console's live updates follow.
+    pub fn changes(&self) -> quiver_store::Changes {
+        self.store.changes()
+    }
+
     /// The sessions `filter` selects.
     pub fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, RuntimeError> {
         Ok(self.store.list_sessions(filter)?)

@@ -247,6 +247,20 @@ impl Runtime {
         self.catalog.store(catalog.into());
     }
 
+    /// A subscription to the changes the store hears (approvals, runs, events, catalogs, the
+    /// operator's switches, this process's audit records; see [`quiver_store::changes`]): hints
+    /// to read sooner, never the state itself.
+    pub fn changes(&self) -> quiver_store::Changes {
+        self.store.changes()
+    }
+
+    /// Tells every process on the store that this one, named `instance`, swapped in a new
+    /// catalog (their schedulers look again at once).
+    pub fn announce_catalog(&self, instance: &str) -> Result<(), RuntimeError> {
+        let change = quiver_store::Change::new(quiver_store::ChangeKind::Catalog, instance);
+        Ok(self.store.announce(&change)?)
+    }
+
     /// How many loaded slots a session has (`max_loaded`): each holds a whole package's exposed
     /// items, or one item named exactly, the least recently used evicted first.
     pub fn max_loaded(&self) -> usize {

@@ -47,14 +47,16 @@
 //!   [`CACHED_RESULTS`] are kept.
 //! - **PostgreSQL** ([`PostgresStore`]): the same semantics, each write one transaction
 //!   (session mutations behind the session row's lock, resolutions by conditional update);
-//!   answers wake other processes' waits by `NOTIFY`; a restart of the server costs a pause,
-//!   not an error. Why its synchronous methods over an async driver cannot deadlock a tokio
-//!   worker is in its module's doc.
+//!   every change other processes should look at (an approval, a run, an event, a switch) is
+//!   announced by `NOTIFY` from its transaction ([`Store::changes`]); a restart of the server
+//!   costs a pause, not an error. Why its synchronous methods over an async driver cannot
+//!   deadlock a tokio worker is in its module's doc.
 //! - **Schema** versions (SQLite) are `PRAGMA user_version`, migrated in one transaction at open; a file
 //!   with a newer version is refused untouched ([`StoreError::SchemaTooNew`]), and a file with a
 //!   foreign `application_id` is not touched either.
 
 mod card_state;
+pub mod changes;
 mod codec;
 mod digest;
 mod error;
@@ -74,6 +76,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use card_state::OperatorCardState;
+pub use changes::{Change, ChangeKind, Changes, Heard};
 pub use digest::{argument_digest, canonical_json};
 pub use error::{Result, StoreError};
 pub use postgres::{PG_SCHEMA_VERSION, PostgresOptions, PostgresStore, is_postgres_url};
@@ -375,6 +378,17 @@ pub trait Store: Send + Sync {
     /// answer: dismissed, timed out), so the next request asks anew; `false` when it is not
     /// that request's, or is answered.
     fn release_question(&self, session: &str, key: &str, id: &str) -> Result<bool>;
+
+    // --- wake-ups (module changes) ---
+
+    /// A subscription to the changes heard from now on: those written through this store and,
+    /// on PostgreSQL, those every other store on the database announces. A hint to look at
+    /// the rows sooner, never a substitute for reading them (see the module `changes`).
+    fn changes(&self) -> Changes;
+
+    /// Tells every listener `change` without writing a row (an instance reloaded its
+    /// catalog): on PostgreSQL a `NOTIFY`, on SQLite this process's subscribers only.
+    fn announce(&self, change: &Change) -> Result<()>;
 }
 
 /// A store that keeps workflow runs too: what a host opens ([`SqliteStore`],

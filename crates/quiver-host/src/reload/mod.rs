@@ -9,7 +9,9 @@
 //! Turns already running keep the catalog they started with (a turn holds its snapshot); a
 //! rebuild that fails (panics) swaps nothing. One rebuild runs at a time; news arriving during
 //! one asks for one more. After each swap the listeners (`Reload::on_swap`) hear of it: the
-//! MCP front tells its clients when the skills they see changed.
+//! MCP front tells its clients when the skills they see changed, and every process on the
+//! store hears that this one reloaded ([`Runtime::announce_catalog`]: their schedulers look at
+//! once).
 //!
 //! No cycle: the executor's callback and the watcher hold only the [`Signal`]; the reload
 //! thread holds the runtime and the executor, and ends when its [`Reload`] is dropped.
@@ -207,6 +209,8 @@ impl Reload {
             .collect();
         let waiting = Arc::clone(&signal);
         let mut requests = request::Requests::new(state_dir);
+        let instance = quiver_store::waiter::current()
+            .unwrap_or_else(|| format!("pid-{}", std::process::id()));
         let thread = std::thread::Builder::new()
             .name("quiver-catalog-reload".into())
             .spawn(move || {
@@ -233,6 +237,10 @@ impl Reload {
                     };
                     let catalog = Arc::new(loaded.catalog);
                     runtime.swap_catalog(catalog.clone());
+                    if let Err(error) = runtime.announce_catalog(&instance) {
+                        // Latency only: the others see it at their next poll.
+                        tracing::debug!(%error, "could not announce the reloaded catalog");
+                    }
                     tracing::info!(
                         packages = catalog.packages().len(),
                         elapsed_ms = started.elapsed().as_millis() as u64,

@@ -6,7 +6,9 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 use tokio_postgres::Row;
 
+use super::listen::notify;
 use super::ops::{ensure_session, exec, row, rows};
+use crate::changes::{Change, ChangeKind};
 use crate::codec::{decode, encode, require};
 use crate::digest::argument_digest;
 use crate::error::{Result, StoreError};
@@ -49,6 +51,7 @@ fn approval_row(r: &Row) -> Result<Approval> {
 
 pub(super) async fn enqueue_approval<C: GenericClient>(
     c: &C,
+    channel: &str,
     card: &ApprovalCard,
 ) -> Result<Approval> {
     require(&card.id, "approval id")?;
@@ -81,6 +84,7 @@ pub(super) async fn enqueue_approval<C: GenericClient>(
             id: card.id.clone(),
         });
     }
+    notify(c, channel, &Change::new(ChangeKind::Approval, &card.id)).await?;
     Ok(Approval {
         card: card.clone(),
         status: ApprovalStatus::Pending,
@@ -139,7 +143,7 @@ pub(super) async fn resolve_approval<C: GenericClient>(
     );
     if let Some(moved) = row(c, &sql, &[&id, &status.as_str(), &by, &now, &note]).await? {
         // Sent on commit: waiters in other processes wake at once (see `listen`).
-        exec(c, "SELECT pg_notify($1, $2)", &[&channel, &id]).await?;
+        notify(c, channel, &Change::new(ChangeKind::Approval, id)).await?;
         return approval_row(&moved);
     }
     match approval(c, id).await? {

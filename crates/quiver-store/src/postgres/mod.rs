@@ -53,6 +53,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
+use crate::changes::Hub;
 use crate::error::{Result, StoreError};
 use crate::notify::Notify;
 
@@ -92,6 +93,7 @@ pub struct PostgresStore {
     handle: tokio::runtime::Handle,
     pool: Pool,
     notify: Arc<Notify>,
+    hub: Arc<Hub>,
     poll_interval: Duration,
     target: String,
     channel: String,
@@ -157,7 +159,9 @@ impl PostgresStore {
         }
         let target = describe(&config);
         let channel = listen::channel(options.schema.as_deref());
-        let listener = (config.clone(), channel.clone());
+        let mut listen_config = config.clone();
+        listen_config.application_name(listen::APPLICATION);
+        let listener = (listen_config, channel.clone());
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("quiver-pg")
@@ -183,6 +187,7 @@ impl PostgresStore {
             runtime: Some(runtime),
             pool,
             notify: Arc::new(Notify::default()),
+            hub: Arc::new(Hub::default()),
             poll_interval: options.poll_interval,
             target,
             channel,
@@ -207,9 +212,13 @@ impl PostgresStore {
             audit::partitions_ahead(&client).await
         })?;
         let (config, channel) = listener;
+        let listeners = listen::Listeners {
+            hub: Arc::clone(&store.hub),
+            waiters: Arc::clone(&store.notify),
+        };
         store
             .handle
-            .spawn(listen::listen(config, channel, Arc::clone(&store.notify)));
+            .spawn(listen::listen(config, channel, listeners));
         store.handle.spawn(audit_months_ahead(store.pool.clone()));
         Ok(store)
     }

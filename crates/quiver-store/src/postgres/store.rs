@@ -7,9 +7,11 @@ use serde_json::Value;
 
 use super::ops::{self, SetTable};
 use super::{
-    PostgresStore, approvals, audit, operator_cards, read, request_states, snapshot, turns, write,
+    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, snapshot, turns,
+    write,
 };
 use crate::Store;
+use crate::changes::{Change, ChangeKind, Changes};
 use crate::codec::{EncodedAudit, encode};
 use crate::digest::argument_digest;
 use crate::error::{Result, StoreError};
@@ -62,8 +64,11 @@ impl Store for PostgresStore {
 
     fn set_operator_value(&self, key: &str, value: &Value, by: &str) -> Result<()> {
         let (key, value, by) = (key.to_owned(), encode(value), by.to_owned());
+        let channel = self.channel.clone();
         write!(self, |tx| {
-            ops::set_operator_value(&tx, &key, &value, &by, now_ms()).await
+            ops::set_operator_value(&tx, &key, &value, &by, now_ms()).await?;
+            let change = Change::new(ChangeKind::Control, &key);
+            listen::notify(&tx, &channel, &change).await
         })
     }
 
@@ -238,8 +243,9 @@ impl Store for PostgresStore {
     }
 
     fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
-        let card = card.clone();
-        write!(self, |tx| approvals::enqueue_approval(&tx, &card).await)
+        let (card, channel) = (card.clone(), self.channel.clone());
+        write!(self, |tx| approvals::enqueue_approval(&tx, &channel, &card)
+            .await)
     }
 
     fn approval(&self, id: &str) -> Result<Option<Approval>> {
@@ -379,7 +385,19 @@ impl Store for PostgresStore {
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
         let entry = EncodedAudit::new(entry)?;
-        write!(self, |tx| audit::append_audit(&tx, &entry).await)
+        let id = write!(self, |tx| audit::append_audit(&tx, &entry).await)?;
+        // This process only: a notifying commit takes a database-wide lock (module `changes`).
+        self.hub.change(ChangeKind::Audit, id.to_string());
+        Ok(id)
+    }
+
+    fn changes(&self) -> Changes {
+        self.hub.subscribe()
+    }
+
+    fn announce(&self, change: &Change) -> Result<()> {
+        let (channel, change) = (self.channel.clone(), change.clone());
+        read!(self, |c| listen::notify(&c, &channel, &change).await)
     }
 
     fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {

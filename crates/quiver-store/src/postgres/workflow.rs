@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use super::instances;
 use super::workflow_ops::{self as ops, KeyedTable};
-use super::{PostgresStore, audit, read, snapshot, write};
+use super::{PostgresStore, audit, listen, read, snapshot, write};
+use crate::changes::{Change, ChangeKind};
 use crate::codec::{EncodedAudit, encode};
 use crate::error::Result;
 use crate::instances::{Instance, NewInstance};
@@ -28,21 +29,31 @@ impl WorkflowStore for PostgresStore {
     }
 
     fn create_run(&self, new: &NewRun) -> Result<(Run, bool)> {
-        let new = new.clone();
-        write!(self, |tx| ops::create_run(&tx, &new).await)
+        let (new, channel) = (new.clone(), self.channel.clone());
+        write!(self, |tx| {
+            let made = ops::create_run(&tx, &new).await?;
+            started(&tx, &channel, &made).await?;
+            Ok(made)
+        })
     }
 
     fn fire_schedule(&self, workflow: &str, fire_at: i64, new: &NewRun) -> Result<(Run, bool)> {
         let (workflow, key, new) = (workflow.to_owned(), fire_at.to_string(), new.clone());
+        let channel = self.channel.clone();
         write!(self, |tx| {
-            ops::keyed_start(&tx, KeyedTable::Fires, &workflow, &key, &new).await
+            let made = ops::keyed_start(&tx, KeyedTable::Fires, &workflow, &key, &new).await?;
+            started(&tx, &channel, &made).await?;
+            Ok(made)
         })
     }
 
     fn deliver_webhook(&self, hook: &str, delivery_key: &str, new: &NewRun) -> Result<(Run, bool)> {
         let (hook, key, new) = (hook.to_owned(), delivery_key.to_owned(), new.clone());
+        let channel = self.channel.clone();
         write!(self, |tx| {
-            ops::keyed_start(&tx, KeyedTable::Deliveries, &hook, &key, &new).await
+            let made = ops::keyed_start(&tx, KeyedTable::Deliveries, &hook, &key, &new).await?;
+            started(&tx, &channel, &made).await?;
+            Ok(made)
         })
     }
 
@@ -112,8 +123,16 @@ impl WorkflowStore for PostgresStore {
             .flatten()
             .map(EncodedAudit::new)
             .collect::<Result<Vec<_>>>()?;
-        let advance = advance.clone();
-        write!(self, |tx| ops::advance(&tx, &advance, &audits).await)
+        let (advance, wakes) = (advance.clone(), crate::changes::advance_wakes(advance));
+        let channel = self.channel.clone();
+        write!(self, |tx| {
+            let moved = ops::advance(&tx, &advance, &audits).await?;
+            if moved && wakes {
+                let change = Change::new(ChangeKind::Run, &advance.run_id);
+                listen::notify(&tx, &channel, &change).await?;
+            }
+            Ok(moved)
+        })
     }
 
     fn append_step_audit(&self, entry: &AuditEntry) -> Result<()> {
@@ -142,8 +161,12 @@ impl WorkflowStore for PostgresStore {
 
     fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64> {
         let (name, source, payload) = (name.to_owned(), source.to_owned(), encode(payload));
+        let channel = self.channel.clone();
         write!(self, |tx| {
-            ops::emit_event(&tx, &name, &source, &payload, now).await
+            let id = ops::emit_event(&tx, &name, &source, &payload, now).await?;
+            let change = Change::new(ChangeKind::Event, id.to_string());
+            listen::notify(&tx, &channel, &change).await?;
+            Ok(id)
         })
     }
 
@@ -212,4 +235,16 @@ impl WorkflowStore for PostgresStore {
         let entry = EncodedAudit::new(entry)?;
         write!(self, |tx| instances::close_call(&tx, &entry).await)
     }
+}
+
+/// Announces, from the transaction `tx`, a run it created (not one that existed).
+async fn started<C: deadpool_postgres::GenericClient>(
+    tx: &C,
+    channel: &str,
+    (run, created): &(Run, bool),
+) -> Result<()> {
+    if *created {
+        listen::notify(tx, channel, &Change::new(ChangeKind::Run, &run.id)).await?;
+    }
+    Ok(())
 }

@@ -29,6 +29,7 @@ use crate::types::{
     SessionPresence, now_ms,
 };
 
+use crate::changes::{Change, ChangeKind, Changes, Heard, Hub};
 use crate::notify::Notify;
 use ops::SetTable;
 use pool::{Readers, Writer};
@@ -92,6 +93,7 @@ pub struct SqliteStore {
     writer: Writer,
     readers: Readers,
     notify: Arc<Notify>,
+    hub: Arc<Hub>,
     poll_interval: Duration,
 }
 
@@ -132,6 +134,7 @@ impl SqliteStore {
             writer,
             readers: Readers::new(readers),
             notify,
+            hub: Arc::new(Hub::default()),
             poll_interval: options.poll_interval,
         })
     }
@@ -293,7 +296,10 @@ impl Store for SqliteStore {
 
     fn set_operator_value(&self, key: &str, value: &Value, by: &str) -> Result<()> {
         let (key, value, by) = (key.to_owned(), crate::codec::encode(value), by.to_owned());
-        self.write(move |c| ops::set_operator_value(c, &key, &value, &by, now_ms()))
+        let told = key.clone();
+        self.write(move |c| ops::set_operator_value(c, &key, &value, &by, now_ms()))?;
+        self.hub.change(ChangeKind::Control, told);
+        Ok(())
     }
 
     fn operator_values(&self) -> Result<std::collections::BTreeMap<String, Value>> {
@@ -433,7 +439,10 @@ impl Store for SqliteStore {
 
     fn enqueue_approval(&self, card: &ApprovalCard) -> Result<Approval> {
         let card = card.clone();
-        self.write(move |c| approvals::enqueue_approval(c, &card))
+        let approval = self.write(move |c| approvals::enqueue_approval(c, &card))?;
+        self.hub
+            .change(ChangeKind::Approval, approval.card.id.clone());
+        Ok(approval)
     }
 
     fn approval(&self, id: &str) -> Result<Option<Approval>> {
@@ -452,17 +461,23 @@ impl Store for SqliteStore {
         note: Option<&str>,
     ) -> Result<Approval> {
         let (id, by, note) = (id.to_owned(), by.to_owned(), note.map(str::to_owned));
-        self.write(move |c| {
+        let approval = self.write(move |c| {
             let status = approvals::decided(decision);
             approvals::resolve_approval(c, &id, status, Some(&by), note.as_deref(), now_ms())
-        })
+        })?;
+        self.hub
+            .change(ChangeKind::Approval, approval.card.id.clone());
+        Ok(approval)
     }
 
     fn expire_approval(&self, id: &str) -> Result<Approval> {
         let id = id.to_owned();
-        self.write(move |c| {
+        let approval = self.write(move |c| {
             approvals::resolve_approval(c, &id, ApprovalStatus::Expired, None, None, now_ms())
-        })
+        })?;
+        self.hub
+            .change(ChangeKind::Approval, approval.card.id.clone());
+        Ok(approval)
     }
 
     fn withdraw_orphaned_approvals(&self) -> Result<Vec<Approval>> {
@@ -476,9 +491,14 @@ impl Store for SqliteStore {
             // Listing must not wait for the writer when there is nothing to withdraw.
             return Ok(Vec::new());
         }
-        self.write(move |c| {
+        let withdrawn = self.write(move |c| {
             approvals::withdraw_orphaned_approvals(c, &crate::waiter::alive, now_ms())
-        })
+        })?;
+        for approval in &withdrawn {
+            self.hub
+                .change(ChangeKind::Approval, approval.card.id.clone());
+        }
+        Ok(withdrawn)
     }
 
     fn card_for_call(&self, card: &ApprovalCard) -> Result<Option<Approval>> {
@@ -517,13 +537,24 @@ impl Store for SqliteStore {
         self.write(move |c| operator_cards::revoke(c, &id, &by, now))
     }
 
+    fn changes(&self) -> Changes {
+        self.hub.subscribe()
+    }
+
+    fn announce(&self, change: &Change) -> Result<()> {
+        self.hub.publish(Heard::Change(change.clone()));
+        Ok(())
+    }
+
     fn wait_approval(&self, id: &str, timeout: Duration) -> Result<Approval> {
         crate::notify::wait_approval(self, &self.notify, self.poll_interval, id, timeout)
     }
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
         let entry = crate::codec::EncodedAudit::new(entry)?;
-        self.write(move |c| ops::append_audit(c, &entry))
+        let id = self.write(move |c| ops::append_audit(c, &entry))?;
+        self.hub.change(ChangeKind::Audit, id.to_string());
+        Ok(id)
     }
 
     fn query_audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::SqliteStore;
 use super::workflow_ops::{self as ops, KeyedTable};
+use crate::changes::ChangeKind;
 use crate::codec::{EncodedAudit, encode};
 use crate::error::Result;
 use crate::instances::{Instance, NewInstance};
@@ -26,19 +27,26 @@ impl WorkflowStore for SqliteStore {
 
     fn create_run(&self, new: &NewRun) -> Result<(Run, bool)> {
         let new = new.clone();
-        self.write(move |c| ops::create_run(c, &new))
+        let made = self.write(move |c| ops::create_run(c, &new))?;
+        self.started(&made);
+        Ok(made)
     }
 
     fn fire_schedule(&self, workflow: &str, fire_at: i64, new: &NewRun) -> Result<(Run, bool)> {
         let (workflow, new) = (workflow.to_owned(), new.clone());
-        self.write(move |c| {
+        let made = self.write(move |c| {
             ops::keyed_start(c, KeyedTable::Fires, &workflow, &fire_at.to_string(), &new)
-        })
+        })?;
+        self.started(&made);
+        Ok(made)
     }
 
     fn deliver_webhook(&self, hook: &str, delivery_key: &str, new: &NewRun) -> Result<(Run, bool)> {
         let (hook, key, new) = (hook.to_owned(), delivery_key.to_owned(), new.clone());
-        self.write(move |c| ops::keyed_start(c, KeyedTable::Deliveries, &hook, &key, &new))
+        let made =
+            self.write(move |c| ops::keyed_start(c, KeyedTable::Deliveries, &hook, &key, &new))?;
+        self.started(&made);
+        Ok(made)
     }
 
     fn run(&self, id: &str) -> Result<Option<Run>> {
@@ -90,8 +98,13 @@ impl WorkflowStore for SqliteStore {
             .flatten()
             .map(EncodedAudit::new)
             .collect::<Result<Vec<_>>>()?;
-        let advance = advance.clone();
-        self.write(move |c| ops::advance(c, &advance, &audits))
+        let (advance, wakes) = (advance.clone(), crate::changes::advance_wakes(advance));
+        let run = advance.run_id.clone();
+        let moved = self.write(move |c| ops::advance(c, &advance, &audits))?;
+        if moved && wakes {
+            self.hub.change(ChangeKind::Run, run);
+        }
+        Ok(moved)
     }
 
     fn append_step_audit(&self, entry: &AuditEntry) -> Result<()> {
@@ -117,7 +130,9 @@ impl WorkflowStore for SqliteStore {
 
     fn emit_event(&self, name: &str, source: &str, payload: &Value, now: i64) -> Result<i64> {
         let (name, source, payload) = (name.to_owned(), source.to_owned(), encode(payload));
-        self.write(move |c| ops::emit_event(c, &name, &source, &payload, now))
+        let id = self.write(move |c| ops::emit_event(c, &name, &source, &payload, now))?;
+        self.hub.change(ChangeKind::Event, id.to_string());
+        Ok(id)
     }
 
     fn events_after(&self, name: &str, after: i64) -> Result<Vec<Event>> {
@@ -176,5 +191,14 @@ impl WorkflowStore for SqliteStore {
     fn close_call(&self, entry: &AuditEntry) -> Result<bool> {
         let entry = EncodedAudit::new(entry)?;
         self.write(move |c| super::instances::close_call(c, &entry))
+    }
+}
+
+impl SqliteStore {
+    /// Tells this process's subscribers of a run just created (not of one that existed).
+    fn started(&self, (run, created): &(Run, bool)) {
+        if *created {
+            self.hub.change(ChangeKind::Run, run.id.clone());
+        }
     }
 }

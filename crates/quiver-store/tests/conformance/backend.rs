@@ -60,6 +60,25 @@ impl Fixture {
         }
     }
 
+    /// Which backend the store is on.
+    pub fn backend(&self) -> Backend {
+        if self.postgres.is_some() {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        }
+    }
+
+    /// Runs `sql` (with `{schema}` replaced by the fixture's schema) on a raw connection of the
+    /// PostgreSQL database and returns how many rows it returned; `None` on SQLite.
+    pub fn postgres_rows(&self, sql: &str) -> Option<usize> {
+        let (url, schema) = self.postgres.as_ref()?;
+        let sql = sql.replace("{schema}", schema);
+        Some(on_postgres(url, |client| async move {
+            client.query(&sql, &[]).await.unwrap().len()
+        }))
+    }
+
     /// Another store on the same database, as a second process opens it.
     pub fn reopen(&self) -> Arc<dyn Both> {
         match (&self.dir, &self.postgres) {

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod backend;
+mod change_cases;
 mod instance_cases;
 mod lease_cases;
 mod operator_card_cases;
@@ -101,4 +102,5 @@ suite!(
     turn_cases::held_turns_are_written_only_at_the_version_read,
     turn_cases::of_claimants_on_two_stores_exactly_one_asks,
     turn_cases::a_question_released_expired_or_answered_is_asked_anew,
+    change_cases::writes_are_heard_with_their_kind_and_id,
 );
