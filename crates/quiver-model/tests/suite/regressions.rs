@@ -4,7 +4,9 @@
 //! entry); once removed, the row must hold. Every row must show nothing else. Every MCP row
 //! runs over stdio and again over HTTP, with the client of the same era and turn marking.
 
-use quiver_model::world::{Caller, NameForm, Op, Package, Role, Script, Target, Tool, World};
+use quiver_model::world::{
+    Approval, Caller, Category, NameForm, Op, Package, Role, Script, Target, Tool, World,
+};
 
 use super::check::{Front, is_known, known};
 use super::generated::run_through;
@@ -281,6 +283,23 @@ fn rows() -> Vec<Row> {
             world: workflow_of(vec![step_t0(1), step_t0(0)]),
             caller: owner(),
             ops: vec![Op::TriggerRun(0), Op::AnswerRun(true), Op::AnswerRun(true)],
+            class: None,
+        },
+        Row {
+            name: "item 5's sibling (found by the generated cases): a yes given from another process to a run's `once` step holds for the run's next call of that tool",
+            front: Front::Runtime,
+            world: {
+                let mut w = workflow_of(vec![step_t0(0), step_t0(0)]);
+                w.packages[0].tools[0] = Tool {
+                    expose: false,
+                    category: Category::Action,
+                    approval: Approval::Once,
+                    ..tool()
+                };
+                w
+            },
+            caller: owner(),
+            ops: vec![Op::TriggerRun(0), Op::AnswerRun(true)],
             class: None,
         },
         Row {

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use quiver_package::rules::Role;
-use quiver_policy::{Ask, AskReason, Principal};
+use quiver_policy::{Ask, AskReason, Principal, Reuse};
 use quiver_store::workflow::{ASKING, NewRun};
 use quiver_store::{AuditEntry, AuditStep, NewSession, StoreError, WorkflowStore};
 use quiver_workflow::{StepCall, StepOutcome, StepRunner, Target};
@@ -381,6 +381,18 @@ impl Turn<'_> {
                 self.runtime
                     .store
                     .set_consent(&self.session, &ask.package, true, &by)?;
+            }
+            // A yes to a `once` tool holds for the rest of the run's session, as a yes given
+            // while the call waited does (the run's later calls of the tool ask nobody).
+            if ask
+                .approval
+                .as_ref()
+                .is_some_and(|q| q.reuse == Reuse::Session)
+            {
+                self.grants.approve_once(qualified);
+                self.runtime
+                    .store
+                    .grant_once(&self.session, qualified, &by)?;
             }
             return Ok(None);
         }
