@@ -389,6 +389,47 @@ macro_rules! write {
     }};
 }
 
+/// Runs `$body`, a write of ONE statement (an expression that may `.await` and uses the pooled
+/// connection `$c`), outside any explicit transaction: the statement is its own transaction,
+/// committed (durably) when it returns, which saves the `BEGIN` and `COMMIT` round trips of
+/// [`write!`]. Run again when no connection could be had, or when it raced another
+/// transaction (it was rolled back); a statement sent on a connection that was then lost is
+/// never run again, since it may have committed.
+macro_rules! single {
+    ($store:expr, |$c:ident| $body:expr) => {{
+        let pool = $store.pool.clone();
+        let notify = std::sync::Arc::clone(&$store.notify);
+        $store.block(async move {
+            let mut tries = 0;
+            loop {
+                let outcome: $crate::error::Result<_> = async {
+                    let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
+                    $body
+                }
+                .await;
+                match outcome {
+                    Ok(value) => {
+                        notify.bump();
+                        return Ok(value);
+                    }
+                    Err(error)
+                        if tries < $crate::postgres::RETRIES
+                            && ($crate::postgres::retryable(&error)
+                                || matches!(error, $crate::error::StoreError::Connect(_))) =>
+                    {
+                        tries += 1;
+                        tracing::debug!(%error, tries, "a store statement is run again");
+                        if $crate::postgres::transient(&error) {
+                            tokio::time::sleep($crate::postgres::backoff(tries)).await;
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        })
+    }};
+}
+
 /// Runs `$body` (an expression that may `.await` and uses the pooled connection `$c`) on a
 /// pooled connection, outside any explicit transaction; run again on a new connection when
 /// the server could not be reached.
@@ -439,4 +480,4 @@ macro_rules! snapshot {
     }};
 }
 
-pub(crate) use {read, snapshot, write};
+pub(crate) use {read, single, snapshot, write};
