@@ -1,7 +1,7 @@
-//! Reads a turn makes together ([`Store::turn_start`], [`Store::stamped_presence`]) give what
+//! Reads a turn makes together (`Store::turn_start`, `Store::stamped_presence`) give what
 //! the separate reads give.
 
-use quiver_store::{Store, TurnStart};
+use quiver_store::TurnStart;
 use serde_json::json;
 
 use crate::backend::Fixture;
