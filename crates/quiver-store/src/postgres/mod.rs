@@ -337,35 +337,18 @@ fn backoff(tries: u32) -> Duration {
     Duration::from_millis(100 * u64::from(tries))
 }
 
-/// Runs `$body` (an expression that may `.await` and uses the transaction `$tx`) in a
-/// transaction on a pooled connection and commits it; run again from the start when it raced
-/// another transaction or lost its connection before committing. Evaluates to the body's
-/// `Result`, on the caller's thread.
-macro_rules! write {
-    ($store:expr, |$tx:ident| $body:expr) => {{
-        let pool = $store.pool.clone();
+/// Runs the write `$attempt` (a future, which sets `$committing` once what it sent may have
+/// committed) on the store's runtime until it succeeds; run again from the start when it
+/// raced another transaction, or lost its connection before `$committing`. Waiters are told
+/// of a success.
+macro_rules! retried {
+    ($store:expr, |$committing:ident| $attempt:expr) => {{
         let notify = std::sync::Arc::clone(&$store.notify);
         $store.block(async move {
             let mut tries = 0;
             loop {
-                let mut committing = false;
-                let outcome: $crate::error::Result<_> = async {
-                    let mut client = pool.get().await.map_err($crate::postgres::pool_error)?;
-                    let $tx = client.transaction().await?;
-                    let outcome: $crate::error::Result<_> = $body;
-                    match outcome {
-                        Ok(value) => {
-                            committing = true;
-                            $tx.commit().await?;
-                            Ok(value)
-                        }
-                        Err(error) => {
-                            let _ = $tx.rollback().await;
-                            Err(error)
-                        }
-                    }
-                }
-                .await;
+                let mut $committing = false;
+                let outcome: $crate::error::Result<_> = $attempt.await;
                 match outcome {
                     Ok(value) => {
                         notify.bump();
@@ -374,15 +357,41 @@ macro_rules! write {
                     Err(error)
                         if tries < $crate::postgres::RETRIES
                             && ($crate::postgres::retryable(&error)
-                                || (!committing && $crate::postgres::transient(&error))) =>
+                                || (!$committing && $crate::postgres::transient(&error))) =>
                     {
                         tries += 1;
-                        tracing::debug!(%error, tries, "a store transaction is run again");
+                        tracing::debug!(%error, tries, "a store write is run again");
                         if $crate::postgres::transient(&error) {
                             tokio::time::sleep($crate::postgres::backoff(tries)).await;
                         }
                     }
                     Err(error) => return Err(error),
+                }
+            }
+        })
+    }};
+}
+
+/// Runs `$body` (an expression that may `.await` and uses the transaction `$tx`) in a
+/// transaction on a pooled connection and commits it; run again from the start when it raced
+/// another transaction or lost its connection before committing ([`retried!`]). Evaluates to
+/// the body's `Result`, on the caller's thread.
+macro_rules! write {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let pool = $store.pool.clone();
+        $crate::postgres::retried!($store, |committing| async {
+            let mut client = pool.get().await.map_err($crate::postgres::pool_error)?;
+            let $tx = client.transaction().await?;
+            let outcome: $crate::error::Result<_> = $body;
+            match outcome {
+                Ok(value) => {
+                    committing = true;
+                    $tx.commit().await?;
+                    Ok(value)
+                }
+                Err(error) => {
+                    let _ = $tx.rollback().await;
+                    Err(error)
                 }
             }
         })
@@ -398,34 +407,10 @@ macro_rules! write {
 macro_rules! single {
     ($store:expr, |$c:ident| $body:expr) => {{
         let pool = $store.pool.clone();
-        let notify = std::sync::Arc::clone(&$store.notify);
-        $store.block(async move {
-            let mut tries = 0;
-            loop {
-                let outcome: $crate::error::Result<_> = async {
-                    let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
-                    $body
-                }
-                .await;
-                match outcome {
-                    Ok(value) => {
-                        notify.bump();
-                        return Ok(value);
-                    }
-                    Err(error)
-                        if tries < $crate::postgres::RETRIES
-                            && ($crate::postgres::retryable(&error)
-                                || matches!(error, $crate::error::StoreError::Connect(_))) =>
-                    {
-                        tries += 1;
-                        tracing::debug!(%error, tries, "a store statement is run again");
-                        if $crate::postgres::transient(&error) {
-                            tokio::time::sleep($crate::postgres::backoff(tries)).await;
-                        }
-                    }
-                    Err(error) => return Err(error),
-                }
-            }
+        $crate::postgres::retried!($store, |sent| async {
+            let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
+            sent = true;
+            $body
         })
     }};
 }
@@ -480,4 +465,4 @@ macro_rules! snapshot {
     }};
 }
 
-pub(crate) use {read, single, snapshot, write};
+pub(crate) use {read, retried, single, snapshot, write};
