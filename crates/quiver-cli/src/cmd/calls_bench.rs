@@ -106,6 +106,7 @@ pub fn run(args: CallsBenchArgs) -> miette::Result<ExitCode> {
         "p50_ms": measured.percentile(0.50) / 1000.0,
         "p99_ms": measured.percentile(0.99) / 1000.0,
         "errors": measured.errors,
+        "first_error": measured.first_error,
         "load_average": {"before": before, "after": after},
     });
     if args.json {
@@ -126,6 +127,9 @@ pub fn run(args: CallsBenchArgs) -> miette::Result<ExitCode> {
             after.map_or("?".to_owned(), |l| format!("{l:.2}")),
         )
         .into_diagnostic()?;
+        if let Some(why) = &measured.first_error {
+            writeln!(out, "first failed call: {why}").into_diagnostic()?;
+        }
     }
     Ok(if measured.errors == 0 {
         ExitCode::SUCCESS

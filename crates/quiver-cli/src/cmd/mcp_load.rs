@@ -123,6 +123,9 @@ pub struct Load {
     pub latencies: Vec<u64>,
     /// Calls that failed (no result, an error result, or a broken connection).
     pub errors: usize,
+    /// What the first failed call got (its status and the start of its body, or the I/O
+    /// error), to say why.
+    pub first_error: Option<String>,
 }
 
 impl Load {
@@ -143,33 +146,30 @@ pub fn load(addrs: &[String], call: &Call, requests: usize, concurrency: usize) 
     let body = call.body();
     let per_thread = requests.div_ceil(concurrency);
     let started = Instant::now();
-    let results: Vec<(Vec<u64>, usize)> = std::thread::scope(|scope| {
+    let results: Vec<(Vec<u64>, usize, Option<String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..concurrency)
             .filter_map(|thread| addrs.get(thread % addrs.len().max(1)))
             .map(|addr| {
                 let (head, body) = (call.head(addr), &body);
                 scope.spawn(move || {
                     let mut latencies = Vec::with_capacity(per_thread);
-                    let mut errors = 0;
-                    let mut connection = Connection::open(addr).ok();
+                    let (mut errors, mut first) = (0, None);
+                    let mut connection = Connection::open(addr);
                     for _ in 0..per_thread {
                         let t = Instant::now();
-                        let ok = connection
-                            .as_mut()
-                            .and_then(|c| c.post(&head, body).ok())
-                            .is_some_and(|(status, bytes)| {
-                                let text = String::from_utf8_lossy(&bytes);
-                                status == 200
-                                    && text.contains("\"result\"")
-                                    && !text.contains("\"isError\":true")
-                            });
-                        if !ok {
+                        let failed = match connection.as_mut().map(|c| c.post(&head, body)) {
+                            Ok(Ok((status, bytes))) => failure(status, &bytes),
+                            Ok(Err(e)) => Some(e.to_string()),
+                            Err(e) => Some(e.to_string()),
+                        };
+                        if let Some(failed) = failed {
                             errors += 1;
-                            connection = Connection::open(addr).ok();
+                            first.get_or_insert(failed);
+                            connection = Connection::open(addr);
                         }
                         latencies.push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
                     }
-                    (latencies, errors)
+                    (latencies, errors, first)
                 })
             })
             .collect();
@@ -178,14 +178,28 @@ pub fn load(addrs: &[String], call: &Call, requests: usize, concurrency: usize) 
     let elapsed = started.elapsed().as_secs_f64();
     let mut latencies: Vec<u64> = results
         .iter()
-        .flat_map(|(l, _)| l.iter().copied())
+        .flat_map(|(l, _, _)| l.iter().copied())
         .collect();
     latencies.sort_unstable();
     Load {
         rate: latencies.len() as f64 / elapsed,
-        errors: results.iter().map(|(_, e)| e).sum(),
+        errors: results.iter().map(|(_, e, _)| e).sum(),
+        first_error: results.into_iter().find_map(|(_, _, first)| first),
         latencies,
     }
+}
+
+/// Why an answer is not a successful call: `None` for a 200 carrying a result that is not an
+/// error, else its status and the start of its body.
+fn failure(status: u16, body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    let ok = status == 200 && text.contains("\"result\"") && !text.contains("\"isError\":true");
+    (!ok).then(|| {
+        format!(
+            "HTTP {status}: {}",
+            text.chars().take(300).collect::<String>()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -198,6 +212,7 @@ mod tests {
             rate: 0.0,
             latencies,
             errors: 0,
+            first_error: None,
         };
         // (latencies, quantile, value)
         let cases: [(Vec<u64>, f64, f64); 5] = [
@@ -213,6 +228,36 @@ mod tests {
                 value,
                 "{latencies:?} {p}"
             );
+        }
+    }
+
+    #[test]
+    fn only_a_result_that_is_no_error_is_a_success() {
+        // (status, body, a success)
+        let cases = [
+            (
+                200,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"isError":false}}"#,
+                true,
+            ),
+            (
+                200,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true}}"#,
+                false,
+            ),
+            (
+                200,
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}"#,
+                false,
+            ),
+            (401, r#"{"result":1}"#, false),
+        ];
+        for (status, body, success) in cases {
+            let failed = super::failure(status, body.as_bytes());
+            assert_eq!(failed.is_none(), success, "{status} {body}");
+            if let Some(why) = failed {
+                assert!(why.starts_with(&format!("HTTP {status}: ")), "{why}");
+            }
         }
     }
 }
