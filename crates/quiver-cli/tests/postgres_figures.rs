@@ -273,14 +273,16 @@ fn figures_of(server: &str) {
             let measured = bench(&env, instances, tool, arguments);
             failed += measured["errors"].as_u64().unwrap();
             println!(
-                "{:<40} {:>9} {:>10.0} {:>10.2} {:>10.2} {:>7} {:>9}",
+                "{:<40} {:>9} {:>10.0} {:>10.2} {:>10.2} {:>7} {:>9.2}",
                 label,
                 instances.len(),
                 measured["calls_per_second"].as_f64().unwrap(),
                 measured["p50_ms"].as_f64().unwrap(),
                 measured["p99_ms"].as_f64().unwrap(),
-                measured["errors"],
-                measured["load_average"]["after"],
+                measured["errors"].as_u64().unwrap(),
+                measured["load_average"]["after"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
             );
         }
     }
