@@ -10,25 +10,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+mod instances;
 mod support;
 
-use support::Server;
+use instances::{Env, postgres, write};
 
 const TOKEN: &str = "test-token-shared";
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 /// The package `tally`: its one tool appends a line to a ledger, sleeps two seconds and
 /// answers how many lines the ledger holds.
@@ -48,72 +42,6 @@ fn package(root: &Path) {
         "tally/tools/count/main.py",
         "import json, os, sys, time\njson.load(sys.stdin)\npath = os.path.join(os.environ['QUIVER_DATA_DIR'], 'ledger')\nwith open(path, 'a') as f:\n    f.write('run\\n')\ntime.sleep(2)\nprint(json.dumps({'runs': len(open(path).read().splitlines())}))\n",
     );
-}
-
-fn psql(url: &str, sql: &str) {
-    let out = Command::new("psql")
-        .args([url, "-qtA", "-v", "ON_ERROR_STOP=1", "-c", sql])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "psql {sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn postgres() -> Option<String> {
-    match std::env::var("QUIVER_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("QUIVER_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "QUIVER_REQUIRE_POSTGRES=1 but QUIVER_TEST_POSTGRES is not set"
-            );
-            eprintln!("skipped: QUIVER_TEST_POSTGRES is not set (scripts/pg-cluster.sh start DIR)");
-            None
-        }
-    }
-}
-
-/// `quiver serve --http` on a free port with `home`'s config, once it listens.
-fn serve(home: &Path, packages: &Path) -> (Server, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_quiver"))
-        .args(["--root", packages.to_str().unwrap()])
-        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-        .env("QUIVER_HOME", home)
-        .env("QUIVER_CONFIG", home.join("config.yaml"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited: {seen}"
-        );
-        seen.push_str(&line);
-        if line.contains("/mcp") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-            line.clear();
-        }
-    });
-    (Server(child), port)
 }
 
 /// The `tools/call` of `call_tool` for `tally__count`, stateless 2026-07-28, with `retry`
@@ -182,45 +110,19 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
-fn ledger(home: &Path) -> usize {
-    fn walk(dir: &Path, found: &mut usize) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, found);
-            } else if path.file_name().is_some_and(|n| n == "ledger") {
-                *found += std::fs::read_to_string(&path).unwrap().lines().count();
-            }
-        }
-    }
-    let mut found = 0;
-    walk(home, &mut found);
-    found
-}
-
 #[test]
 fn an_answer_retried_on_another_instance_replays_the_one_run() {
     let Some(server) = postgres() else { return };
-    let name = format!("request_states_{}", std::process::id());
-    psql(
+    // One state folder for both: one MCP secret, one token.
+    let env = Env::with_config(
         &server,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        "request_states",
+        package,
+        &format!("mcp:\n  tokens:\n    - {{token: {TOKEN}, user: alice, role: trusted}}\n"),
     );
-    psql(&server, &format!("CREATE DATABASE {name}"));
-    let base = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
-    let url = format!("{base}/{name}");
-    let home = tempfile::tempdir().unwrap();
-    let packages = tempfile::tempdir().unwrap();
-    package(packages.path());
-    write(
-        home.path(),
-        "config.yaml",
-        &format!(
-            "database: {url}\nmcp:\n  tokens:\n    - {{token: {TOKEN}, user: alice, role: trusted}}\n"
-        ),
-    );
-    let (_a, port_a) = serve(home.path(), packages.path());
-    let (_b, port_b) = serve(home.path(), packages.path());
+    let (a, b) = (env.serve(), env.serve());
+    let (port_a, port_b) = (a.port, b.port);
+    let ledger = || env.ledger().len();
 
     // The first round asks for consent.
     let asked = post(port_a, &request(None));
@@ -240,7 +142,7 @@ fn an_answer_retried_on_another_instance_replays_the_one_run() {
         json!(state),
         "{replayed}"
     );
-    assert_eq!(ledger(home.path()), 0);
+    assert_eq!(ledger(), 0);
 
     // The answer goes to A; the identical retry to B while A runs the tool is told to retry.
     let answered = std::thread::spawn({
@@ -282,11 +184,5 @@ fn an_answer_retried_on_another_instance_replays_the_one_run() {
         on_a["result"]["_meta"]["io.quiver/replayed"], true,
         "{on_a}"
     );
-    assert_eq!(ledger(home.path()), 1, "the tool ran exactly once");
-
-    drop((_a, _b));
-    psql(
-        &server,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-    );
+    assert_eq!(ledger(), 1, "the tool ran exactly once");
 }

@@ -29,7 +29,11 @@ pub struct OperatorState {
 
 /// Reads the switches.
 pub fn read(store: &dyn Store) -> Result<OperatorState> {
-    let values = store.operator_values()?;
+    Ok(from_values(&store.operator_values()?))
+}
+
+/// The switches the operator's values hold ([`Store::operator_values`]).
+pub fn from_values(values: &std::collections::BTreeMap<String, Value>) -> OperatorState {
     let control = values
         .get(CONTROL_KEY)
         .and_then(|v| serde_json::from_value(v.clone()).ok())
@@ -39,7 +43,7 @@ pub fn read(store: &dyn Store) -> Result<OperatorState> {
         .filter(|(_, v)| v.as_bool() == Some(true))
         .filter_map(|(k, _)| k.strip_prefix(DISABLED_PREFIX).map(str::to_owned))
         .collect();
-    Ok(OperatorState { control, disabled })
+    OperatorState { control, disabled }
 }
 
 /// Sets the control plane (audited); `by` names the operator.

@@ -295,16 +295,18 @@ impl Runtime {
         message: &str,
         catalog: Arc<Catalog>,
     ) -> Result<Turn<'_>, RuntimeError> {
-        let record = self
-            .store
-            .session(session)?
+        // The session, the operator's switches (read every turn: a store that cannot be read
+        // fails the turn) and the session's grants, in one read.
+        let start = self.store.turn_start(session)?;
+        let record = start
+            .session
             .filter(|s| s.is_active())
             .ok_or_else(|| RuntimeError::NoSession(session.to_owned()))?;
-        self.refresh_operator_state()?;
+        self.apply_operator_state(crate::operator::from_values(&start.operator));
         let origin = origin_from(&record.origin);
         let unattended = record.state.get("profile").and_then(Value::as_str) == Some("schedule");
         let mut grants = SessionGrants::new(session);
-        for consent in self.store.consents(session)? {
+        for consent in start.consents {
             if consent.granted {
                 grants.grant_consent(&consent.package);
             } else {
@@ -312,7 +314,7 @@ impl Runtime {
             }
         }
         // A `once` approval holds for the session, in whichever process it continues.
-        for approval in self.store.once_approvals(session)? {
+        for approval in start.once_approvals {
             grants.approve_once(&approval.tool);
         }
         let mut turn = self.blank_turn(session, &record.agent, origin, sender, catalog);

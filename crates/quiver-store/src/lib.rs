@@ -87,7 +87,7 @@ pub use types::{
     Approval, ApprovalCard, ApprovalStatus, AuditDecision, AuditEntry, AuditKind, AuditQuery,
     AuditRecord, AuditStatus, AuditStep, CardQuestion, Consent, DEFAULT_LOADED_TOOLS, Decision,
     EndedSkill, NewSession, OnceApproval, OperatorCard, PresenceStamp, Purged, Session,
-    SessionFilter, SessionPresence, SessionStatus, UnknownAuditStep, now_ms,
+    SessionFilter, SessionPresence, SessionStatus, TurnStart, UnknownAuditStep, now_ms,
 };
 pub use workflow::WorkflowStore;
 
@@ -194,6 +194,26 @@ pub trait Store: Send + Sync {
             opened: self.opened_packages(session)?,
             loaded: self.loaded_tools(session)?,
             active_skills: self.active_skills(session)?,
+        })
+    }
+
+    /// The session's presence stamp and its presence, read together: by default
+    /// [`Store::presence_stamp`] then [`Store::presence`] (a write between the two leaves an
+    /// older stamp on a newer copy, which a later stamp only makes read again); a store that
+    /// can reads both from one snapshot.
+    fn stamped_presence(&self, session: &str) -> Result<(Option<PresenceStamp>, SessionPresence)> {
+        Ok((self.presence_stamp(session)?, self.presence(session)?))
+    }
+
+    /// What a turn of `session` starts from, read together (in one round trip where the store
+    /// can): the session, the operator's values, and the session's consents and `once`
+    /// approvals.
+    fn turn_start(&self, session: &str) -> Result<TurnStart> {
+        Ok(TurnStart {
+            session: self.session(session)?,
+            operator: self.operator_values()?,
+            consents: self.consents(session)?,
+            once_approvals: self.once_approvals(session)?,
         })
     }
 

@@ -722,6 +722,19 @@ pub struct SessionPresence {
     pub active_skills: Vec<String>,
 }
 
+/// What a turn starts from ([`Store::turn_start`](crate::Store::turn_start)).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnStart {
+    /// The session, `None` if there is no such session.
+    pub session: Option<Session>,
+    /// The operator's values ([`Store::operator_values`](crate::Store::operator_values)).
+    pub operator: std::collections::BTreeMap<String, Value>,
+    /// The session's consents.
+    pub consents: Vec<Consent>,
+    /// The session's `once` approvals.
+    pub once_approvals: Vec<OnceApproval>,
+}
+
 /// A stamp of a session's presence ([`Store::presence_stamp`](crate::Store::presence_stamp)):
 /// two reads that give the same stamp saw the same opened packages, loaded tools and active
 /// skills. It names the session's creation as well as its count of changes, so a session

@@ -28,6 +28,9 @@ pub enum BenchCommand {
     Sandbox(super::sandbox_bench::SandboxBenchArgs),
     /// The MCP front: `tools/call` of a no-op tool over HTTP, against a Python MCP server.
     Mcp(super::mcp_bench::McpBenchArgs),
+    /// Calls to running MCP servers: stateless `tools/call` over HTTP to one `quiver serve`
+    /// or spread over several instances, with calls per second, p50, p99 and load average.
+    Calls(super::calls_bench::CallsBenchArgs),
     /// The workflow engine: runs of a three-step workflow of built-in no-op tools, each step a
     /// call of the whole pipeline, on one SQLite file.
     Workflow(WorkflowArgs),
@@ -191,6 +194,7 @@ pub fn run(command: BenchCommand) -> miette::Result<ExitCode> {
         BenchCommand::Pipeline(args) => pipeline(args),
         BenchCommand::Sandbox(args) => super::sandbox_bench::run(args),
         BenchCommand::Mcp(args) => super::mcp_bench::run(args),
+        BenchCommand::Calls(args) => super::calls_bench::run(args),
         BenchCommand::Workflow(args) => workflow(args),
         BenchCommand::Resume(args) => super::resume_bench::run(args),
         BenchCommand::Install(args) => install(args),

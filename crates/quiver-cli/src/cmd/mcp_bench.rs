@@ -3,12 +3,11 @@
 //! SQLite) against a Python MCP server with the same tool (the `mcp` SDK's FastMCP server,
 //! `scripts/bench-mcp-server.py`), with the same load generator in the same run.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use miette::{IntoDiagnostic, miette};
 use quiver_host::{Host, HostOptions, State};
@@ -18,8 +17,10 @@ use quiver_policy::Principal;
 use quiver_runtime::ApproverSet;
 use quiver_runtime::executor::BuiltinExecutor;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+use super::mcp_load::{Call, load};
 
 /// Arguments of `quiver bench mcp`.
 #[derive(Debug, clap::Args)]
@@ -66,155 +67,26 @@ fn write_package(dir: &Path) -> std::io::Result<()> {
     )
 }
 
-fn request_body(tool: &str, handle: Option<&str>) -> String {
-    let mut meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "quiver-bench", "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    if let Some(handle) = handle {
-        meta["io.quiver/conversation"] = Value::String(handle.to_owned());
-    }
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": tool, "arguments": {"n": 1}, "_meta": meta}})
-    .to_string()
-}
-
-/// A minimal HTTP/1.1 client on one keep-alive connection (Content-Length and chunked
-/// bodies), so the load generator costs the same for both servers and needs no TLS stack.
-struct Connection {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Connection {
-    fn open(addr: &str) -> std::io::Result<Connection> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        Ok(Connection {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
-        })
-    }
-
-    /// Sends one POST and returns the status and body.
-    fn post(&mut self, head: &str, body: &str) -> std::io::Result<(u16, Vec<u8>)> {
-        self.writer
-            .write_all(format!("{head}Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())?;
-        let mut line = String::new();
-        self.reader.read_line(&mut line)?;
-        let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let (mut length, mut chunked) = (None, false);
-        loop {
-            line.clear();
-            if self.reader.read_line(&mut line)? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let header = line.trim_end().to_ascii_lowercase();
-            if header.is_empty() {
-                break;
-            }
-            if let Some(v) = header.strip_prefix("content-length:") {
-                length = v.trim().parse::<usize>().ok();
-            } else if header.starts_with("transfer-encoding:") && header.contains("chunked") {
-                chunked = true;
-            }
-        }
-        let mut body = Vec::new();
-        if chunked {
-            loop {
-                line.clear();
-                self.reader.read_line(&mut line)?;
-                let size = usize::from_str_radix(line.trim(), 16).unwrap_or(0);
-                let mut chunk = vec![0; size + 2];
-                self.reader.read_exact(&mut chunk)?;
-                if size == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..size]);
-            }
-        } else if let Some(length) = length {
-            body.resize(length, 0);
-            self.reader.read_exact(&mut body)?;
-        }
-        Ok((status, body))
+/// The no-op call, in `handle`'s conversation when given.
+fn noop_call(tool: &str, handle: Option<&str>) -> Call {
+    Call {
+        tool: tool.to_owned(),
+        arguments: json!({"n": 1}),
+        handle: handle.map(str::to_owned),
+        headers: Vec::new(),
     }
 }
 
-/// The load generator: `concurrency` threads with their own keep-alive connection, each
-/// sending its share of stateless `tools/call` requests; every answer must be a result that is
-/// not an error.
-fn load(
-    addr: &str,
-    tool: &str,
-    body: &str,
-    requests: usize,
-    concurrency: usize,
-) -> (f64, Vec<u64>, usize) {
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
-    );
-    let per_thread = requests.div_ceil(concurrency.max(1));
-    let started = Instant::now();
-    let results: Vec<(Vec<u64>, usize)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..concurrency.max(1))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut latencies = Vec::with_capacity(per_thread);
-                    let mut errors = 0;
-                    let mut connection = Connection::open(addr).ok();
-                    for _ in 0..per_thread {
-                        let t = Instant::now();
-                        let ok = connection
-                            .as_mut()
-                            .and_then(|c| c.post(&head, body).ok())
-                            .is_some_and(|(status, bytes)| {
-                                let text = String::from_utf8_lossy(&bytes);
-                                status == 200
-                                    && text.contains("\"result\"")
-                                    && !text.contains("\"isError\":true")
-                            });
-                        if !ok {
-                            errors += 1;
-                            connection = Connection::open(addr).ok();
-                        }
-                        latencies.push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
-                    }
-                    (latencies, errors)
-                })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
-    let elapsed = started.elapsed().as_secs_f64();
-    let mut latencies: Vec<u64> = results
-        .iter()
-        .flat_map(|(l, _)| l.iter().copied())
-        .collect();
-    let errors = results.iter().map(|(_, e)| e).sum();
-    latencies.sort_unstable();
-    let calls = latencies.len() as f64;
-    (calls / elapsed, latencies, errors)
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let index = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)] as f64
-}
-
-fn measure(name: &str, addr: &str, tool: &str, body: &str, args: &McpBenchArgs) -> Figures {
-    let _ = load(addr, tool, body, 200, args.concurrency);
-    let (rate, latencies, errors) = load(addr, tool, body, args.requests, args.concurrency);
+fn measure(name: &str, addr: &str, call: &Call, args: &McpBenchArgs) -> Figures {
+    let addrs = [addr.to_owned()];
+    let _ = load(&addrs, call, 200, args.concurrency);
+    let measured = load(&addrs, call, args.requests, args.concurrency);
     Figures {
         server: name.to_owned(),
-        calls_per_second: rate,
-        p50_us: percentile(&latencies, 0.50),
-        p99_us: percentile(&latencies, 0.99),
-        errors,
+        calls_per_second: measured.rate,
+        p50_us: measured.percentile(0.50),
+        p99_us: measured.percentile(0.99),
+        errors: measured.errors,
     }
 }
 
@@ -324,15 +196,13 @@ pub fn run(args: McpBenchArgs) -> miette::Result<ExitCode> {
     let quiver = measure(
         "quiver serve",
         &quiver_addr,
-        "bench__noop",
-        &request_body("bench__noop", Some(&handle)),
+        &noop_call("bench__noop", Some(&handle)),
         &args,
     );
     let fastmcp = measure(
         "python mcp 2.3.0 (FastMCP)",
         &python_addr,
-        "noop",
-        &request_body("noop", None),
+        &noop_call("noop", None),
         &args,
     );
     drop(python_server);

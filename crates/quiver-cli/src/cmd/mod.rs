@@ -3,6 +3,7 @@
 pub mod approvals;
 mod approvals_runs;
 pub mod bench;
+mod calls_bench;
 pub mod catalog;
 pub mod chat;
 pub mod completions;
@@ -16,6 +17,7 @@ mod install_sources;
 pub mod keys;
 pub mod lint;
 pub mod mcp_bench;
+mod mcp_load;
 pub mod models;
 pub mod new;
 pub mod operator;

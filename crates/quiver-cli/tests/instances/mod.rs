@@ -1,7 +1,8 @@
-//! What the multi-instance tests share (serve_failover.rs, serve_faults.rs): a database of
-//! their own on the PostgreSQL server of `QUIVER_TEST_POSTGRES`, `quiver serve --http`
-//! instances on it, `psql` for the rows, a signed webhook, and a small MCP HTTP client
-//! ([`mcp`]). Each test binary uses a part of it.
+//! What the multi-instance tests share (serve_failover.rs, serve_faults.rs,
+//! serve_request_states.rs, postgres_figures.rs): a database of their own on the PostgreSQL
+//! server of `QUIVER_TEST_POSTGRES`, `quiver serve --http` instances on it, `psql` for the
+//! rows, a signed webhook, and a small MCP HTTP client ([`mcp`]). Each test binary uses a part
+//! of it.
 #![allow(dead_code)]
 
 pub mod mcp;
@@ -100,6 +101,9 @@ impl Instance {
 pub struct Env {
     pub home: tempfile::TempDir,
     pub packages: tempfile::TempDir,
+    /// The package root the instances serve: `packages`, unless [`Env::on_root`] named
+    /// another.
+    pub root: PathBuf,
     pub server: String,
     pub url: String,
     pub name: String,
@@ -115,8 +119,15 @@ impl Drop for Env {
 }
 
 impl Env {
-    /// A fresh database `<tag>_<pid>` and the packages `package` writes into its root.
+    /// A fresh database `<tag>_<pid>` and the packages `package` writes into its root; the
+    /// config names the database and the test packages' settings.
     pub fn new(server: &str, tag: &str, package: impl FnOnce(&Path)) -> Env {
+        let settings = format!("runtime:\n  settings:\n    clock:\n      hook_secret: {SECRET}\n");
+        Env::with_config(server, tag, package, &settings)
+    }
+
+    /// [`Env::new`] with `config` (YAML) after the database's line in the config file.
+    pub fn with_config(server: &str, tag: &str, package: impl FnOnce(&Path), config: &str) -> Env {
         let name = format!("{tag}_{}", std::process::id());
         psql(
             server,
@@ -124,9 +135,11 @@ impl Env {
         );
         psql(server, &format!("CREATE DATABASE {name}"));
         let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
+        let packages = tempfile::tempdir().unwrap();
         let env = Env {
             home: tempfile::tempdir().unwrap(),
-            packages: tempfile::tempdir().unwrap(),
+            root: packages.path().to_owned(),
+            packages,
             server: server.to_owned(),
             url: format!("{base}/{name}"),
             name,
@@ -135,17 +148,28 @@ impl Env {
         write(
             env.home.path(),
             "config.yaml",
-            &format!(
-                "database: {}\nruntime:\n  settings:\n    clock:\n      hook_secret: {SECRET}\n",
-                env.url
-            ),
+            &format!("database: {}\n{config}", env.url),
         );
         env
     }
 
+    /// The same, serving the packages of `root` instead of its own.
+    pub fn on_root(mut self, root: PathBuf) -> Env {
+        self.root = root;
+        self
+    }
+
+    /// The owner's bearer token the first instance made (`mcp-token` in the state folder).
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.home.path().join("mcp-token"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
     /// A `quiver` command on this state folder and database.
     pub fn quiver(&self) -> Command {
-        self.quiver_at(self.packages.path())
+        self.quiver_at(&self.root)
     }
 
     /// [`Env::quiver`] with the packages of `root` instead of the test's own root.

@@ -23,14 +23,18 @@ impl Runtime {
     /// Re-reads the operator's switches from the store, where another process may have changed
     /// them.
     pub(super) fn refresh_operator_state(&self) -> Result<(), RuntimeError> {
-        let state = crate::operator::read(self.store.as_ref())?;
+        self.apply_operator_state(crate::operator::read(self.store.as_ref())?);
+        Ok(())
+    }
+
+    /// Applies the operator's switches as read from the store.
+    pub(super) fn apply_operator_state(&self, state: crate::operator::OperatorState) {
         if let Ok(mut c) = self.control.write() {
             *c = state.control;
         }
         if let Ok(mut d) = self.disabled.write() {
             *d = state.disabled;
         }
-        Ok(())
     }
 
     /// Switches a package off (absent from the catalog, its tools unknown) or on, for every

@@ -206,19 +206,19 @@ impl Turn<'_> {
     /// moves the stamp, so a turn never acts on a stale copy, and a call or an offer costs one
     /// integer read while nothing changed. A store that keeps no stamp is read every time.
     fn presence(&self) -> Result<Arc<SessionPresence>, RuntimeError> {
-        // The stamp is read first: a write between the two reads leaves an older stamp on a
-        // newer copy, which the next read only re-reads.
-        let stamp = self.runtime.store.presence_stamp(&self.session)?;
         let mut cached = self
             .presence
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let (Some(now), Some((seen, presence))) = (stamp, cached.as_ref())
-            && now == *seen
+        if let Some((seen, presence)) = cached.as_ref()
+            && self.runtime.store.presence_stamp(&self.session)? == Some(*seen)
         {
             return Ok(presence.clone());
         }
-        let presence = Arc::new(self.runtime.store.presence(&self.session)?);
+        // The first read of the turn, or the stamp moved: the stamp and the sets together
+        // (the stamp read first, or from the same snapshot, so it is never newer than them).
+        let (stamp, presence) = self.runtime.store.stamped_presence(&self.session)?;
+        let presence = Arc::new(presence);
         *cached = stamp.map(|stamp| (stamp, presence.clone()));
         Ok(presence)
     }

@@ -43,26 +43,35 @@ fn made_ahead(time: i64, now: i64) -> bool {
     month == current || month == current + 1
 }
 
-/// Appends an audit record (in the caller's transaction). A call's start goes to
-/// `calls_in_flight` instead (replacing an earlier start of the same call), and a call's
-/// record removes its start in the same transaction.
+/// Whether [`append_audit`] of `entry` is one statement (its month's table is made already),
+/// so it may run as its own transaction.
+pub(super) fn one_statement(entry: &EncodedAudit) -> bool {
+    entry.kind == AuditKind::CallStarted.as_str() || made_ahead(entry.time, now_ms())
+}
+
+/// Appends an audit record (in the caller's transaction, or as its own when
+/// [`one_statement`]). A call's start goes to `calls_in_flight` instead (replacing an earlier
+/// start of the same call), and a call's record removes its start in the same statement.
 pub(super) async fn append_audit<C: GenericClient>(c: &C, entry: &EncodedAudit) -> Result<i64> {
     let started = entry.kind == AuditKind::CallStarted.as_str();
     if started {
         require(entry.call_id.as_deref().unwrap_or(""), "call id")?;
     }
-    if (started || entry.kind == AuditKind::Call.as_str())
-        && let Some(call) = &entry.call_id
-    {
-        exec(c, "DELETE FROM calls_in_flight WHERE call_id = $1", &[call]).await?;
-    }
+    let ends_start = (started || entry.kind == AuditKind::Call.as_str()) && entry.call_id.is_some();
     let table = if started { "calls_in_flight" } else { "audit" };
     if !started && !made_ahead(entry.time, now_ms()) {
         exec(c, "SELECT quiver_audit_partition($1)", &[&entry.time]).await?;
     }
+    // The start is deleted by the statement's snapshot, so a start inserted by the same
+    // statement stays.
+    let removing = if ends_start {
+        "WITH ended AS (DELETE FROM calls_in_flight WHERE call_id = $4) "
+    } else {
+        ""
+    };
     let sql = format!(
-        "INSERT INTO {table} (time, kind, session_id, call_id, principal, origin, tool, skill, \
-         argument_digest, decisions, status, duration_ms, cached, detail) \
+        "{removing}INSERT INTO {table} (time, kind, session_id, call_id, principal, origin, tool, \
+         skill, argument_digest, decisions, status, duration_ms, cached, detail) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id"
     );
     let inserted = row(

@@ -347,35 +347,18 @@ fn backoff(tries: u32) -> Duration {
     Duration::from_millis(100 * u64::from(tries))
 }
 
-/// Runs `$body` (an expression that may `.await` and uses the transaction `$tx`) in a
-/// transaction on a pooled connection and commits it; run again from the start when it raced
-/// another transaction or lost its connection before committing. Evaluates to the body's
-/// `Result`, on the caller's thread.
-macro_rules! write {
-    ($store:expr, |$tx:ident| $body:expr) => {{
-        let pool = $store.pool.clone();
+/// Runs the write `$attempt` (a future, which sets `$committing` once what it sent may have
+/// committed) on the store's runtime until it succeeds; run again from the start when it
+/// raced another transaction, or lost its connection before `$committing`. Waiters are told
+/// of a success.
+macro_rules! retried {
+    ($store:expr, |$committing:ident| $attempt:expr) => {{
         let notify = std::sync::Arc::clone(&$store.notify);
         $store.block(async move {
             let mut tries = 0;
             loop {
-                let mut committing = false;
-                let outcome: $crate::error::Result<_> = async {
-                    let mut client = pool.get().await.map_err($crate::postgres::pool_error)?;
-                    let $tx = client.transaction().await?;
-                    let outcome: $crate::error::Result<_> = $body;
-                    match outcome {
-                        Ok(value) => {
-                            committing = true;
-                            $tx.commit().await?;
-                            Ok(value)
-                        }
-                        Err(error) => {
-                            let _ = $tx.rollback().await;
-                            Err(error)
-                        }
-                    }
-                }
-                .await;
+                let mut $committing = false;
+                let outcome: $crate::error::Result<_> = $attempt.await;
                 match outcome {
                     Ok(value) => {
                         notify.bump();
@@ -384,10 +367,10 @@ macro_rules! write {
                     Err(error)
                         if tries < $crate::postgres::RETRIES
                             && ($crate::postgres::retryable(&error)
-                                || (!committing && $crate::postgres::transient(&error))) =>
+                                || (!$committing && $crate::postgres::transient(&error))) =>
                     {
                         tries += 1;
-                        tracing::debug!(%error, tries, "a store transaction is run again");
+                        tracing::debug!(%error, tries, "a store write is run again");
                         if $crate::postgres::transient(&error) {
                             tokio::time::sleep($crate::postgres::backoff(tries)).await;
                         }
@@ -395,6 +378,49 @@ macro_rules! write {
                     Err(error) => return Err(error),
                 }
             }
+        })
+    }};
+}
+
+/// Runs `$body` (an expression that may `.await` and uses the transaction `$tx`) in a
+/// transaction on a pooled connection and commits it; run again from the start when it raced
+/// another transaction or lost its connection before committing ([`retried!`]). Evaluates to
+/// the body's `Result`, on the caller's thread.
+macro_rules! write {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let pool = $store.pool.clone();
+        $crate::postgres::retried!($store, |committing| async {
+            let mut client = pool.get().await.map_err($crate::postgres::pool_error)?;
+            let $tx = client.transaction().await?;
+            let outcome: $crate::error::Result<_> = $body;
+            match outcome {
+                Ok(value) => {
+                    committing = true;
+                    $tx.commit().await?;
+                    Ok(value)
+                }
+                Err(error) => {
+                    let _ = $tx.rollback().await;
+                    Err(error)
+                }
+            }
+        })
+    }};
+}
+
+/// Runs `$body`, a write of ONE statement (an expression that may `.await` and uses the pooled
+/// connection `$c`), outside any explicit transaction: the statement is its own transaction,
+/// committed (durably) when it returns, which saves the `BEGIN` and `COMMIT` round trips of
+/// [`write!`]. Run again when no connection could be had, or when it raced another
+/// transaction (it was rolled back); a statement sent on a connection that was then lost is
+/// never run again, since it may have committed.
+macro_rules! single {
+    ($store:expr, |$c:ident| $body:expr) => {{
+        let pool = $store.pool.clone();
+        $crate::postgres::retried!($store, |sent| async {
+            let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
+            sent = true;
+            $body
         })
     }};
 }
@@ -449,4 +475,4 @@ macro_rules! snapshot {
     }};
 }
 
-pub(crate) use {read, snapshot, write};
+pub(crate) use {read, retried, single, snapshot, write};

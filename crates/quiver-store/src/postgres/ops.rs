@@ -10,10 +10,10 @@ use tokio_postgres::types::ToSql;
 use crate::codec::{decode, encode, require};
 use crate::error::{Result, StoreError};
 pub(super) use crate::sets::SetTable;
-use crate::sets::next_seq;
+use crate::sets::{loaded_last, next_seq};
 use crate::types::{
     Consent, EndedSkill, NewSession, OnceApproval, PresenceStamp, Purged, Session, SessionFilter,
-    SessionStatus,
+    SessionPresence, SessionStatus,
 };
 
 /// Parameters of a query.
@@ -398,6 +398,59 @@ pub(super) async fn load_tool<C: GenericClient>(
     }
     bump_presence(c, session).await?;
     Ok(evicted)
+}
+
+/// Whether loading `tool` into the session would change nothing (it is the most recently
+/// used already, nothing to evict): read outside any transaction, so such a load costs one
+/// query instead of a transaction on the session's row.
+pub(super) async fn load_changes_nothing<C: GenericClient>(
+    c: &C,
+    session: &str,
+    tool: &str,
+    capacity: usize,
+) -> Result<bool> {
+    Ok(loaded_last(
+        &items(c, SetTable::Tools, session).await?,
+        tool,
+        capacity,
+    ))
+}
+
+/// The session's presence stamp and its three sets in one statement, so one snapshot: a
+/// stamp that did not move later still describes these sets.
+pub(super) async fn stamped_presence<C: GenericClient>(
+    c: &C,
+    session: &str,
+) -> Result<(Option<PresenceStamp>, SessionPresence)> {
+    let found = rows(
+        c,
+        "SELECT 0, NULL::text, created_at, presence_changes FROM sessions WHERE id = $1 \
+         UNION ALL SELECT 1, package, seq, 0::bigint FROM opened_packages WHERE session_id = $1 \
+         UNION ALL SELECT 2, tool, seq, 0::bigint FROM loaded_tools WHERE session_id = $1 \
+         UNION ALL SELECT 3, skill, seq, 0::bigint FROM active_skills WHERE session_id = $1 \
+         ORDER BY 1, 3",
+        &[&session],
+    )
+    .await?;
+    let (mut stamp, mut presence) = (None, SessionPresence::default());
+    for r in &found {
+        let set = match r.try_get::<_, i32>(0)? {
+            0 => {
+                stamp = Some(PresenceStamp {
+                    created_at: r.try_get(2)?,
+                    changes: r.try_get(3)?,
+                });
+                continue;
+            }
+            1 => &mut presence.opened,
+            2 => &mut presence.loaded,
+            _ => &mut presence.active_skills,
+        };
+        set.push(r.try_get(1)?);
+    }
+    // most recently used first
+    presence.loaded.reverse();
+    Ok((stamp, presence))
 }
 
 pub(super) async fn presence_stamp<C: GenericClient>(

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::ops::{self, SetTable};
 use super::{
-    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, snapshot, turns,
-    write,
+    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, single, snapshot,
+    turns, write,
 };
 use crate::Store;
 use crate::changes::{Change, ChangeKind, Changes};
@@ -18,7 +18,7 @@ use crate::error::{Result, StoreError};
 use crate::types::{
     Approval, ApprovalCard, ApprovalStatus, AuditEntry, AuditQuery, AuditRecord, Consent, Decision,
     NewSession, OnceApproval, OperatorCard, PresenceStamp, Purged, Session, SessionFilter,
-    SessionPresence, now_ms,
+    SessionPresence, TurnStart, now_ms,
 };
 
 /// Whether the process a waiter string names may be gone, as far as this machine can tell: a
@@ -95,6 +95,16 @@ impl Store for PostgresStore {
 
     fn load_tool(&self, session: &str, tool: &str, capacity: usize) -> Result<Vec<String>> {
         let (session, tool) = (session.to_owned(), tool.to_owned());
+        // A load that would change nothing (the tool is the most recently used already) is
+        // not written: one query instead of a transaction on the session's row. It is ordered
+        // at its read, before any load that read did not see.
+        let (s, t) = (session.clone(), tool.clone());
+        if capacity > 0
+            && read!(self, |c| ops::load_changes_nothing(&c, &s, &t, capacity)
+                .await)?
+        {
+            return Ok(Vec::new());
+        }
         write!(self, |tx| ops::load_tool(&tx, &session, &tool, capacity)
             .await)
     }
@@ -168,12 +178,29 @@ impl Store for PostgresStore {
     }
 
     fn presence(&self, session: &str) -> Result<SessionPresence> {
+        Ok(self.stamped_presence(session)?.1)
+    }
+
+    fn stamped_presence(&self, session: &str) -> Result<(Option<PresenceStamp>, SessionPresence)> {
         let session = session.to_owned();
-        snapshot!(self, |tx| {
-            Ok(SessionPresence {
-                opened: ops::set_list(&tx, SetTable::Packages, &session).await?,
-                loaded: ops::loaded_tools(&tx, &session).await?,
-                active_skills: ops::set_list(&tx, SetTable::Skills, &session).await?,
+        read!(self, |c| ops::stamped_presence(&c, &session).await)
+    }
+
+    fn turn_start(&self, session: &str) -> Result<TurnStart> {
+        let id = session.to_owned();
+        // four queries sent at once on one connection: one round trip
+        read!(self, |c| {
+            let (session, operator, consents, once_approvals) = tokio::try_join!(
+                ops::session(&c, &id),
+                ops::operator_values(&c),
+                ops::consents(&c, &id),
+                ops::once_approvals(&c, &id),
+            )?;
+            Ok(TurnStart {
+                session,
+                operator,
+                consents,
+                once_approvals,
             })
         })
     }
@@ -385,7 +412,11 @@ impl Store for PostgresStore {
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
         let entry = EncodedAudit::new(entry)?;
-        let id = write!(self, |tx| audit::append_audit(&tx, &entry).await)?;
+        let id = if audit::one_statement(&entry) {
+            single!(self, |c| audit::append_audit(&c, &entry).await)?
+        } else {
+            write!(self, |tx| audit::append_audit(&tx, &entry).await)?
+        };
         // This process only: a notifying commit takes a database-wide lock (module `changes`).
         self.hub.change(ChangeKind::Audit, id.to_string());
         Ok(id)

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::codec::{EncodedAudit, decode, encode, require};
 use crate::error::{Result, StoreError};
 pub(crate) use crate::sets::SetTable;
-use crate::sets::next_seq;
+use crate::sets::{loaded_last, next_seq};
 use crate::types::{
     AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStatus, Consent, EndedSkill, NewSession,
     OnceApproval, PresenceStamp, Purged, Session, SessionFilter, SessionStatus,
@@ -294,6 +294,9 @@ pub(crate) fn load_tool(
     require(tool, "tool name")?;
     ensure_session(conn, session)?;
     let mut others = items(conn, SetTable::Tools, session)?;
+    if loaded_last(&others, tool, capacity) {
+        return Ok(Vec::new());
+    }
     let seq = next_seq(&others);
     conn.prepare_cached(
         "INSERT INTO loaded_tools (session_id, tool, seq) VALUES (?1, ?2, ?3) \

@@ -13,6 +13,7 @@ mod lease_cases;
 mod operator_card_cases;
 mod postgres_only;
 mod race_cases;
+mod read_together_cases;
 mod request_state_cases;
 mod sqlite_only;
 mod store_cases;
@@ -50,6 +51,7 @@ suite!(
     store_cases::a_shrunk_capacity_evicts_down_to_it_and_sessions_never_share,
     store_cases::opened_packages_and_active_skills,
     store_cases::every_presence_change_moves_the_stamp_and_nothing_else_does,
+    read_together_cases::a_turns_reads_together_match_the_separate_reads,
     store_cases::consents,
     store_cases::once_approvals_are_keyed_on_session_and_tool,
     store_cases::once_approvals_of_a_session_are_listed_together,

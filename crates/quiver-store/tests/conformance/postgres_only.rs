@@ -1,6 +1,10 @@
 //! What only PostgreSQL shows: the migration runner (once, recorded, a newer schema refused),
 //! the audit table refusing changes behind the store's back, and the synchronous store called
-//! from inside tokio runtimes of every kind without a panic or a deadlock.
+//! from inside tokio runtimes of every kind without a panic or a deadlock; the audit log's
+//! monthly partitions are in [`audit_partitions`]. Each case on a schema of its own
+//! ([`Schema`]).
+
+mod audit_partitions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,8 +62,18 @@ impl Schema {
         PostgresStore::open_with(&self.url, &options)
     }
 
-    fn sql(&self, sql: &str) -> Result<u64, tokio_postgres::Error> {
-        self.runtime.block_on(self.client.execute(sql, &[]))
+    fn sql(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        self.runtime.block_on(self.client.batch_execute(sql))
+    }
+
+    /// The first column of each row, as text.
+    fn strings(&self, sql: &str) -> Vec<String> {
+        self.runtime
+            .block_on(self.client.query(sql, &[]))
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
     }
 
     fn count(&self, sql: &str) -> i64 {

@@ -425,12 +425,17 @@ pub fn every_presence_change_moves_the_stamp_and_nothing_else_does(f: &Fixture) 
     let stamp = |s: &str| store.presence_stamp(s).unwrap().unwrap();
     type Change = fn(&dyn Store);
     // (what, a write, whether it changes s1's presence)
-    let cases: [(&str, Change, bool); 13] = [
+    let cases: [(&str, Change, bool); 14] = [
         ("load", |s| drop(s.load_tool("s1", "a.t", 2)), true),
         (
             "load again (lru order)",
             |s| drop(s.load_tool("s1", "b.t", 2)),
             true,
+        ),
+        (
+            "load the most recently used again (nothing changes)",
+            |s| drop(s.load_tool("s1", "b.t", 2)),
+            false,
         ),
         ("touch", |s| drop(s.touch_tool("s1", "a.t")), true),
         ("evict", |s| drop(s.load_tool("s1", "c.t", 2)), true),

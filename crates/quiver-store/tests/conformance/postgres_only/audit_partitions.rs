@@ -1,108 +1,32 @@
-//! The PostgreSQL audit log partitioned by month (schema version 6), on the database named by
-//! `QUIVER_TEST_POSTGRES` (skipped, saying why, without it; failing when
-//! `QUIVER_REQUIRE_POSTGRES=1`): rows of two months in two partitions, every partition
-//! refusing changes, paging across a month boundary, the tables made ahead at open, an insert
-//! that no month table takes, and the rows of a database migrated before partitioning moved over with their ids.
+//! The PostgreSQL audit log partitioned by month (schema version 6): rows of two months in
+//! two partitions, every partition refusing changes, paging across a month boundary, the
+//! tables made ahead at open, an insert that no month table takes, and the rows of a database
+//! migrated before partitioning moved over with their ids.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+use quiver_store::{AuditEntry, AuditKind, AuditQuery, Store};
 
-use quiver_store::{AuditEntry, AuditKind, AuditQuery, PostgresOptions, PostgresStore, Store};
+use super::Schema;
 
 /// 2020-01-31 23:59:00 UTC and 2020-02-01 00:00:00 UTC, in Unix milliseconds.
 const JAN_31: i64 = 1_580_515_140_000;
 const FEB_1: i64 = 1_580_515_200_000;
 
-/// A fresh schema of the test database, dropped afterwards, and a raw client on it.
-struct Schema {
-    url: String,
-    name: String,
-    runtime: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
+/// The audit table's partitions, by name.
+fn partitions(schema: &Schema) -> Vec<String> {
+    schema.strings(&format!(
+        "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+         WHERE i.inhparent = '{}.audit'::regclass ORDER BY 1",
+        schema.name
+    ))
 }
 
-impl Schema {
-    fn new(tag: &str) -> Option<Schema> {
-        let Ok(url) = std::env::var("QUIVER_TEST_POSTGRES") else {
-            assert!(
-                std::env::var("QUIVER_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "QUIVER_REQUIRE_POSTGRES=1 but QUIVER_TEST_POSTGRES is not set"
-            );
-            eprintln!("skipped: set QUIVER_TEST_POSTGRES (scripts/pg-cluster.sh start DIR)");
-            return None;
-        };
-        let name = format!("part_{tag}_{}", std::process::id());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let client = runtime.block_on(async {
-            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
-            client
-                .batch_execute(&format!(
-                    "DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}; SET search_path = {name}"
-                ))
-                .await
-                .unwrap();
-            client
-        });
-        Some(Schema {
-            url,
-            name,
-            runtime,
-            client,
-        })
-    }
-
-    fn open(&self) -> PostgresStore {
-        let options = PostgresOptions {
-            pool_size: 4,
-            schema: Some(self.name.clone()),
-            ..PostgresOptions::default()
-        };
-        PostgresStore::open_with(&self.url, &options).unwrap()
-    }
-
-    fn sql(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
-        self.runtime.block_on(self.client.batch_execute(sql))
-    }
-
-    fn strings(&self, sql: &str) -> Vec<String> {
-        self.runtime
-            .block_on(self.client.query(sql, &[]))
-            .unwrap()
-            .iter()
-            .map(|row| row.get(0))
-            .collect()
-    }
-
-    /// The audit table's partitions, by name.
-    fn partitions(&self) -> Vec<String> {
-        self.strings(&format!(
-            "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
-             WHERE i.inhparent = '{}.audit'::regclass ORDER BY 1",
-            self.name
-        ))
-    }
-
-    /// The partition holding each audit record, in id order.
-    fn placed(&self) -> Vec<String> {
-        self.strings("SELECT tableoid::regclass::text FROM audit ORDER BY id")
-            .into_iter()
-            .map(|name| name.rsplit('.').next().unwrap_or_default().to_owned())
-            .collect()
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let _ = self.runtime.block_on(
-            self.client
-                .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name)),
-        );
-    }
+/// The partition holding each audit record, in id order.
+fn placed(schema: &Schema) -> Vec<String> {
+    schema
+        .strings("SELECT tableoid::regclass::text FROM audit ORDER BY id")
+        .into_iter()
+        .map(|name| name.rsplit('.').next().unwrap_or_default().to_owned())
+        .collect()
 }
 
 fn entry(time: i64, session: &str) -> AuditEntry {
@@ -123,10 +47,10 @@ fn month_name(schema: &Schema, ms: i64) -> String {
 
 #[test]
 fn this_month_and_the_next_are_made_at_open() {
-    let Some(schema) = Schema::new("ahead") else {
+    let Some(schema) = Schema::new("audit_ahead") else {
         return;
     };
-    let _store = schema.open();
+    let _store = schema.open().unwrap();
     let now = quiver_store::now_ms();
     let this = month_name(&schema, now);
     let next = schema.strings(
@@ -135,7 +59,7 @@ fn this_month_and_the_next_are_made_at_open() {
     )[0]
     .clone();
     assert_eq!(
-        schema.partitions(),
+        partitions(&schema),
         vec![
             format!("audit_{this}"),
             format!("audit_{next}"),
@@ -146,17 +70,17 @@ fn this_month_and_the_next_are_made_at_open() {
 
 #[test]
 fn records_of_two_months_land_in_two_partitions() {
-    let Some(schema) = Schema::new("months") else {
+    let Some(schema) = Schema::new("audit_months") else {
         return;
     };
-    let store = schema.open();
+    let store = schema.open().unwrap();
     store.append_audit(&entry(JAN_31, "s1")).unwrap();
     store.append_audit(&entry(FEB_1, "s1")).unwrap();
     store.append_audit(&entry(FEB_1 + 1, "s1")).unwrap();
     // beyond the calendar PostgreSQL knows: no month table, the default one takes it
     store.append_audit(&entry(i64::MAX, "s1")).unwrap();
     assert_eq!(
-        schema.placed(),
+        placed(&schema),
         [
             "audit_2020_01",
             "audit_2020_02",
@@ -164,7 +88,7 @@ fn records_of_two_months_land_in_two_partitions() {
             "audit_default"
         ]
     );
-    assert!(schema.partitions().contains(&"audit_2020_01".to_owned()));
+    assert!(partitions(&schema).contains(&"audit_2020_01".to_owned()));
     let read = store.query_audit(&AuditQuery::default()).unwrap();
     let times: Vec<i64> = read.iter().map(|r| r.entry.time).collect();
     assert_eq!(times, [i64::MAX, FEB_1 + 1, FEB_1, JAN_31]);
@@ -172,10 +96,10 @@ fn records_of_two_months_land_in_two_partitions() {
 
 #[test]
 fn a_month_already_in_the_default_partition_still_takes_inserts() {
-    let Some(schema) = Schema::new("default") else {
+    let Some(schema) = Schema::new("audit_default") else {
         return;
     };
-    let store = schema.open();
+    let store = schema.open().unwrap();
     // a row of March 2020 put straight into the default partition: no March table can be
     // made while it is there
     schema
@@ -189,16 +113,16 @@ fn a_month_already_in_the_default_partition_still_takes_inserts() {
     store
         .append_audit(&entry(FEB_1 + 31 * 86_400_000, "s1"))
         .unwrap();
-    assert_eq!(schema.placed(), ["audit_default", "audit_default"]);
-    assert!(!schema.partitions().contains(&"audit_2020_03".to_owned()));
+    assert_eq!(placed(&schema), ["audit_default", "audit_default"]);
+    assert!(!partitions(&schema).contains(&"audit_2020_03".to_owned()));
 }
 
 #[test]
 fn every_partition_refuses_changes() {
-    let Some(schema) = Schema::new("refuse") else {
+    let Some(schema) = Schema::new("audit_refuse") else {
         return;
     };
-    let store = schema.open();
+    let store = schema.open().unwrap();
     store.append_audit(&entry(JAN_31, "s1")).unwrap();
     store.append_audit(&entry(i64::MAX, "s1")).unwrap();
     store
@@ -225,10 +149,10 @@ fn every_partition_refuses_changes() {
 
 #[test]
 fn paging_across_a_month_boundary_is_complete_and_ordered() {
-    let Some(schema) = Schema::new("paging") else {
+    let Some(schema) = Schema::new("audit_paging") else {
         return;
     };
-    let store = schema.open();
+    let store = schema.open().unwrap();
     // interleaved: ids do not follow the months, and pages must follow the ids
     let mut written = Vec::new();
     for i in 0..30 {
@@ -252,7 +176,7 @@ fn paging_across_a_month_boundary_is_complete_and_ordered() {
     }
     written.reverse();
     assert_eq!(read, written);
-    let both: Vec<String> = schema.placed().into_iter().take(2).collect();
+    let both: Vec<String> = placed(&schema).into_iter().take(2).collect();
     assert_eq!(both, ["audit_2020_01", "audit_2020_02"]);
     // a time window across the boundary
     let window = store
@@ -292,10 +216,10 @@ CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
 
 #[test]
 fn an_unpartitioned_audit_log_moves_over_with_its_ids() {
-    let Some(schema) = Schema::new("upgrade") else {
+    let Some(schema) = Schema::new("audit_upgrade") else {
         return;
     };
-    drop(schema.open());
+    drop(schema.open().unwrap());
     schema.sql(UNPARTITIONED_AUDIT).unwrap();
     for (id, time) in [(3, JAN_31), (8, FEB_1), (9, i64::MAX), (12, FEB_1 + 5)] {
         schema
@@ -306,9 +230,9 @@ fn an_unpartitioned_audit_log_moves_over_with_its_ids() {
             ))
             .unwrap();
     }
-    let store = schema.open();
+    let store = schema.open().unwrap();
     assert_eq!(
-        schema.placed(),
+        placed(&schema),
         [
             "audit_2020_01",
             "audit_2020_02",
