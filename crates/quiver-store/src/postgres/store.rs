@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::ops::{self, SetTable};
 use super::{
-    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, single, snapshot,
-    turns, write,
+    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, single, turns,
+    write,
 };
 use crate::Store;
 use crate::changes::{Change, ChangeKind, Changes};
