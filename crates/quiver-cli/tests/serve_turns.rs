@@ -13,10 +13,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier, mpsc};
 use std::time::Duration;
 
@@ -25,8 +24,7 @@ use serde_json::{Value, json};
 mod instances;
 mod support;
 
-use instances::{postgres, psql, write};
-use support::Server;
+use instances::{Env, postgres, psql, write};
 
 const TOKEN: &str = "test-token-turns";
 
@@ -57,45 +55,6 @@ fn packages(root: &Path) {
         "atlas/tools/lookup/tool.yaml",
         "name: lookup\nversion: 1.0.0\ndescription:\n  summary: Looks a place up\ncategory: perception\napproval: never\nexpose: true\ninput: {type: object}\nrun: {command: [python3, -c, \"import json, sys; sys.stdin.read(); print(json.dumps({'found': True}))\"]}\n",
     );
-}
-
-/// `quiver serve --http` on a free port with `home`'s config, once it listens.
-fn serve(home: &Path, packages: &Path) -> (Server, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_quiver"))
-        .args(["--root", packages.to_str().unwrap()])
-        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-        .env("QUIVER_HOME", home)
-        .env("QUIVER_CONFIG", home.join("config.yaml"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited: {seen}"
-        );
-        seen.push_str(&line);
-        if line.contains("/mcp") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-            line.clear();
-        }
-    });
-    (Server(child), port)
 }
 
 /// What one `tools/call` of `call_tool` sends.
@@ -219,26 +178,15 @@ fn text(result: &Value) -> String {
 #[test]
 fn a_turns_lockout_and_a_packages_consent_question_are_shared_by_two_instances() {
     let Some(server) = postgres() else { return };
-    let name = format!("turns_{}", std::process::id());
-    psql(
+    let env = Env::with_config(
         &server,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        "turns",
+        packages,
+        &format!("mcp:\n  tokens:\n    - {{token: {TOKEN}, user: alice, role: trusted}}\n"),
     );
-    psql(&server, &format!("CREATE DATABASE {name}"));
-    let base = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
-    let url = format!("{base}/{name}");
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    packages(root.path());
-    write(
-        home.path(),
-        "config.yaml",
-        &format!(
-            "database: {url}\nmcp:\n  tokens:\n    - {{token: {TOKEN}, user: alice, role: trusted}}\n"
-        ),
-    );
-    let (a, port_a) = serve(home.path(), root.path());
-    let (b, port_b) = serve(home.path(), root.path());
+    let url = env.url.clone();
+    let (a, b) = (env.serve(), env.serve());
+    let (port_a, port_b) = (a.port, b.port);
 
     // On A, turn `msg-1`: consent to `guild`, then the person refuses the dangerous call.
     let kick = Call {
@@ -335,8 +283,4 @@ fn a_turns_lockout_and_a_packages_consent_question_are_shared_by_two_instances()
     );
 
     drop((a, b));
-    psql(
-        &server,
-        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-    );
 }

@@ -1,5 +1,6 @@
 //! What the multi-instance tests share (serve_failover.rs, serve_faults.rs,
-//! serve_request_states.rs, postgres_figures.rs): a database of their own on the PostgreSQL
+//! serve_request_states.rs, serve_turns.rs, serve_digests.rs, serve_wakeups.rs,
+//! postgres_figures.rs): a database of their own on the PostgreSQL
 //! server of `QUIVER_TEST_POSTGRES`, `quiver serve --http` instances on it, `psql` for the
 //! rows, a signed webhook, and a small MCP HTTP client ([`mcp`]). Each test binary uses a part
 //! of it.
