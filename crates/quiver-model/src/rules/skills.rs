@@ -169,7 +169,13 @@ impl Session {
             // turn's lockouts and `disallowed-tools`, loading its package, the stop, consent.
             return self.decide(world, agent);
         }
+        // The fork is a call of the agent through the pipeline: a refusal locks it for the
+        // rest of the turn, as any call's does (the stop's too).
+        if self.locked.contains(agent) {
+            return Verdict::Refused(Why::Locked, Questions::default());
+        }
         if self.stopped {
+            self.lock(world, agent);
             return Verdict::Refused(Why::EmergencyStop, Questions::default());
         }
         Verdict::Runs(Questions::default())

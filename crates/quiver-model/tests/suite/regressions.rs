@@ -303,6 +303,19 @@ fn rows() -> Vec<Row> {
             class: None,
         },
         Row {
+            name: "a fork into the package's own agent refused by the stop is locked for the rest of the turn, as a call refused by the stop is (found by the generated cases)",
+            front: Front::Runtime,
+            world: fork_into_own_agent(),
+            caller: owner(),
+            ops: vec![
+                Op::EmergencyStop(true),
+                read("p0"),
+                Op::EmergencyStop(false),
+                read("p0"),
+            ],
+            class: None,
+        },
+        Row {
             name: "item 5, over MCP: a run's question is asked of the client waiting on its call (the 2026-07-28 era too)",
             front: Front::McpNoTurnIds,
             world: workflow_of(vec![step_t0(1)]),
