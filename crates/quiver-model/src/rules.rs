@@ -105,6 +105,9 @@ pub struct Session {
     pub locked: BTreeSet<Target>,
     /// Whether a dangerous tool (category `member`) was refused in this turn.
     pub member_locked: bool,
+    /// A package's own agents whose fork the stop refused in this turn: the runtime records
+    /// that refusal's lockout, and a later fork into them in the turn is refused.
+    pub forks_locked: BTreeSet<Target>,
     /// The operator's emergency stop.
     pub stopped: bool,
     /// How the person answers consent questions.
@@ -129,6 +132,7 @@ impl Session {
             calls_since_read: 0,
             locked: BTreeSet::new(),
             member_locked: false,
+            forks_locked: BTreeSet::new(),
             stopped: false,
             consent_yes: true,
             approval_yes: true,
@@ -142,6 +146,7 @@ impl Session {
             self.read_this_turn.clear();
             self.locked.clear();
             self.member_locked = false;
+            self.forks_locked.clear();
         }
     }
 
@@ -151,6 +156,7 @@ impl Session {
         if self.turns == Turns::Unmarked {
             self.locked.clear();
             self.member_locked = false;
+            self.forks_locked.clear();
         }
     }
 

@@ -169,13 +169,13 @@ impl Session {
             // turn's lockouts and `disallowed-tools`, loading its package, the stop, consent.
             return self.decide(world, agent);
         }
-        // The fork is a call of the agent through the pipeline: a refusal locks it for the
-        // rest of the turn, as any call's does (the stop's too).
-        if self.locked.contains(agent) {
+        // The fork is a call of the agent through the pipeline: the stop's refusal locks it
+        // for the rest of the turn, as a call's or a script's does.
+        if self.forks_locked.contains(agent) {
             return Verdict::Refused(Why::Locked, Questions::default());
         }
         if self.stopped {
-            self.lock(world, agent);
+            self.forks_locked.insert(agent.clone());
             return Verdict::Refused(Why::EmergencyStop, Questions::default());
         }
         Verdict::Runs(Questions::default())
