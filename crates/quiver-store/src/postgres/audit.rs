@@ -43,14 +43,7 @@ fn made_ahead(time: i64, now: i64) -> bool {
     month == current || month == current + 1
 }
 
-/// Whether [`append_audit`] of `entry` is one statement (its month's table is made already),
-/// so it may run as its own transaction.
-pub(super) fn one_statement(entry: &EncodedAudit) -> bool {
-    entry.kind == AuditKind::CallStarted.as_str() || made_ahead(entry.time, now_ms())
-}
-
-/// Appends an audit record (in the caller's transaction, or as its own when
-/// [`one_statement`]). A call's start goes to `calls_in_flight` instead (replacing an earlier
+/// Appends an audit record (in the caller's transaction). A call's start goes to `calls_in_flight` instead (replacing an earlier
 /// start of the same call), and a call's record removes its start in the same statement.
 pub(super) async fn append_audit<C: GenericClient>(c: &C, entry: &EncodedAudit) -> Result<i64> {
     let started = entry.kind == AuditKind::CallStarted.as_str();

@@ -408,23 +408,6 @@ macro_rules! write {
     }};
 }
 
-/// Runs `$body`, a write of ONE statement (an expression that may `.await` and uses the pooled
-/// connection `$c`), outside any explicit transaction: the statement is its own transaction,
-/// committed (durably) when it returns, which saves the `BEGIN` and `COMMIT` round trips of
-/// [`write!`]. Run again when no connection could be had, or when it raced another
-/// transaction (it was rolled back); a statement sent on a connection that was then lost is
-/// never run again, since it may have committed.
-macro_rules! single {
-    ($store:expr, |$c:ident| $body:expr) => {{
-        let pool = $store.pool.clone();
-        $crate::postgres::retried!($store, |sent| async {
-            let $c = pool.get().await.map_err($crate::postgres::pool_error)?;
-            sent = true;
-            $body
-        })
-    }};
-}
-
 /// Runs `$body` (an expression that may `.await` and uses the pooled connection `$c`) on a
 /// pooled connection, outside any explicit transaction; run again on a new connection when
 /// the server could not be reached.
@@ -475,4 +458,4 @@ macro_rules! snapshot {
     }};
 }
 
-pub(crate) use {read, retried, single, snapshot, write};
+pub(crate) use {read, retried, snapshot, write};

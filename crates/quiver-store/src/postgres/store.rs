@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use super::ops::{self, SetTable};
 use super::{
-    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, single, turns,
-    write,
+    PostgresStore, approvals, audit, listen, operator_cards, read, request_states, turns, write,
 };
 use crate::Store;
 use crate::changes::{Change, ChangeKind, Changes};
@@ -412,11 +411,10 @@ impl Store for PostgresStore {
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<i64> {
         let entry = EncodedAudit::new(entry)?;
-        let id = if audit::one_statement(&entry) {
-            single!(self, |c| audit::append_audit(&c, &entry).await)?
-        } else {
-            write!(self, |tx| audit::append_audit(&tx, &entry).await)?
-        };
+        // In a transaction of its own, so a connection lost under it (a restarted server) is
+        // retried on a new one: a lone statement sent on a pooled connection that turns out to
+        // be dead could not be sent again, and a call's start would be left without its end.
+        let id = write!(self, |tx| audit::append_audit(&tx, &entry).await)?;
         // This process only: a notifying commit takes a database-wide lock (module `changes`).
         self.hub.change(ChangeKind::Audit, id.to_string());
         Ok(id)
